@@ -1,0 +1,47 @@
+//! The changes a write makes, as a store persists them.
+//!
+//! A write operation of [`crate::State`] returns a list of these; the store writes them
+//! in one transaction and, once committed, the same list is applied to the in-memory
+//! view. They are row-level on purpose: a store maps each one to a few SQL statements
+//! and never needs to know the rule that produced it.
+
+use uuid::Uuid;
+
+use crate::model::{ClassRecord, Inventory, ProviderId, ProviderRow, TraitRecord};
+use crate::names::{ResourceClass, TraitName};
+
+/// One durable change.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Create or replace a custom resource class. `old_name` is set when an existing
+    /// class is renamed (the 1.2 PUT form).
+    PutClass {
+        /// The class as it is after the change.
+        record: ClassRecord,
+        /// The class's name before a rename.
+        old_name: Option<ResourceClass>,
+    },
+    /// Delete a custom resource class.
+    DeleteClass(ResourceClass),
+    /// Create a custom trait.
+    PutTrait(TraitRecord),
+    /// Delete a custom trait.
+    DeleteTrait(TraitName),
+    /// Create or update a provider's row. `previous_generation` is the generation the
+    /// rule saw (None for a new provider): an engine shared by several processes uses it
+    /// to refuse a write that lost a race.
+    PutProvider {
+        /// The row as it is after the change.
+        row: ProviderRow,
+        /// The generation the plan was made against.
+        previous_generation: Option<u64>,
+    },
+    /// Delete a provider and everything attached to it.
+    DeleteProvider(ProviderId),
+    /// Replace all inventories of a provider.
+    SetInventories(ProviderId, Vec<(ResourceClass, Inventory)>),
+    /// Replace all traits of a provider.
+    SetTraits(ProviderId, Vec<TraitName>),
+    /// Replace all aggregates of a provider.
+    SetAggregates(ProviderId, Vec<Uuid>),
+}

@@ -1,0 +1,117 @@
+//! Validated names: resource classes and traits.
+//!
+//! A name that reaches the domain has been checked once, at the boundary; the rest of
+//! the code passes these types around and never re-checks a raw string.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+/// The longest resource class or trait name Placement accepts.
+pub const MAX_NAME_LEN: usize = 255;
+
+/// The prefix every operator-defined class and trait carries.
+pub const CUSTOM_PREFIX: &str = "CUSTOM_";
+
+/// Whether `name` has the form of a custom name: `CUSTOM_` then one or more of
+/// `A-Z`, `0-9`, `_`, at most [`MAX_NAME_LEN`] characters in all.
+pub fn is_custom_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_LEN
+        && name.len() > CUSTOM_PREFIX.len()
+        && name.starts_with(CUSTOM_PREFIX)
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Whether `name` has the form of any resource class or trait name (standard names
+/// use the same alphabet as custom ones).
+pub fn is_well_formed_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The name as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// Whether this is an operator-defined (`CUSTOM_*`) name.
+            pub fn is_custom(&self) -> bool {
+                self.0.starts_with(CUSTOM_PREFIX)
+            }
+
+            /// Wraps a name without checking it. Only for names that were checked
+            /// before, such as those read back from a store.
+            pub fn new_unchecked(name: impl Into<String>) -> Self {
+                $name(name.into())
+            }
+
+            /// Checks that `name` is well formed (see [`is_well_formed_name`]).
+            /// Whether such a class or trait exists is a question for the state.
+            pub fn parse(name: &str) -> Option<Self> {
+                is_well_formed_name(name).then(|| $name(name.to_owned()))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+name_type!(
+    /// The name of a resource class: a standard one (`VCPU`, `DISK_GB`, ...) or a
+    /// custom one (`CUSTOM_*`).
+    ResourceClass
+);
+name_type!(
+    /// The name of a trait: a standard one (`HW_CPU_X86_AVX2`, ...) or a custom one
+    /// (`CUSTOM_*`).
+    TraitName
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_names() {
+        assert!(is_custom_name("CUSTOM_GOLD"));
+        assert!(is_custom_name("CUSTOM_A_1"));
+        assert!(!is_custom_name("CUSTOM_"));
+        assert!(!is_custom_name("CUSTOM_gold"));
+        assert!(!is_custom_name("VCPU"));
+        assert!(!is_custom_name("CUSTOM_Ü"));
+        let long = format!("CUSTOM_{}", "A".repeat(MAX_NAME_LEN - 7));
+        assert!(is_custom_name(&long));
+        assert!(!is_custom_name(&format!("{long}A")));
+    }
+
+    #[test]
+    fn parse_checks_alphabet() {
+        assert!(ResourceClass::parse("VCPU").is_some());
+        assert!(ResourceClass::parse("vcpu").is_none());
+        assert!(TraitName::parse("").is_none());
+        assert!(TraitName::parse("HW CPU").is_none());
+    }
+}

@@ -1,0 +1,143 @@
+//! Custom resource classes: create, rename (the 1.2–1.6 PUT), ensure (the 1.7 PUT),
+//! delete.
+
+use super::Plan;
+use crate::change::Change;
+use crate::error::{ConflictCode, Error};
+use crate::model::{ClassRecord, Timestamp};
+use crate::names::{is_custom_name, ResourceClass};
+use crate::state::State;
+
+/// Whether [`State::ensure_class`] created the class or found it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ensured {
+    /// The class was created.
+    Created,
+    /// The class already existed.
+    Existed,
+}
+
+fn custom_class(name: &str) -> crate::Result<ResourceClass> {
+    if is_custom_name(name) {
+        Ok(ResourceClass::new_unchecked(name))
+    } else {
+        Err(Error::invalid(format!(
+            "'{name}' does not match '^CUSTOM\\_[A-Z0-9_]+$'"
+        )))
+    }
+}
+
+impl State {
+    /// Creates a custom resource class; a class of that name must not exist.
+    pub fn create_class(&self, name: &str, now: Timestamp) -> Plan<()> {
+        let name = custom_class(name)?;
+        if self.class_exists(name.as_str()) {
+            return Err(Error::conflict(
+                ConflictCode::Duplicate,
+                format!("Conflicting resource class already exists: {name}"),
+            ));
+        }
+        let record = ClassRecord { name, created_at: now, updated_at: now };
+        Ok(((), vec![Change::PutClass { record, old_name: None }]))
+    }
+
+    /// Creates a custom resource class unless it exists (the 1.7 PUT).
+    pub fn ensure_class(&self, name: &str, now: Timestamp) -> Plan<Ensured> {
+        let class = custom_class(name)?;
+        if self.class_exists(class.as_str()) {
+            return Ok((Ensured::Existed, vec![]));
+        }
+        let record = ClassRecord { name: class, created_at: now, updated_at: now };
+        Ok((Ensured::Created, vec![Change::PutClass { record, old_name: None }]))
+    }
+
+    /// Renames a custom resource class (the 1.2–1.6 PUT). Returns the new name.
+    pub fn rename_class(&self, old: &str, new: &str, now: Timestamp) -> Plan<ResourceClass> {
+        let new_name = custom_class(new)?;
+        if !self.class_exists(old) {
+            return Err(Error::not_found(format!("No such resource class {old}.")));
+        }
+        let Some(existing) = self.custom_class(old) else {
+            return Err(Error::invalid(format!("Cannot update standard resource class {old}")));
+        };
+        if self.class_exists(new_name.as_str()) {
+            return Err(Error::conflict(
+                ConflictCode::Duplicate,
+                format!("Resource class already exists: {new_name}"),
+            ));
+        }
+        let record = ClassRecord {
+            name: new_name.clone(),
+            created_at: existing.created_at,
+            updated_at: now,
+        };
+        let old_name = Some(existing.name.clone());
+        Ok((new_name, vec![Change::PutClass { record, old_name }]))
+    }
+
+    /// Deletes a custom resource class that no inventory uses.
+    pub fn delete_class(&self, name: &str) -> Plan<()> {
+        if !self.class_exists(name) {
+            return Err(Error::not_found(format!("No such resource class {name}.")));
+        }
+        let Some(existing) = self.custom_class(name) else {
+            return Err(Error::invalid(format!(
+                "Error in delete resource class: Cannot delete standard resource class {name}."
+            )));
+        };
+        if self.providers().any(|p| p.inventories.contains_key(name)) {
+            return Err(Error::conflict(
+                ConflictCode::Other,
+                format!(
+                    "Error in delete resource class: Cannot delete resource class {name}. \
+                     Class is in use in inventory."
+                ),
+            ));
+        }
+        Ok(((), vec![Change::DeleteClass(existing.name.clone())]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied<T>(state: &mut State, plan: impl FnOnce(&State) -> Plan<T>) {
+        let (_, changes) = plan(state).expect("plan");
+        state.apply(&changes);
+    }
+
+    #[test]
+    fn create_rename_delete() {
+        let mut s = State::new();
+        applied(&mut s, |s| s.create_class("CUSTOM_A", 10));
+        assert!(s.class_exists("CUSTOM_A"));
+        let dup = s.create_class("CUSTOM_A", 11).unwrap_err();
+        assert!(matches!(dup, Error::Conflict { code: ConflictCode::Duplicate, .. }));
+        applied(&mut s, |s| s.rename_class("CUSTOM_A", "CUSTOM_B", 12));
+        assert!(!s.class_exists("CUSTOM_A"));
+        assert_eq!(s.custom_class("CUSTOM_B").unwrap().created_at, 10);
+        assert_eq!(s.custom_class("CUSTOM_B").unwrap().updated_at, 12);
+        applied(&mut s, |s| s.delete_class("CUSTOM_B"));
+        assert!(!s.class_exists("CUSTOM_B"));
+    }
+
+    #[test]
+    fn standard_classes_are_fixed() {
+        let s = State::new();
+        assert!(matches!(s.delete_class("VCPU"), Err(Error::Invalid(_))));
+        assert!(matches!(s.rename_class("VCPU", "CUSTOM_X", 1), Err(Error::Invalid(_))));
+        assert!(matches!(s.create_class("VCPU", 1), Err(Error::Invalid(_))));
+        assert!(matches!(s.delete_class("CUSTOM_NONE"), Err(Error::NotFound(_))));
+    }
+
+    #[test]
+    fn ensure_is_idempotent() {
+        let mut s = State::new();
+        let (first, changes) = s.ensure_class("CUSTOM_X", 1).unwrap();
+        s.apply(&changes);
+        let (second, changes2) = s.ensure_class("CUSTOM_X", 2).unwrap();
+        assert_eq!((first, second), (Ensured::Created, Ensured::Existed));
+        assert!(changes2.is_empty());
+    }
+}

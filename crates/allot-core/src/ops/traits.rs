@@ -1,0 +1,65 @@
+//! Custom traits: ensure (PUT) and delete.
+
+use super::Plan;
+use crate::change::Change;
+use crate::error::{ConflictCode, Error};
+use crate::model::{Timestamp, TraitRecord};
+use crate::names::{is_custom_name, TraitName};
+use crate::state::State;
+
+pub use super::classes::Ensured;
+
+impl State {
+    /// Creates a custom trait unless it exists.
+    pub fn ensure_trait(&self, name: &str, now: Timestamp) -> Plan<Ensured> {
+        if !is_custom_name(name) {
+            return Err(Error::invalid(
+                "The trait is invalid. A valid trait must be no longer than 255 characters, \
+                 start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \
+                 \"0\"-\"9\" and \"_\"",
+            ));
+        }
+        if self.trait_exists(name) {
+            return Ok((Ensured::Existed, vec![]));
+        }
+        let record = TraitRecord { name: TraitName::new_unchecked(name), created_at: now };
+        Ok((Ensured::Created, vec![Change::PutTrait(record)]))
+    }
+
+    /// Deletes a custom trait that no provider has.
+    pub fn delete_trait(&self, name: &str) -> Plan<()> {
+        if !self.trait_exists(name) {
+            return Err(Error::not_found(format!("No such trait(s): {name}.")));
+        }
+        let Some(record) = self.custom_trait(name) else {
+            return Err(Error::invalid(format!("Cannot delete standard trait {name}.")));
+        };
+        if self.providers().any(|p| p.traits.contains(name)) {
+            return Err(Error::conflict(
+                ConflictCode::Other,
+                format!("The trait {name} is in use by a resource provider."),
+            ));
+        }
+        Ok(((), vec![Change::DeleteTrait(record.name.clone())]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ensure_and_delete() {
+        let mut s = State::new();
+        assert!(matches!(s.ensure_trait("HW_CPU_X86_AVX2", 1), Err(Error::Invalid(_))));
+        let (e, c) = s.ensure_trait("CUSTOM_T", 1).unwrap();
+        assert_eq!(e, Ensured::Created);
+        s.apply(&c);
+        assert!(s.trait_exists("CUSTOM_T"));
+        assert_eq!(s.ensure_trait("CUSTOM_T", 2).unwrap().0, Ensured::Existed);
+        let (_, c) = s.delete_trait("CUSTOM_T").unwrap();
+        s.apply(&c);
+        assert!(!s.trait_exists("CUSTOM_T"));
+        assert!(matches!(s.delete_trait("HW_CPU_X86_AVX2"), Err(Error::Invalid(_))));
+    }
+}

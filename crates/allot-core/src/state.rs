@@ -1,0 +1,224 @@
+//! The in-memory view of everything allot knows, and how changes fold into it.
+//!
+//! One `State` is loaded from the store at start-up and kept exact by applying the
+//! [`Change`]s of every committed write. Reads (the HTTP GETs, and later the candidate
+//! search) run on it and never touch the store.
+
+use std::collections::{BTreeMap, HashMap};
+
+use uuid::Uuid;
+
+use crate::change::Change;
+use crate::model::{ClassRecord, Provider, ProviderId, TraitRecord};
+use crate::names::{ResourceClass, TraitName};
+use crate::standard;
+
+/// Everything allot knows, in memory.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// Providers by internal id; a BTreeMap so that listings come in creation order,
+    /// as Placement lists them.
+    pub(crate) providers: BTreeMap<ProviderId, Provider>,
+    pub(crate) by_uuid: HashMap<Uuid, ProviderId>,
+    pub(crate) by_name: HashMap<String, ProviderId>,
+    /// Custom resource classes (standard ones are in [`standard::RESOURCE_CLASSES`]).
+    pub(crate) classes: BTreeMap<ResourceClass, ClassRecord>,
+    /// Custom traits (standard ones are in [`standard::TRAITS`]).
+    pub(crate) traits: BTreeMap<TraitName, TraitRecord>,
+    /// The next provider id to hand out: one more than the largest ever seen, so that
+    /// ids are never reused even after deletes.
+    pub(crate) next_provider_id: u64,
+}
+
+impl State {
+    /// An empty state: no providers, only the standard classes and traits.
+    pub fn new() -> Self {
+        State { next_provider_id: 1, ..Default::default() }
+    }
+
+    /// Folds committed changes into the view. Changes come from a plan made against
+    /// this same state, so they are consistent with it; applying them cannot fail.
+    pub fn apply(&mut self, changes: &[Change]) {
+        for change in changes {
+            self.apply_one(change);
+        }
+    }
+
+    fn apply_one(&mut self, change: &Change) {
+        match change {
+            Change::PutClass { record, old_name } => {
+                if let Some(old) = old_name {
+                    self.classes.remove(old.as_str());
+                }
+                self.classes.insert(record.name.clone(), record.clone());
+            }
+            Change::DeleteClass(name) => {
+                self.classes.remove(name.as_str());
+            }
+            Change::PutTrait(record) => {
+                self.traits.insert(record.name.clone(), record.clone());
+            }
+            Change::DeleteTrait(name) => {
+                self.traits.remove(name.as_str());
+            }
+            Change::PutProvider { row, .. } => {
+                self.next_provider_id = self.next_provider_id.max(row.id.0 + 1);
+                let id = row.id;
+                match self.providers.get_mut(&id) {
+                    Some(existing) => {
+                        let old_parent = existing.row.parent;
+                        if existing.row.name != row.name {
+                            self.by_name.remove(&existing.row.name);
+                            self.by_name.insert(row.name.clone(), id);
+                        }
+                        existing.row = row.clone();
+                        if old_parent != row.parent {
+                            if let Some(p) = old_parent.and_then(|p| self.providers.get_mut(&p)) {
+                                p.children.remove(&id);
+                            }
+                            if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
+                                p.children.insert(id);
+                            }
+                        }
+                    }
+                    None => {
+                        self.by_uuid.insert(row.uuid, id);
+                        self.by_name.insert(row.name.clone(), id);
+                        if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
+                            p.children.insert(id);
+                        }
+                        let mut provider = Provider::new(row.clone());
+                        // Children loaded before their parent (a store may return rows
+                        // in any order) are linked here.
+                        provider.children = self
+                            .providers
+                            .values()
+                            .filter(|c| c.row.parent == Some(id))
+                            .map(|c| c.row.id)
+                            .collect();
+                        self.providers.insert(id, provider);
+                    }
+                }
+            }
+            Change::DeleteProvider(id) => {
+                if let Some(p) = self.providers.remove(id) {
+                    self.by_uuid.remove(&p.row.uuid);
+                    self.by_name.remove(&p.row.name);
+                    if let Some(parent) = p.row.parent.and_then(|pid| self.providers.get_mut(&pid)) {
+                        parent.children.remove(id);
+                    }
+                }
+            }
+            Change::SetInventories(id, inventories) => {
+                if let Some(p) = self.providers.get_mut(id) {
+                    p.inventories = inventories.iter().cloned().collect();
+                }
+            }
+            Change::SetTraits(id, traits) => {
+                if let Some(p) = self.providers.get_mut(id) {
+                    p.traits = traits.iter().cloned().collect();
+                }
+            }
+            Change::SetAggregates(id, aggregates) => {
+                if let Some(p) = self.providers.get_mut(id) {
+                    p.aggregates = aggregates.iter().copied().collect();
+                }
+            }
+        }
+    }
+
+    // ----- lookups -----
+
+    /// A provider by internal id.
+    pub fn provider(&self, id: ProviderId) -> Option<&Provider> {
+        self.providers.get(&id)
+    }
+
+    /// A provider by uuid.
+    pub fn provider_by_uuid(&self, uuid: &Uuid) -> Option<&Provider> {
+        self.by_uuid.get(uuid).and_then(|id| self.providers.get(id))
+    }
+
+    /// A provider by name.
+    pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
+        self.by_name.get(name).and_then(|id| self.providers.get(id))
+    }
+
+    /// All providers, in creation order.
+    pub fn providers(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.values()
+    }
+
+    /// The uuid of a provider known to exist (parents and roots of existing providers).
+    pub fn uuid_of(&self, id: ProviderId) -> Uuid {
+        self.providers.get(&id).map(|p| p.row.uuid).unwrap_or_default()
+    }
+
+    /// The id the next new provider gets.
+    pub fn next_provider_id(&self) -> ProviderId {
+        ProviderId(self.next_provider_id.max(1))
+    }
+
+    /// Whether a resource class exists (standard or custom).
+    pub fn class_exists(&self, name: &str) -> bool {
+        standard::RESOURCE_CLASSES.contains(&name) || self.classes.contains_key(name)
+    }
+
+    /// A custom resource class's record.
+    pub fn custom_class(&self, name: &str) -> Option<&ClassRecord> {
+        self.classes.get(name)
+    }
+
+    /// All resource class names: the standard ones in their release order, then the
+    /// custom ones by name.
+    pub fn class_names(&self) -> impl Iterator<Item = &str> {
+        standard::RESOURCE_CLASSES
+            .iter()
+            .copied()
+            .chain(self.classes.keys().map(|c| c.as_str()))
+    }
+
+    /// All custom resource classes.
+    pub fn custom_classes(&self) -> impl Iterator<Item = &ClassRecord> {
+        self.classes.values()
+    }
+
+    /// Whether a trait exists (standard or custom).
+    pub fn trait_exists(&self, name: &str) -> bool {
+        standard::TRAITS.binary_search(&name).is_ok() || self.traits.contains_key(name)
+    }
+
+    /// A custom trait's record.
+    pub fn custom_trait(&self, name: &str) -> Option<&TraitRecord> {
+        self.traits.get(name)
+    }
+
+    /// All trait names, sorted.
+    pub fn trait_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = standard::TRAITS
+            .iter()
+            .copied()
+            .chain(self.traits.keys().map(|t| t.as_str()))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// All custom traits.
+    pub fn custom_traits(&self) -> impl Iterator<Item = &TraitRecord> {
+        self.traits.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_lists_are_sorted_where_searched() {
+        assert!(standard::TRAITS.windows(2).all(|w| w[0] < w[1]));
+        assert!(State::new().trait_exists("HW_CPU_X86_AVX2"));
+        assert!(State::new().class_exists("VCPU"));
+        assert!(!State::new().class_exists("CUSTOM_NOPE"));
+    }
+}

@@ -1,0 +1,234 @@
+//! The per-request context and the middleware that builds it and finishes every
+//! response.
+//!
+//! On the way in: a request id, the negotiated microversion, the caller's identity
+//! (Placement's `noauth2`: the token is `USER[:PROJECT]`), CORS. On the way out: the
+//! `openstack-request-id`, `openstack-api-version` and `vary` headers on every
+//! response, and every error rendered into the envelope (see `crate::error`).
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{render, ApiError, ErrorFormat, ErrorInfo};
+use crate::microversion::{self, Version, VersionError};
+use crate::AppState;
+
+/// Who is calling.
+#[derive(Debug, Clone, Default)]
+pub struct Identity {
+    /// The user id (the token's first part).
+    pub user_id: String,
+    /// The project id, if the request is project-scoped.
+    pub project_id: Option<String>,
+    /// Roles.
+    pub roles: Vec<String>,
+    /// Whether the request is system-scoped (`openstack-system-scope: all`).
+    pub system_scope: bool,
+}
+
+impl Identity {
+    /// Whether the caller has a role.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r.eq_ignore_ascii_case(role))
+    }
+}
+
+/// What every handler knows about its request.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `req-<uuid>`, echoed in the `openstack-request-id` header and error bodies.
+    pub request_id: String,
+    /// The negotiated microversion.
+    pub version: Version,
+    /// The caller (absent only on `/`, which needs no token).
+    pub identity: Option<Identity>,
+    /// The request's headers (for content negotiation in handlers).
+    pub accept: Option<String>,
+}
+
+impl Ctx {
+    /// Refuses (404, as Placement does) a route that exists only from `1.minor`.
+    pub fn require(&self, minor: u16) -> Result<(), ApiError> {
+        if self.version.at_least(minor) {
+            Ok(())
+        } else {
+            Err(ApiError::not_found("The resource could not be found."))
+        }
+    }
+
+    /// Refuses (406) a client that does not accept JSON, for handlers that answer with
+    /// a JSON body.
+    pub fn require_json_accept(&self) -> Result<(), ApiError> {
+        match &self.accept {
+            Some(accept) if !accepts_json(accept) => Err(ApiError::not_acceptable()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether responses carry `last-modified` and `cache-control` (1.15).
+    pub fn wants_cache_headers(&self) -> bool {
+        self.version.at_least(15)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Ctx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Ctx>()
+            .cloned()
+            .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ""))
+    }
+}
+
+/// Whether an `Accept` header admits `application/json` (with a non-zero quality).
+pub fn accepts_json(accept: &str) -> bool {
+    accept.split(',').any(|item| {
+        let mut parts = item.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let zero_q = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        !zero_q && matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+    })
+}
+
+fn error_format(accept: Option<&str>) -> ErrorFormat {
+    match accept {
+        Some(a) if !accepts_json(a) && a.to_ascii_lowercase().contains("text/html") => ErrorFormat::Html,
+        _ => ErrorFormat::Json,
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Parses the caller's identity from `noauth2` headers; None without a token.
+fn identity(headers: &HeaderMap) -> Option<Identity> {
+    let token = header_str(headers, "x-auth-token")?;
+    let (user, project) = match token.split_once(':') {
+        Some((u, p)) => (u.to_owned(), p.to_owned()),
+        None => (token.to_owned(), token.to_owned()),
+    };
+    let roles = match header_str(headers, "x-roles") {
+        Some(r) => r.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+        None if user == "admin" => vec!["admin".to_owned()],
+        None => vec![],
+    };
+    let system_scope = header_str(headers, "openstack-system-scope").is_some_and(|s| s.eq_ignore_ascii_case("all"));
+    let project_id = if system_scope {
+        None
+    } else {
+        Some(header_str(headers, "x-project-id").map(str::to_owned).unwrap_or(project))
+    };
+    Some(Identity { user_id: user, project_id, roles, system_scope })
+}
+
+/// The middleware around every request (see the module doc).
+pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let request_id = format!("req-{}", uuid::Uuid::new_v4());
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let accept = header_str(&headers, "accept").map(str::to_owned);
+    let format = error_format(accept.as_deref());
+    let origin = header_str(&headers, "origin").map(str::to_owned);
+
+    let negotiated = microversion::negotiate(
+        headers.get_all("openstack-api-version").iter().filter_map(|v| v.to_str().ok()),
+    );
+
+    let mut response = match negotiated {
+        Err(e) => {
+            let (status, message) = match e {
+                VersionError::Malformed(m) => (StatusCode::BAD_REQUEST, m),
+                VersionError::Unacceptable(m) => (StatusCode::NOT_ACCEPTABLE, m),
+            };
+            let info = ErrorInfo { message, code: crate::error::codes::UNDEFINED };
+            let mut r = error_response(status, &info, method.as_str(), &request_id, None, format);
+            set_version_headers(&mut r, microversion::MIN);
+            r
+        }
+        Ok(version) => {
+            let preflight = method == Method::OPTIONS && headers.contains_key("access-control-request-method");
+            let mut response = if let (Some(cors), true) = (&app.config.cors, preflight) {
+                cors.preflight(origin.as_deref())
+            } else {
+                let identity = identity(&headers);
+                if identity.is_none() && req.uri().path() != "/" {
+                    ApiError::new(StatusCode::UNAUTHORIZED, "").into_response()
+                } else {
+                    req.extensions_mut().insert(Ctx {
+                        request_id: request_id.clone(),
+                        version,
+                        identity,
+                        accept: accept.clone(),
+                    });
+                    next.run(req).await
+                }
+            };
+            finish_errors(&mut response, method.as_str(), &request_id, version, format);
+            set_version_headers(&mut response, version);
+            response
+        }
+    };
+    if let (Some(cors), Some(origin)) = (&app.config.cors, origin.as_deref()) {
+        cors.decorate(&mut response, origin);
+    }
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("openstack-request-id", v);
+    }
+    response
+}
+
+fn set_version_headers(response: &mut Response, version: Version) {
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&format!("placement {version}")) {
+        headers.insert("openstack-api-version", v);
+    }
+    headers.insert(header::VARY, HeaderValue::from_static("openstack-api-version"));
+}
+
+fn error_response(
+    status: StatusCode,
+    info: &ErrorInfo,
+    method: &str,
+    request_id: &str,
+    version: Option<Version>,
+    format: ErrorFormat,
+) -> Response {
+    let (content_type, body) = render(status, info, method, request_id, version, format);
+    let mut r = (status, body).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// Renders an error response that has no envelope yet: ours (with [`ErrorInfo`]) and
+/// axum's own (404 fallback, 405 with `Allow`, 413 body limit, ...).
+fn finish_errors(response: &mut Response, method: &str, request_id: &str, version: Version, format: ErrorFormat) {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return;
+    }
+    let info = match response.extensions_mut().remove::<ErrorInfo>() {
+        Some(info) => info,
+        // axum's own rejections carry a plain-text reason; Placement's wording for
+        // these statuses is the explanation alone.
+        None => ErrorInfo { message: String::new(), code: crate::error::codes::UNDEFINED },
+    };
+    let mut rendered = error_response(status, &info, method, request_id, Some(version), format);
+    // Keep headers the inner response set (Allow on 405, Location, ...).
+    for (name, value) in response.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            rendered.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    *response = rendered;
+}

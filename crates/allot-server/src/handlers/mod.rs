@@ -1,0 +1,36 @@
+//! The handlers, one module per family of URLs, and the route table.
+//!
+//! Every handler follows the same order as Placement, so that a request that is wrong
+//! in several ways gets the same error: the route's minimum microversion (404), then
+//! content negotiation (406/415/400), then policy (403), then the input, then the
+//! domain rules.
+
+pub mod resource_classes;
+pub mod root;
+pub mod traits;
+
+use axum::routing::get;
+use axum::Router;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The route table. Method routers answer 405 with an `Allow` header for methods a
+/// URL does not have; the fallback answers 404.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(root::home))
+        .route(
+            "/resource_classes",
+            get(resource_classes::list).post(resource_classes::create),
+        )
+        .route(
+            "/resource_classes/{name}",
+            get(resource_classes::show)
+                .put(resource_classes::update)
+                .delete(resource_classes::delete),
+        )
+        .route("/traits", get(traits::list))
+        .route("/traits/{name}", get(traits::show).put(traits::put).delete(traits::delete))
+        .fallback(|| async { ApiError::not_found("The resource could not be found.") })
+}

@@ -1,0 +1,110 @@
+//! `/resource_classes`: the standard classes and custom ones (1.2), and the bodiless
+//! create-or-ensure PUT of 1.7.
+
+use allot_core::ops::classes::Ensured;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::ApiResult;
+use crate::policy::authorize;
+use crate::{http, schemas, AppState};
+
+#[derive(Deserialize)]
+struct NameBody {
+    name: String,
+}
+
+fn url(name: &str) -> String {
+    format!("/resource_classes/{name}")
+}
+
+fn serialize(name: &str) -> Value {
+    json!({"name": name, "links": [{"rel": "self", "href": url(name)}]})
+}
+
+/// `GET /resource_classes`.
+pub async fn list(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
+    ctx.require(2)?;
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, "placement:resource_classes:list")?;
+    let body = {
+        let view = app.host.read();
+        json!({"resource_classes": view.class_names().map(serialize).collect::<Vec<_>>()})
+    };
+    let response = http::json(StatusCode::OK, &body);
+    // The standard classes have no time of their own: like Placement, say "now".
+    Ok(if ctx.wants_cache_headers() { http::cache_headers(response, app.host.now()) } else { response })
+}
+
+/// `POST /resource_classes`.
+pub async fn create(ctx: Ctx, State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult {
+    ctx.require(2)?;
+    let _ = http::json_value(&headers, &body)?;
+    authorize(&ctx, app.config.policy, "placement:resource_classes:create")?;
+    let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
+    let name = input.name.clone();
+    app.write(move |view, now| view.create_class(&name, now)).await?;
+    Ok(http::location(http::empty(StatusCode::CREATED), &url(&input.name)))
+}
+
+/// `GET /resource_classes/{name}`.
+pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    ctx.require(2)?;
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, "placement:resource_classes:show")?;
+    let last_modified = {
+        let view = app.host.read();
+        if !view.class_exists(&name) {
+            return Err(crate::ApiError::not_found(format!("No such resource class {name}.")));
+        }
+        view.custom_class(&name).map(|c| c.updated_at)
+    };
+    let response = http::json(StatusCode::OK, &serialize(&name));
+    Ok(if ctx.wants_cache_headers() {
+        http::cache_headers(response, last_modified.unwrap_or_else(|| app.host.now()))
+    } else {
+        response
+    })
+}
+
+/// `PUT /resource_classes/{name}`: a rename with a body before 1.7, a bodiless
+/// create-if-missing from 1.7.
+pub async fn update(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult {
+    ctx.require(2)?;
+    if ctx.version.at_least(7) {
+        authorize(&ctx, app.config.policy, "placement:resource_classes:update")?;
+        // Validate the name as if it came in a body, for the same message.
+        crate::schema::validate(&json!({"name": name}), &schemas::resource_class())
+            .map_err(|e| crate::ApiError::bad_request(format!("JSON does not validate: {e}")))?;
+        let n = name.clone();
+        let ensured = app.write(move |view, now| view.ensure_class(&n, now)).await?;
+        let status = match ensured {
+            Ensured::Created => StatusCode::CREATED,
+            Ensured::Existed => StatusCode::NO_CONTENT,
+        };
+        return Ok(http::location(http::empty(status), &url(&name)));
+    }
+    let _ = http::json_value(&headers, &body)?;
+    authorize(&ctx, app.config.policy, "placement:resource_classes:update")?;
+    let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
+    let renamed = app.write(move |view, now| view.rename_class(&name, &input.name, now)).await?;
+    Ok(http::json(StatusCode::OK, &serialize(renamed.as_str())))
+}
+
+/// `DELETE /resource_classes/{name}`.
+pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    ctx.require(2)?;
+    authorize(&ctx, app.config.policy, "placement:resource_classes:delete")?;
+    app.write(move |view, _| view.delete_class(&name)).await?;
+    Ok(http::empty(StatusCode::NO_CONTENT))
+}

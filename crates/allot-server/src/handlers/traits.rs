@@ -1,0 +1,120 @@
+//! `/traits` (1.6): standard and custom traits.
+
+use allot_core::ops::traits::Ensured;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::http::{self, Query};
+use crate::policy::authorize;
+use crate::AppState;
+
+/// `GET /traits?name=in:A,B|startswith:P&associated=true|false`.
+pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
+    ctx.require(6)?;
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, "placement:traits:list")?;
+    let query = Query::parse(raw.as_deref());
+    query.only(&["name", "associated"])?;
+    let name_filter = match query.one("name")? {
+        None => None,
+        Some(q) => match q.split_once(':') {
+            Some(("in", names)) => Some(NameFilter::In(names.split(',').map(str::to_owned).collect())),
+            Some(("startswith", prefix)) => Some(NameFilter::Prefix(prefix.to_owned())),
+            // Placement accepts other operators and ignores them.
+            Some(_) => None,
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "Badly formatted name parameter. Expected name query string parameter in form: \
+                     ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{q}\""
+                )))
+            }
+        },
+    };
+    let associated = match query.one("associated")? {
+        None => None,
+        Some(a) if a.eq_ignore_ascii_case("true") => Some(true),
+        Some(a) if a.eq_ignore_ascii_case("false") => Some(false),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "The query parameter \"associated\" only accepts \"true\" or \"false\"",
+            ))
+        }
+    };
+    let (names, last_modified) = {
+        let view = app.host.read();
+        let used: Option<std::collections::HashSet<&str>> = associated.map(|_| {
+            view.providers().flat_map(|p| p.traits.iter().map(|t| t.as_str())).collect()
+        });
+        let names: Vec<String> = view
+            .trait_names()
+            .into_iter()
+            .filter(|n| match &name_filter {
+                None => true,
+                Some(NameFilter::In(list)) => list.iter().any(|x| x == n),
+                Some(NameFilter::Prefix(p)) => n.starts_with(p.as_str()),
+            })
+            .filter(|n| match (&used, associated) {
+                (Some(used), Some(want)) => used.contains(n) == want,
+                _ => true,
+            })
+            .map(str::to_owned)
+            .collect();
+        (names, app.host.now())
+    };
+    let response = http::json(StatusCode::OK, &json!({ "traits": names }));
+    Ok(if ctx.wants_cache_headers() { http::cache_headers(response, last_modified) } else { response })
+}
+
+enum NameFilter {
+    In(Vec<String>),
+    Prefix(String),
+}
+
+/// `GET /traits/{name}`: 204 if it exists.
+pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    ctx.require(6)?;
+    authorize(&ctx, app.config.policy, "placement:traits:show")?;
+    let created = {
+        let view = app.host.read();
+        if !view.trait_exists(&name) {
+            return Err(ApiError::not_found(format!("No such trait(s): {name}.")));
+        }
+        view.custom_trait(&name).map(|t| t.created_at)
+    };
+    let response = http::empty(StatusCode::NO_CONTENT);
+    Ok(if ctx.wants_cache_headers() {
+        http::cache_headers(response, created.unwrap_or_else(|| app.host.now()))
+    } else {
+        response
+    })
+}
+
+/// `PUT /traits/{name}`: create a custom trait (201) or confirm it exists (204).
+pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    ctx.require(6)?;
+    authorize(&ctx, app.config.policy, "placement:traits:update")?;
+    let n = name.clone();
+    let ensured = app.write(move |view, now| view.ensure_trait(&n, now)).await?;
+    let status = match ensured {
+        Ensured::Created => StatusCode::CREATED,
+        Ensured::Existed => StatusCode::NO_CONTENT,
+    };
+    let response = http::location(http::empty(status), &format!("/traits/{name}"));
+    Ok(if ctx.wants_cache_headers() {
+        let created = app.host.read().custom_trait(&name).map(|t| t.created_at);
+        http::cache_headers(response, created.unwrap_or_else(|| app.host.now()))
+    } else {
+        response
+    })
+}
+
+/// `DELETE /traits/{name}`.
+pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    ctx.require(6)?;
+    authorize(&ctx, app.config.policy, "placement:traits:delete")?;
+    app.write(move |view, _| view.delete_trait(&name)).await?;
+    Ok(http::empty(StatusCode::NO_CONTENT))
+}

@@ -1,0 +1,132 @@
+//! Helpers every handler uses: reading a JSON body, parsing query strings, building
+//! JSON responses with Placement's caching headers.
+
+use axum::body::Bytes;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{codes, ApiError};
+use crate::schema;
+
+/// Reads a JSON request body: checks the content type as Placement does (400 without
+/// one when there is a body, 415 for anything but JSON), parses it (400 "Malformed
+/// JSON"), validates it against `schema` (400 "JSON does not validate") and
+/// deserialises it into `T`.
+pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, schema: &Value) -> Result<T, ApiError> {
+    let value = json_value(headers, body)?;
+    schema::validate(&value, schema)
+        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
+    serde_json::from_value(value)
+        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))
+}
+
+/// Reads and parses a JSON body without a schema (for handlers that validate by hand).
+pub fn json_value(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+    match headers.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("")) {
+        None if !body.is_empty() => return Err(ApiError::bad_request("content-type header required")),
+        None => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "The media type None is not supported, use application/json",
+            ))
+        }
+        Some(ct) => {
+            let media = ct.split(';').next().unwrap_or("").trim();
+            if !media.eq_ignore_ascii_case("application/json") {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!("The media type {media} is not supported, use application/json"),
+                ));
+            }
+        }
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
+}
+
+/// A parsed query string: every key with all its values, in order.
+#[derive(Debug, Default, Clone)]
+pub struct Query(pub Vec<(String, String)>);
+
+impl Query {
+    /// Parses a raw query string (`None` for no query).
+    pub fn parse(raw: Option<&str>) -> Self {
+        Query(
+            form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// All values of a key.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// The value of a key that may appear at most once (400 if repeated).
+    pub fn one(&self, key: &str) -> Result<Option<&str>, ApiError> {
+        let values = self.all(key);
+        match values.len() {
+            0 => Ok(None),
+            1 => Ok(Some(values[0])),
+            _ => Err(ApiError::bad_request(format!(
+                "Invalid query string parameters: Only one value allowed for parameter {key}"
+            ))
+            .with_code(codes::QUERY_DUPLICATE_KEY)),
+        }
+    }
+
+    /// Refuses keys outside `allowed`, with jsonschema's wording.
+    pub fn only(&self, allowed: &[&str]) -> Result<(), ApiError> {
+        let mut extra: Vec<&str> = self
+            .0
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !allowed.contains(k))
+            .collect();
+        extra.dedup();
+        if extra.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = extra.iter().map(|k| format!("'{k}'")).collect();
+        let verb = if names.len() == 1 { "was" } else { "were" };
+        Err(ApiError::bad_request(format!(
+            "Invalid query string parameters: Additional properties are not allowed ({} {verb} unexpected)",
+            names.join(", ")
+        )))
+    }
+}
+
+/// A JSON response.
+pub fn json(status: StatusCode, value: &Value) -> Response {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut r = (status, body).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// A bodiless response (Placement sends no content type on these).
+pub fn empty(status: StatusCode) -> Response {
+    status.into_response()
+}
+
+/// Adds `last-modified` and `cache-control: no-cache` (what Placement sends from 1.15
+/// on GETs: the data may change at any time, but the time of the change is known).
+pub fn cache_headers(mut response: Response, last_modified: allot_core::Timestamp) -> Response {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(last_modified.max(0) as u64);
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(when)) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Sets the `location` header.
+pub fn location(mut response: Response, url: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(url) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    response
+}

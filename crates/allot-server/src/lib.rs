@@ -1,0 +1,90 @@
+//! The OpenStack Placement HTTP API (microversions 1.0 to 1.39) over an
+//! [`allot_store::Host`].
+//!
+//! This is the only crate that knows HTTP and JSON. Requests flow:
+//! `context::around` (request id, microversion, identity, CORS; renders errors on the
+//! way out) → a handler in [`handlers`] (checks policy and input, turns it into
+//! validated domain types, calls the host) → a JSON response.
+//!
+//! [`router`] builds the whole application for tests (no sockets needed); [`serve`]
+//! runs it on a listener until a shutdown future resolves.
+
+pub mod context;
+pub mod cors;
+pub mod error;
+pub mod handlers;
+pub mod http;
+pub mod microversion;
+pub mod policy;
+pub mod schema;
+pub mod schemas;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use allot_core::ops::Plan;
+use allot_core::{State as View, Timestamp};
+use allot_store::Host;
+use axum::extract::DefaultBodyLimit;
+use axum::Router;
+
+pub use cors::Cors;
+pub use error::{ApiError, ApiResult};
+pub use policy::PolicyMode;
+
+/// The largest request body we read. Placement's largest bodies (`POST /allocations`
+/// for many consumers, the reshaper) stay far below this.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Server settings that shape the API's behaviour.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// CORS, if enabled.
+    pub cors: Option<Cors>,
+    /// Which authorization rules apply.
+    pub policy: PolicyMode,
+}
+
+/// What handlers share: the host and the settings.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store and in-memory view.
+    pub host: Host,
+    /// Settings.
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    /// Runs a write on a blocking thread (the store fsyncs) and maps its errors.
+    pub async fn write<T: Send + 'static>(
+        &self,
+        plan: impl FnOnce(&View, Timestamp) -> Plan<T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let host = self.host.clone();
+        match tokio::task::spawn_blocking(move || host.write(plan)).await {
+            Ok(result) => Ok(result?),
+            Err(join) => {
+                tracing::error!(error = %join, "write task failed");
+                Err(ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, ""))
+            }
+        }
+    }
+}
+
+/// The whole application.
+pub fn router(state: AppState) -> Router {
+    handlers::routes()
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), context::around))
+        .with_state(state)
+}
+
+/// Serves the application on `listener` until `shutdown` resolves, then finishes the
+/// requests under way.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}

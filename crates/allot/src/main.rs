@@ -1,0 +1,93 @@
+//! The `allot` binary: `allot serve` runs the Placement API on the embedded store.
+//!
+//! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
+//! TOML file (`--config`), then defaults, in that order of precedence.
+
+mod config;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use config::ServeArgs;
+
+/// allot: a resource placement service that speaks the OpenStack Placement API.
+#[derive(Parser, Debug)]
+#[command(name = "allot", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the Placement API server (on 127.0.0.1:8778 with an embedded SQLite
+    /// database by default).
+    Serve(ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let settings = args.resolve()?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ALLOT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.log)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let store = allot_store::Store::open(&settings.database)
+        .with_context(|| format!("opening database {}", settings.database))?;
+    let clock: allot_store::Clock = Arc::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+    });
+    let host = allot_store::Host::new(store, clock).context("loading the database")?;
+    let state = allot_server::AppState {
+        host,
+        config: Arc::new(allot_server::Config { cors: settings.cors.clone(), policy: settings.policy }),
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&settings.bind)
+            .await
+            .with_context(|| format!("binding {}", settings.bind))?;
+        tracing::info!(bind = %settings.bind, database = %settings.database, "allot serving");
+        allot_server::serve(listener, state, shutdown_signal()).await?;
+        tracing::info!("allot stopped");
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM, so that requests under way finish before exit.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
