@@ -5,6 +5,10 @@
 //! content negotiation (406/415/400), then policy (403), then the input, then the
 //! domain rules.
 
+pub mod aggregates;
+pub mod inventories;
+pub mod provider_traits;
+pub mod providers;
 pub mod resource_classes;
 pub mod root;
 pub mod traits;
@@ -32,5 +36,9 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/traits", get(traits::list))
         .route("/traits/{name}", get(traits::show).put(traits::put).delete(traits::delete))
+        .merge(providers::routes())
+        .merge(inventories::routes())
+        .merge(aggregates::routes())
+        .merge(provider_traits::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

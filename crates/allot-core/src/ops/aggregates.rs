@@ -1,0 +1,4 @@
+//! Write operations for aggregates (to be written).
+
+#[allow(unused_imports)]
+use crate::state::State;
