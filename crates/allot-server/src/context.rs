@@ -230,5 +230,15 @@ fn finish_errors(response: &mut Response, method: &str, request_id: &str, versio
             rendered.headers_mut().insert(name.clone(), value.clone());
         }
     }
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        // axum lists HEAD (implied by GET) and separates with bare commas; Placement
+        // lists the methods a URL declares, separated by ", ".
+        if let Some(allow) = rendered.headers().get(header::ALLOW).and_then(|v| v.to_str().ok()) {
+            let methods: Vec<&str> = allow.split(',').map(str::trim).filter(|m| *m != "HEAD").collect();
+            if let Ok(v) = HeaderValue::from_str(&methods.join(", ")) {
+                rendered.headers_mut().insert(header::ALLOW, v);
+            }
+        }
+    }
     *response = rendered;
 }

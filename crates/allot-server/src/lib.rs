@@ -73,10 +73,13 @@ impl AppState {
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
-    handlers::routes()
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), context::around))
-        .with_state(state)
+    let routes = handlers::routes().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)).with_state(state.clone());
+    // The routes sit inside an outer router so that the middleware sees their responses
+    // complete: axum adds the `Allow` header of a 405 outside any layer of the router
+    // that answered it.
+    Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn_with_state(state, context::around))
 }
 
 /// Serves the application on `listener` until `shutdown` resolves, then finishes the

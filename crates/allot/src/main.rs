@@ -63,7 +63,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(&settings.bind)
             .await
             .with_context(|| format!("binding {}", settings.bind))?;
-        tracing::info!(bind = %settings.bind, database = %settings.database, "allot serving");
+        // The real address (the port may have been 0) goes on stderr for scripts and
+        // tests that start us on an ephemeral port.
+        let addr = listener.local_addr()?;
+        eprintln!("allot: listening on http://{addr}");
+        tracing::info!(%addr, database = %settings.database, "allot serving");
         allot_server::serve(listener, state, shutdown_signal()).await?;
         tracing::info!("allot stopped");
         Ok(())
