@@ -48,7 +48,10 @@ pub enum ConflictCode {
 impl Error {
     /// A conflict of the given kind.
     pub fn conflict(code: ConflictCode, message: impl Into<String>) -> Self {
-        Error::Conflict { code, message: message.into() }
+        Error::Conflict {
+            code,
+            message: message.into(),
+        }
     }
 
     /// An invalid request.

@@ -18,7 +18,9 @@ pub fn is_custom_name(name: &str) -> bool {
     name.len() <= MAX_NAME_LEN
         && name.len() > CUSTOM_PREFIX.len()
         && name.starts_with(CUSTOM_PREFIX)
-        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Whether `name` has the form of any resource class or trait name (standard names
@@ -26,7 +28,9 @@ pub fn is_custom_name(name: &str) -> bool {
 pub fn is_well_formed_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 macro_rules! name_type {

@@ -33,7 +33,10 @@ pub struct State {
 impl State {
     /// An empty state: no providers, only the standard classes and traits.
     pub fn new() -> Self {
-        State { next_provider_id: 1, ..Default::default() }
+        State {
+            next_provider_id: 1,
+            ..Default::default()
+        }
     }
 
     /// Folds committed changes into the view. Changes come from a plan made against
@@ -104,7 +107,8 @@ impl State {
                 if let Some(p) = self.providers.remove(id) {
                     self.by_uuid.remove(&p.row.uuid);
                     self.by_name.remove(&p.row.name);
-                    if let Some(parent) = p.row.parent.and_then(|pid| self.providers.get_mut(&pid)) {
+                    if let Some(parent) = p.row.parent.and_then(|pid| self.providers.get_mut(&pid))
+                    {
                         parent.children.remove(id);
                     }
                 }
@@ -151,7 +155,10 @@ impl State {
 
     /// The uuid of a provider known to exist (parents and roots of existing providers).
     pub fn uuid_of(&self, id: ProviderId) -> Uuid {
-        self.providers.get(&id).map(|p| p.row.uuid).unwrap_or_default()
+        self.providers
+            .get(&id)
+            .map(|p| p.row.uuid)
+            .unwrap_or_default()
     }
 
     /// The id the next new provider gets.

@@ -102,7 +102,9 @@ pub fn accepts_json(accept: &str) -> bool {
 
 fn error_format(accept: Option<&str>) -> ErrorFormat {
     match accept {
-        Some(a) if !accepts_json(a) && a.to_ascii_lowercase().contains("text/html") => ErrorFormat::Html,
+        Some(a) if !accepts_json(a) && a.to_ascii_lowercase().contains("text/html") => {
+            ErrorFormat::Html
+        }
         _ => ErrorFormat::Json,
     }
 }
@@ -119,17 +121,31 @@ fn identity(headers: &HeaderMap) -> Option<Identity> {
         None => (token.to_owned(), token.to_owned()),
     };
     let roles = match header_str(headers, "x-roles") {
-        Some(r) => r.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+        Some(r) => r
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
         None if user == "admin" => vec!["admin".to_owned()],
         None => vec![],
     };
-    let system_scope = header_str(headers, "openstack-system-scope").is_some_and(|s| s.eq_ignore_ascii_case("all"));
+    let system_scope = header_str(headers, "openstack-system-scope")
+        .is_some_and(|s| s.eq_ignore_ascii_case("all"));
     let project_id = if system_scope {
         None
     } else {
-        Some(header_str(headers, "x-project-id").map(str::to_owned).unwrap_or(project))
+        Some(
+            header_str(headers, "x-project-id")
+                .map(str::to_owned)
+                .unwrap_or(project),
+        )
     };
-    Some(Identity { user_id: user, project_id, roles, system_scope })
+    Some(Identity {
+        user_id: user,
+        project_id,
+        roles,
+        system_scope,
+    })
 }
 
 /// The middleware around every request (see the module doc).
@@ -142,7 +158,10 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
     let origin = header_str(&headers, "origin").map(str::to_owned);
 
     let negotiated = microversion::negotiate(
-        headers.get_all("openstack-api-version").iter().filter_map(|v| v.to_str().ok()),
+        headers
+            .get_all("openstack-api-version")
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
     );
 
     let mut response = match negotiated {
@@ -151,13 +170,17 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 VersionError::Malformed(m) => (StatusCode::BAD_REQUEST, m),
                 VersionError::Unacceptable(m) => (StatusCode::NOT_ACCEPTABLE, m),
             };
-            let info = ErrorInfo { message, code: crate::error::codes::UNDEFINED };
+            let info = ErrorInfo {
+                message,
+                code: crate::error::codes::UNDEFINED,
+            };
             let mut r = error_response(status, &info, method.as_str(), &request_id, None, format);
             set_version_headers(&mut r, microversion::MIN);
             r
         }
         Ok(version) => {
-            let preflight = method == Method::OPTIONS && headers.contains_key("access-control-request-method");
+            let preflight =
+                method == Method::OPTIONS && headers.contains_key("access-control-request-method");
             let mut response = if let (Some(cors), true) = (&app.config.cors, preflight) {
                 cors.preflight(origin.as_deref())
             } else {
@@ -193,7 +216,10 @@ fn set_version_headers(response: &mut Response, version: Version) {
     if let Ok(v) = HeaderValue::from_str(&format!("placement {version}")) {
         headers.insert("openstack-api-version", v);
     }
-    headers.insert(header::VARY, HeaderValue::from_static("openstack-api-version"));
+    headers.insert(
+        header::VARY,
+        HeaderValue::from_static("openstack-api-version"),
+    );
 }
 
 fn error_response(
@@ -206,13 +232,20 @@ fn error_response(
 ) -> Response {
     let (content_type, body) = render(status, info, method, request_id, version, format);
     let mut r = (status, body).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 /// Renders an error response that has no envelope yet: ours (with [`ErrorInfo`]) and
 /// axum's own (404 fallback, 405 with `Allow`, 413 body limit, ...).
-fn finish_errors(response: &mut Response, method: &str, request_id: &str, version: Version, format: ErrorFormat) {
+fn finish_errors(
+    response: &mut Response,
+    method: &str,
+    request_id: &str,
+    version: Version,
+    format: ErrorFormat,
+) {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return;
@@ -221,7 +254,10 @@ fn finish_errors(response: &mut Response, method: &str, request_id: &str, versio
         Some(info) => info,
         // axum's own rejections carry a plain-text reason; Placement's wording for
         // these statuses is the explanation alone.
-        None => ErrorInfo { message: String::new(), code: crate::error::codes::UNDEFINED },
+        None => ErrorInfo {
+            message: String::new(),
+            code: crate::error::codes::UNDEFINED,
+        },
     };
     let mut rendered = error_response(status, &info, method, request_id, Some(version), format);
     // Keep headers the inner response set (Allow on 405, Location, ...).
@@ -233,8 +269,16 @@ fn finish_errors(response: &mut Response, method: &str, request_id: &str, versio
     if status == StatusCode::METHOD_NOT_ALLOWED {
         // axum lists HEAD (implied by GET) and separates with bare commas; Placement
         // lists the methods a URL declares, separated by ", ".
-        if let Some(allow) = rendered.headers().get(header::ALLOW).and_then(|v| v.to_str().ok()) {
-            let methods: Vec<&str> = allow.split(',').map(str::trim).filter(|m| *m != "HEAD").collect();
+        if let Some(allow) = rendered
+            .headers()
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+        {
+            let methods: Vec<&str> = allow
+                .split(',')
+                .map(str::trim)
+                .filter(|m| *m != "HEAD")
+                .collect();
             if let Ok(v) = HeaderValue::from_str(&methods.join(", ")) {
                 rendered.headers_mut().insert(header::ALLOW, v);
             }

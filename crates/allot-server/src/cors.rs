@@ -25,7 +25,10 @@ impl Cors {
         let mut response = StatusCode::OK.into_response();
         if origin.is_some_and(|o| self.allows(o)) {
             let h = response.headers_mut();
-            h.insert("access-control-allow-methods", HeaderValue::from_static(METHODS));
+            h.insert(
+                "access-control-allow-methods",
+                HeaderValue::from_static(METHODS),
+            );
             if !self.allow_headers.is_empty() {
                 if let Ok(v) = HeaderValue::from_str(&self.allow_headers.join(", ")) {
                     h.insert("access-control-allow-headers", v);
@@ -39,8 +42,12 @@ impl Cors {
     pub fn decorate(&self, response: &mut Response, origin: &str) {
         if self.allows(origin) {
             if let Ok(v) = HeaderValue::from_str(origin) {
-                response.headers_mut().insert("access-control-allow-origin", v);
-                response.headers_mut().append("vary", HeaderValue::from_static("origin"));
+                response
+                    .headers_mut()
+                    .insert("access-control-allow-origin", v);
+                response
+                    .headers_mut()
+                    .append("vary", HeaderValue::from_static("origin"));
             }
         }
     }

@@ -26,7 +26,8 @@ pub mod codes {
     /// A provider is used by allocations.
     pub const PROVIDER_IN_USE: &str = "placement.resource_provider.inuse";
     /// A provider with children cannot be deleted.
-    pub const PROVIDER_CANNOT_DELETE_PARENT: &str = "placement.resource_provider.cannot_delete_parent";
+    pub const PROVIDER_CANNOT_DELETE_PARENT: &str =
+        "placement.resource_provider.cannot_delete_parent";
     /// A provider named in the request does not exist.
     pub const PROVIDER_NOT_FOUND: &str = "placement.resource_provider.not_found";
     /// A query parameter was given twice where once is allowed.
@@ -63,7 +64,11 @@ pub type ApiResult<T = Response> = Result<T, ApiError>;
 impl ApiError {
     /// An error with the undefined code.
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into(), code: codes::UNDEFINED }
+        ApiError {
+            status,
+            message: message.into(),
+            code: codes::UNDEFINED,
+        }
     }
     /// 400.
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -75,15 +80,25 @@ impl ApiError {
     }
     /// 409.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::CONFLICT, message: message.into(), code }
+        ApiError {
+            status: StatusCode::CONFLICT,
+            message: message.into(),
+            code,
+        }
     }
     /// 406 for a response type the client does not accept.
     pub fn not_acceptable() -> Self {
-        Self::new(StatusCode::NOT_ACCEPTABLE, "Only application/json is provided")
+        Self::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "Only application/json is provided",
+        )
     }
     /// 403.
     pub fn forbidden(action: &str) -> Self {
-        Self::new(StatusCode::FORBIDDEN, format!("Policy does not allow {action} to be performed."))
+        Self::new(
+            StatusCode::FORBIDDEN,
+            format!("Policy does not allow {action} to be performed."),
+        )
     }
     /// The same error with a different code.
     pub fn with_code(mut self, code: &'static str) -> Self {
@@ -129,7 +144,10 @@ impl From<allot_store::WriteError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = self.status.into_response();
-        response.extensions_mut().insert(ErrorInfo { message: self.message, code: self.code });
+        response.extensions_mut().insert(ErrorInfo {
+            message: self.message,
+            code: self.code,
+        });
         response
     }
 }
@@ -200,7 +218,11 @@ pub fn render(
             ("application/json", body)
         }
         ErrorFormat::Html => {
-            let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+            let esc = |s: &str| {
+                s.replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+            };
             let body = format!(
                 "<html>\n <head>\n  <title>{code} {title}</title>\n </head>\n <body>\n  <h1>{code} {title}</h1>\n  {detail}<br /><br />\n\n\n\n </body>\n</html>",
                 code = status.as_u16(),

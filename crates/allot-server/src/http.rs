@@ -14,7 +14,11 @@ use crate::schema;
 /// one when there is a body, 415 for anything but JSON), parses it (400 "Malformed
 /// JSON"), validates it against `schema` (400 "JSON does not validate") and
 /// deserialises it into `T`.
-pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, schema: &Value) -> Result<T, ApiError> {
+pub fn json_body<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: &Bytes,
+    schema: &Value,
+) -> Result<T, ApiError> {
     let value = json_value(headers, body)?;
     schema::validate(&value, schema)
         .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
@@ -24,8 +28,21 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes, schema:
 
 /// Reads and parses a JSON body without a schema (for handlers that validate by hand).
 pub fn json_value(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
-    match headers.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("")) {
-        None if !body.is_empty() => return Err(ApiError::bad_request("content-type header required")),
+    require_json_content(headers, body)?;
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
+}
+
+/// Checks only the request's content type, as [`json_value`] does (400 without one when
+/// there is a body, 415 for anything but JSON), for handlers where Placement checks it
+/// before the microversion and parses the body later.
+pub fn require_json_content(headers: &HeaderMap, body: &Bytes) -> Result<(), ApiError> {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or(""))
+    {
+        None if !body.is_empty() => {
+            return Err(ApiError::bad_request("content-type header required"))
+        }
         None => {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -42,7 +59,7 @@ pub fn json_value(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> 
             }
         }
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
+    Ok(())
 }
 
 /// A parsed query string: every key with all its values, in order.
@@ -61,7 +78,11 @@ impl Query {
 
     /// All values of a key.
     pub fn all(&self, key: &str) -> Vec<&str> {
-        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     /// The value of a key that may appear at most once (400 if repeated).
@@ -102,7 +123,10 @@ impl Query {
 pub fn json(status: StatusCode, value: &Value) -> Response {
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut r = (status, body).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 

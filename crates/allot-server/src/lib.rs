@@ -65,7 +65,10 @@ impl AppState {
             Ok(result) => Ok(result?),
             Err(join) => {
                 tracing::error!(error = %join, "write task failed");
-                Err(ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, ""))
+                Err(ApiError::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "",
+                ))
             }
         }
     }
@@ -73,7 +76,9 @@ impl AppState {
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
-    let routes = handlers::routes().layer(DefaultBodyLimit::max(MAX_BODY_BYTES)).with_state(state.clone());
+    let routes = handlers::routes()
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state.clone());
     // The routes sit inside an outer router so that the middleware sees their responses
     // complete: axum adds the `Allow` header of a 405 outside any layer of the router
     // that answered it.
@@ -89,5 +94,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
 }

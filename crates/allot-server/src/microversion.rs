@@ -45,7 +45,10 @@ pub fn negotiate<'a>(headers: impl Iterator<Item = &'a str>) -> Result<Version, 
     for header in headers {
         for part in header.split(',') {
             let mut words = part.split_whitespace();
-            if words.next().is_some_and(|s| s.eq_ignore_ascii_case("placement")) {
+            if words
+                .next()
+                .is_some_and(|s| s.eq_ignore_ascii_case("placement"))
+            {
                 wanted = Some(words.next().unwrap_or(""));
             }
         }
@@ -62,9 +65,13 @@ pub fn negotiate<'a>(headers: impl Iterator<Item = &'a str>) -> Result<Version, 
         Some((major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?))
     });
     match parsed {
-        None => Err(VersionError::Malformed(format!("invalid version string: {text}"))),
+        None => Err(VersionError::Malformed(format!(
+            "invalid version string: {text}"
+        ))),
         Some((1, minor)) if minor <= MAX.0 as u32 => Ok(Version(minor as u16)),
-        Some(_) => Err(VersionError::Unacceptable(format!("Unacceptable version header: {text}"))),
+        Some(_) => Err(VersionError::Unacceptable(format!(
+            "Unacceptable version header: {text}"
+        ))),
     }
 }
 
@@ -83,10 +90,25 @@ mod tests {
         assert_eq!(n("placement latest"), Ok(MAX));
         assert_eq!(n("compute 2.1, placement 1.2"), Ok(Version(2)));
         assert_eq!(n("compute 2.1"), Ok(MIN));
-        assert!(matches!(n("placement 0.5"), Err(VersionError::Unacceptable(_))));
-        assert!(matches!(n("placement 1.40"), Err(VersionError::Unacceptable(_))));
-        assert!(matches!(n("placement 2.0"), Err(VersionError::Unacceptable(_))));
-        assert!(matches!(n("placement pony.horse"), Err(VersionError::Malformed(_))));
-        assert!(matches!(n("placement 1.2.3"), Err(VersionError::Malformed(_))));
+        assert!(matches!(
+            n("placement 0.5"),
+            Err(VersionError::Unacceptable(_))
+        ));
+        assert!(matches!(
+            n("placement 1.40"),
+            Err(VersionError::Unacceptable(_))
+        ));
+        assert!(matches!(
+            n("placement 2.0"),
+            Err(VersionError::Unacceptable(_))
+        ));
+        assert!(matches!(
+            n("placement pony.horse"),
+            Err(VersionError::Malformed(_))
+        ));
+        assert!(matches!(
+            n("placement 1.2.3"),
+            Err(VersionError::Malformed(_))
+        ));
     }
 }

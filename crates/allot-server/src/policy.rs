@@ -27,7 +27,9 @@ impl std::str::FromStr for PolicyMode {
             "legacy" => Ok(PolicyMode::Legacy),
             "secure" => Ok(PolicyMode::Secure),
             "open" => Ok(PolicyMode::Open),
-            other => Err(format!("unknown policy mode {other:?}: expected legacy, secure or open")),
+            other => Err(format!(
+                "unknown policy mode {other:?}: expected legacy, secure or open"
+            )),
         }
     }
 }
@@ -40,7 +42,9 @@ pub fn authorize(ctx: &Ctx, mode: PolicyMode, action: &str) -> Result<(), ApiErr
     };
     let allowed = match mode {
         PolicyMode::Open => true,
-        PolicyMode::Legacy | PolicyMode::Secure => identity.has_role("admin") || identity.has_role("service"),
+        PolicyMode::Legacy | PolicyMode::Secure => {
+            identity.has_role("admin") || identity.has_role("service")
+        }
     };
     if allowed {
         Ok(())

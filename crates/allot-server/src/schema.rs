@@ -26,15 +26,27 @@ pub struct SchemaError {
     pub keyword: &'static str,
     /// Path of the failing part of the instance.
     pub path: Vec<String>,
+    /// Path, in the schema, of the subschema holding the failed keyword.
+    pub schema_path: Vec<String>,
+    /// That subschema.
+    pub schema: Box<Value>,
+    /// The failing part of the instance.
+    pub instance: Box<Value>,
 }
 
 impl std::fmt::Display for SchemaError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path: String = self.path.iter().map(|p| format!("[{p}]")).collect();
+        let schema_path: String = self.schema_path.iter().map(|p| format!("[{p}]")).collect();
         write!(
             f,
-            "{}\n\nFailed validating '{}' in schema:\n\nOn instance{}",
-            self.message, self.keyword, path
+            "{}\n\nFailed validating '{}' in schema{}:\n    {}\n\nOn instance{}:\n    {}",
+            self.message,
+            self.keyword,
+            schema_path,
+            py_repr(&self.schema),
+            path,
+            py_repr(&self.instance)
         )
     }
 }
@@ -44,7 +56,13 @@ impl std::fmt::Display for SchemaError {
 /// `best_match` does.
 pub fn validate(instance: &Value, schema: &Value) -> Result<(), SchemaError> {
     let mut errors = Vec::new();
-    check(instance, schema, &mut Vec::new(), &mut errors);
+    check(
+        instance,
+        schema,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &mut errors,
+    );
     match errors.into_iter().min_by_key(|e| e.path.len()) {
         Some(e) => Err(e),
         None => Ok(()),
@@ -62,7 +80,10 @@ pub fn py_repr(v: &Value) -> String {
         Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Value::Object(o) => format!(
             "{{{}}}",
-            o.iter().map(|(k, v)| format!("{}: {}", py_str(k), py_repr(v))).collect::<Vec<_>>().join(", ")
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", py_str(k), py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -106,11 +127,26 @@ fn is_uuid(s: &str) -> bool {
     uuid::Uuid::parse_str(s).is_ok()
 }
 
-fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<SchemaError>) {
-    let Some(schema) = schema.as_object() else { return };
+fn check(
+    v: &Value,
+    schema: &Value,
+    path: &mut Vec<String>,
+    spath: &mut Vec<String>,
+    errors: &mut Vec<SchemaError>,
+) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
     macro_rules! fail {
         ($keyword:expr, $message:expr $(,)?) => {
-            errors.push(SchemaError { message: $message, keyword: $keyword, path: path.clone() })
+            errors.push(SchemaError {
+                message: $message,
+                keyword: $keyword,
+                path: path.clone(),
+                schema_path: spath.clone(),
+                schema: Box::new(Value::Object(schema.clone())),
+                instance: Box::new(v.clone()),
+            })
         };
     }
     for (keyword, arg) in schema {
@@ -118,7 +154,9 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
             "type" => {
                 let ok = match arg {
                     Value::String(t) => type_matches(v, t),
-                    Value::Array(ts) => ts.iter().any(|t| type_matches(v, t.as_str().unwrap_or(""))),
+                    Value::Array(ts) => {
+                        ts.iter().any(|t| type_matches(v, t.as_str().unwrap_or("")))
+                    }
                     _ => true,
                 };
                 if !ok {
@@ -134,20 +172,29 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
             "enum" => {
                 let options = arg.as_array().expect("enum is an array");
                 if !options.contains(v) {
-                    fail!("enum", format!("{} is not one of {}", py_repr(v), py_repr(arg)));
+                    fail!(
+                        "enum",
+                        format!("{} is not one of {}", py_repr(v), py_repr(arg))
+                    );
                 }
             }
             "minimum" => {
                 if let (Some(x), Some(min)) = (v.as_f64(), arg.as_f64()) {
                     if x < min {
-                        fail!("minimum", format!("{} is less than the minimum of {}", v, arg));
+                        fail!(
+                            "minimum",
+                            format!("{} is less than the minimum of {}", v, arg)
+                        );
                     }
                 }
             }
             "maximum" => {
                 if let (Some(x), Some(max)) = (v.as_f64(), arg.as_f64()) {
                     if x > max {
-                        fail!("maximum", format!("{} is greater than the maximum of {}", v, arg));
+                        fail!(
+                            "maximum",
+                            format!("{} is greater than the maximum of {}", v, arg)
+                        );
                     }
                 }
             }
@@ -169,7 +216,10 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                 if let Some(s) = v.as_str() {
                     let p = arg.as_str().expect("pattern is a string");
                     if !regex(p).is_match(s) {
-                        fail!("pattern", format!("{} does not match {}", py_repr(v), py_str(p)));
+                        fail!(
+                            "pattern",
+                            format!("{} does not match {}", py_repr(v), py_str(p))
+                        );
                     }
                 }
             }
@@ -189,9 +239,15 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
             }
             "uniqueItems" => {
                 if let (Some(a), Some(true)) = (v.as_array(), arg.as_bool()) {
-                    let unique = a.iter().enumerate().all(|(i, x)| a[..i].iter().all(|y| y != x));
+                    let unique = a
+                        .iter()
+                        .enumerate()
+                        .all(|(i, x)| a[..i].iter().all(|y| y != x));
                     if !unique {
-                        fail!("uniqueItems", format!("{} has non-unique elements", py_repr(v)));
+                        fail!(
+                            "uniqueItems",
+                            format!("{} has non-unique elements", py_repr(v))
+                        );
                     }
                 }
             }
@@ -199,7 +255,9 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                 if let Some(a) = v.as_array() {
                     for (i, item) in a.iter().enumerate() {
                         path.push(i.to_string());
-                        check(item, arg, path, errors);
+                        spath.push("'items'".into());
+                        check(item, arg, path, spath, errors);
+                        spath.pop();
                         path.pop();
                     }
                 }
@@ -207,7 +265,10 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
             "minProperties" => {
                 if let Some(o) = v.as_object() {
                     if (o.len() as u64) < arg.as_u64().unwrap_or(0) {
-                        fail!("minProperties", format!("{} does not have enough properties", py_repr(v)));
+                        fail!(
+                            "minProperties",
+                            format!("{} does not have enough properties", py_repr(v))
+                        );
                     }
                 }
             }
@@ -216,7 +277,10 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                     for name in arg.as_array().expect("required is an array") {
                         let name = name.as_str().expect("required names are strings");
                         if !o.contains_key(name) {
-                            fail!("required", format!("{} is a required property", py_str(name)));
+                            fail!(
+                                "required",
+                                format!("{} is a required property", py_str(name))
+                            );
                         }
                     }
                 }
@@ -226,7 +290,9 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                     for (name, sub) in arg.as_object().expect("properties is an object") {
                         if let Some(value) = o.get(name) {
                             path.push(py_str(name));
-                            check(value, sub, path, errors);
+                            spath.extend(["'properties'".into(), py_str(name)]);
+                            check(value, sub, path, spath, errors);
+                            spath.truncate(spath.len() - 2);
                             path.pop();
                         }
                     }
@@ -238,7 +304,9 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                         let re = regex(pattern);
                         for (name, value) in o.iter().filter(|(k, _)| re.is_match(k)) {
                             path.push(py_str(name));
-                            check(value, sub, path, errors);
+                            spath.extend(["'patternProperties'".into(), py_str(pattern)]);
+                            check(value, sub, path, spath, errors);
+                            spath.truncate(spath.len() - 2);
                             path.pop();
                         }
                     }
@@ -270,7 +338,8 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                                 ),
                             );
                         } else {
-                            let pats: Vec<String> = patterns.iter().map(|(p, _)| py_str(p)).collect();
+                            let pats: Vec<String> =
+                                patterns.iter().map(|(p, _)| py_str(p)).collect();
                             for k in extra {
                                 fail!(
                                     "additionalProperties",
@@ -286,7 +355,9 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                     Value::Object(_) => {
                         for k in extra {
                             path.push(py_str(k));
-                            check(&o[k.as_str()], arg, path, errors);
+                            spath.push("'additionalProperties'".into());
+                            check(&o[k.as_str()], arg, path, spath, errors);
+                            spath.pop();
                             path.pop();
                         }
                     }
@@ -297,11 +368,14 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                 let options = arg.as_array().expect("anyOf is an array");
                 let ok = options.iter().any(|s| {
                     let mut sub = Vec::new();
-                    check(v, s, &mut path.clone(), &mut sub);
+                    check(v, s, &mut path.clone(), &mut spath.clone(), &mut sub);
                     sub.is_empty()
                 });
                 if !ok {
-                    fail!("anyOf", format!("{} is not valid under any of the given schemas", py_repr(v)));
+                    fail!(
+                        "anyOf",
+                        format!("{} is not valid under any of the given schemas", py_repr(v))
+                    );
                 }
             }
             "oneOf" => {
@@ -310,12 +384,15 @@ fn check(v: &Value, schema: &Value, path: &mut Vec<String>, errors: &mut Vec<Sch
                     .iter()
                     .filter(|s| {
                         let mut sub = Vec::new();
-                        check(v, s, &mut path.clone(), &mut sub);
+                        check(v, s, &mut path.clone(), &mut spath.clone(), &mut sub);
                         sub.is_empty()
                     })
                     .count();
                 if matching != 1 {
-                    fail!("oneOf", format!("{} is not valid under any of the given schemas", py_repr(v)));
+                    fail!(
+                        "oneOf",
+                        format!("{} is not valid under any of the given schemas", py_repr(v))
+                    );
                 }
             }
             "$schema" | "description" | "title" => {}
@@ -343,16 +420,28 @@ mod tests {
         });
         let msg = |v: Value| validate(&v, &schema).unwrap_err().message;
         assert_eq!(msg(json!({"total": 0})), "0 is less than the minimum of 1");
-        assert_eq!(msg(json!({"total": 11})), "11 is greater than the maximum of 10");
+        assert_eq!(
+            msg(json!({"total": 11})),
+            "11 is greater than the maximum of 10"
+        );
         assert_eq!(msg(json!({"total": "x"})), "'x' is not of type 'integer'");
         assert_eq!(msg(json!({})), "'total' is a required property");
         assert_eq!(
             msg(json!({"total": 1, "a": 1})),
             "Additional properties are not allowed ('a' was unexpected)"
         );
-        assert_eq!(msg(json!({"total": 1, "name": "ABCD"})), "'ABCD' is too long");
-        assert_eq!(msg(json!({"total": 1, "name": "ab"})), "'ab' does not match '^[A-Z]+$'");
-        assert_eq!(msg(json!({"total": 1, "list": [1, 1]})), "[1, 1] has non-unique elements");
+        assert_eq!(
+            msg(json!({"total": 1, "name": "ABCD"})),
+            "'ABCD' is too long"
+        );
+        assert_eq!(
+            msg(json!({"total": 1, "name": "ab"})),
+            "'ab' does not match '^[A-Z]+$'"
+        );
+        assert_eq!(
+            msg(json!({"total": 1, "list": [1, 1]})),
+            "[1, 1] has non-unique elements"
+        );
         assert!(validate(&json!({"total": 3, "name": "AB", "list": [1, 2]}), &schema).is_ok());
         assert_eq!(msg(json!([])), "[] is not of type 'object'");
     }
@@ -361,6 +450,18 @@ mod tests {
     fn display_names_keyword() {
         let e = validate(&json!(5), &json!({"type": "integer", "maximum": 1})).unwrap_err();
         assert!(e.to_string().contains("Failed validating 'maximum'"));
+    }
+
+    #[test]
+    fn display_has_schema_and_instance_paths() {
+        let schema =
+            json!({"type": "object", "properties": {"total": {"type": "integer", "minimum": 1}}});
+        let e = validate(&json!({"total": 0}), &schema).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "0 is less than the minimum of 1\n\nFailed validating 'minimum' in schema['properties']['total']:\n    \
+             {'minimum': 1, 'type': 'integer'}\n\nOn instance['total']:\n    0"
+        );
     }
 
     #[test]

@@ -72,7 +72,10 @@ impl Host {
     }
 
     /// Runs one write: plan against the view, persist, apply. Blocking.
-    pub fn write<T>(&self, plan: impl FnOnce(&State, Timestamp) -> Plan<T>) -> Result<T, WriteError> {
+    pub fn write<T>(
+        &self,
+        plan: impl FnOnce(&State, Timestamp) -> Plan<T>,
+    ) -> Result<T, WriteError> {
         let mut store = self.shared.writer.lock().unwrap_or_else(|e| e.into_inner());
         let now = self.now();
         // Only this thread (holding the writer lock) changes the view, so a read guard
@@ -80,7 +83,11 @@ impl Host {
         let (answer, changes) = plan(&self.read(), now)?;
         if !changes.is_empty() {
             store.persist(&changes)?;
-            self.shared.view.write().unwrap_or_else(|e| e.into_inner()).apply(&changes);
+            self.shared
+                .view
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .apply(&changes);
         }
         Ok(answer)
     }

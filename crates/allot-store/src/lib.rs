@@ -58,21 +58,29 @@ impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
     /// `sqlite:PATH` (or `sqlite://PATH`).
     pub fn open(url: &str) -> Result<Store, StoreError> {
-        if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
             if path.is_empty() {
                 return Err(StoreError::BadUrl {
                     url: url.into(),
                     reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/allot/allot.db".into(),
                 });
             }
-            return Ok(Store(Engine::Sqlite(engine::sqlite::SqliteEngine::open(path)?)));
+            return Ok(Store(Engine::Sqlite(engine::sqlite::SqliteEngine::open(
+                path,
+            )?)));
         }
         let reason = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             "the PostgreSQL engine is not built yet; use sqlite:PATH"
         } else {
             "expected sqlite:PATH"
         };
-        Err(StoreError::BadUrl { url: url.into(), reason: reason.into() })
+        Err(StoreError::BadUrl {
+            url: url.into(),
+            reason: reason.into(),
+        })
     }
 
     /// Reads everything into a fresh in-memory view.

@@ -1,7 +1,9 @@
 //! The store suite: what a store persists, a fresh open of the same database loads back
 //! exactly. Run against every engine (only SQLite today).
 
-use allot_core::{Change, Inventory, ProviderId, ProviderRow, ResourceClass, State, TraitName, Uuid};
+use allot_core::{
+    Change, Inventory, ProviderId, ProviderRow, ResourceClass, State, TraitName, Uuid,
+};
 use allot_store::Store;
 
 fn provider(id: u64, parent: Option<u64>, root: u64, name: &str) -> ProviderRow {
@@ -30,26 +32,52 @@ fn suite(url: &str) {
     let (_, tr) = state.ensure_trait("CUSTOM_FAST", 6).unwrap();
     let mut changes = class;
     changes.extend(tr);
-    changes.push(Change::PutProvider { row: provider(1, None, 1, "root"), previous_generation: None });
-    changes.push(Change::PutProvider { row: provider(2, Some(1), 1, "child ☃"), previous_generation: None });
+    changes.push(Change::PutProvider {
+        row: provider(1, None, 1, "root"),
+        previous_generation: None,
+    });
+    changes.push(Change::PutProvider {
+        row: provider(2, Some(1), 1, "child ☃"),
+        previous_generation: None,
+    });
     changes.push(Change::SetInventories(
         ProviderId(2),
-        vec![(ResourceClass::new_unchecked("VCPU"), Inventory { allocation_ratio: 16.0, ..Inventory::with_total(8) })],
+        vec![(
+            ResourceClass::new_unchecked("VCPU"),
+            Inventory {
+                allocation_ratio: 16.0,
+                ..Inventory::with_total(8)
+            },
+        )],
     ));
-    changes.push(Change::SetTraits(ProviderId(2), vec![TraitName::new_unchecked("CUSTOM_FAST")]));
-    changes.push(Change::SetAggregates(ProviderId(1), vec![Uuid::from_u128(42)]));
+    changes.push(Change::SetTraits(
+        ProviderId(2),
+        vec![TraitName::new_unchecked("CUSTOM_FAST")],
+    ));
+    changes.push(Change::SetAggregates(
+        ProviderId(1),
+        vec![Uuid::from_u128(42)],
+    ));
     store.persist(&changes).unwrap();
     state.apply(&changes);
 
     // A rename, a delete and a generation bump.
-    let (_, renamed) = state.rename_class("CUSTOM_SLICE", "CUSTOM_PIECE", 7).unwrap();
+    let (_, renamed) = state
+        .rename_class("CUSTOM_SLICE", "CUSTOM_PIECE", 7)
+        .unwrap();
     let mut bumped = provider(1, None, 1, "root renamed");
     bumped.generation = 3;
     let more = [
         renamed,
         vec![
-            Change::PutProvider { row: bumped, previous_generation: Some(0) },
-            Change::PutProvider { row: provider(3, Some(1), 1, "gone"), previous_generation: None },
+            Change::PutProvider {
+                row: bumped,
+                previous_generation: Some(0),
+            },
+            Change::PutProvider {
+                row: provider(3, Some(1), 1, "gone"),
+                previous_generation: None,
+            },
             Change::DeleteProvider(ProviderId(3)),
         ],
     ]

@@ -26,11 +26,21 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 
     /// Enable CORS for this origin (repeat for several; `*` for any). Off by default.
-    #[arg(long = "cors-allowed-origin", env = "ALLOT_CORS_ALLOWED_ORIGINS", value_delimiter = ',', value_name = "ORIGIN")]
+    #[arg(
+        long = "cors-allowed-origin",
+        env = "ALLOT_CORS_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
     pub cors_allowed_origins: Vec<String>,
 
     /// With CORS on: a request header a browser may send (repeatable).
-    #[arg(long = "cors-allow-header", env = "ALLOT_CORS_ALLOW_HEADERS", value_delimiter = ',', value_name = "NAME")]
+    #[arg(
+        long = "cors-allow-header",
+        env = "ALLOT_CORS_ALLOW_HEADERS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
     pub cors_allow_headers: Vec<String>,
 
     /// Authorization rules: `legacy` (Placement's default: admin or service role for
@@ -91,18 +101,32 @@ impl ServeArgs {
         };
         let pick_list = |cli: Vec<String>, file: Vec<String>| {
             let list: Vec<String> = if cli.is_empty() { file } else { cli };
-            list.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect::<Vec<_>>()
+            list.into_iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
         };
         let origins = pick_list(self.cors_allowed_origins, file.cors_allowed_origins);
         let headers = pick_list(self.cors_allow_headers, file.cors_allow_headers);
-        let policy = self.policy.or(file.policy).unwrap_or_else(|| "legacy".into());
+        let policy = self
+            .policy
+            .or(file.policy)
+            .unwrap_or_else(|| "legacy".into());
         Ok(Settings {
-            bind: self.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1:8778".into()),
-            database: self.database.or(file.database).unwrap_or_else(default_database),
+            bind: self
+                .bind
+                .or(file.bind)
+                .unwrap_or_else(|| "127.0.0.1:8778".into()),
+            database: self
+                .database
+                .or(file.database)
+                .unwrap_or_else(default_database),
             log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
             policy: policy.parse().map_err(anyhow::Error::msg)?,
-            cors: (!origins.is_empty())
-                .then(|| allot_server::Cors { allowed_origins: origins, allow_headers: headers }),
+            cors: (!origins.is_empty()).then(|| allot_server::Cors {
+                allowed_origins: origins,
+                allow_headers: headers,
+            }),
         })
     }
 }
@@ -115,7 +139,11 @@ mod tests {
     fn flags_win_over_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("allot.toml");
-        std::fs::write(&path, "bind = \"0.0.0.0:1\"\ndatabase = \"sqlite:/x.db\"\npolicy = \"open\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "bind = \"0.0.0.0:1\"\ndatabase = \"sqlite:/x.db\"\npolicy = \"open\"\n",
+        )
+        .unwrap();
         let args = ServeArgs {
             bind: Some("127.0.0.1:2".into()),
             config: Some(path),
@@ -133,7 +161,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("allot.toml");
         std::fs::write(&path, "bnd = \"x\"\n").unwrap();
-        let args = ServeArgs { config: Some(path), ..Default::default() };
+        let args = ServeArgs {
+            config: Some(path),
+            ..Default::default()
+        };
         assert!(args.resolve().is_err());
     }
 }

@@ -55,10 +55,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let host = allot_store::Host::new(store, clock).context("loading the database")?;
     let state = allot_server::AppState {
         host,
-        config: Arc::new(allot_server::Config { cors: settings.cors.clone(), policy: settings.policy }),
+        config: Arc::new(allot_server::Config {
+            cors: settings.cors.clone(),
+            policy: settings.policy,
+        }),
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&settings.bind)
             .await

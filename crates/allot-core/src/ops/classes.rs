@@ -37,8 +37,18 @@ impl State {
                 format!("Conflicting resource class already exists: {name}"),
             ));
         }
-        let record = ClassRecord { name, created_at: now, updated_at: now };
-        Ok(((), vec![Change::PutClass { record, old_name: None }]))
+        let record = ClassRecord {
+            name,
+            created_at: now,
+            updated_at: now,
+        };
+        Ok((
+            (),
+            vec![Change::PutClass {
+                record,
+                old_name: None,
+            }],
+        ))
     }
 
     /// Creates a custom resource class unless it exists (the 1.7 PUT).
@@ -47,8 +57,18 @@ impl State {
         if self.class_exists(class.as_str()) {
             return Ok((Ensured::Existed, vec![]));
         }
-        let record = ClassRecord { name: class, created_at: now, updated_at: now };
-        Ok((Ensured::Created, vec![Change::PutClass { record, old_name: None }]))
+        let record = ClassRecord {
+            name: class,
+            created_at: now,
+            updated_at: now,
+        };
+        Ok((
+            Ensured::Created,
+            vec![Change::PutClass {
+                record,
+                old_name: None,
+            }],
+        ))
     }
 
     /// Renames a custom resource class (the 1.2–1.6 PUT). Returns the new name.
@@ -58,7 +78,9 @@ impl State {
             return Err(Error::not_found(format!("No such resource class {old}.")));
         }
         let Some(existing) = self.custom_class(old) else {
-            return Err(Error::invalid(format!("Cannot update standard resource class {old}")));
+            return Err(Error::invalid(format!(
+                "Cannot update standard resource class {old}"
+            )));
         };
         if self.class_exists(new_name.as_str()) {
             return Err(Error::conflict(
@@ -113,7 +135,13 @@ mod tests {
         applied(&mut s, |s| s.create_class("CUSTOM_A", 10));
         assert!(s.class_exists("CUSTOM_A"));
         let dup = s.create_class("CUSTOM_A", 11).unwrap_err();
-        assert!(matches!(dup, Error::Conflict { code: ConflictCode::Duplicate, .. }));
+        assert!(matches!(
+            dup,
+            Error::Conflict {
+                code: ConflictCode::Duplicate,
+                ..
+            }
+        ));
         applied(&mut s, |s| s.rename_class("CUSTOM_A", "CUSTOM_B", 12));
         assert!(!s.class_exists("CUSTOM_A"));
         assert_eq!(s.custom_class("CUSTOM_B").unwrap().created_at, 10);
@@ -126,9 +154,15 @@ mod tests {
     fn standard_classes_are_fixed() {
         let s = State::new();
         assert!(matches!(s.delete_class("VCPU"), Err(Error::Invalid(_))));
-        assert!(matches!(s.rename_class("VCPU", "CUSTOM_X", 1), Err(Error::Invalid(_))));
+        assert!(matches!(
+            s.rename_class("VCPU", "CUSTOM_X", 1),
+            Err(Error::Invalid(_))
+        ));
         assert!(matches!(s.create_class("VCPU", 1), Err(Error::Invalid(_))));
-        assert!(matches!(s.delete_class("CUSTOM_NONE"), Err(Error::NotFound(_))));
+        assert!(matches!(
+            s.delete_class("CUSTOM_NONE"),
+            Err(Error::NotFound(_))
+        ));
     }
 
     #[test]

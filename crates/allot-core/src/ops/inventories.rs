@@ -1,4 +1,619 @@
-//! Write operations for inventories (to be written).
+//! Inventories: add one (the 1.0 POST), update one, replace all, delete one, delete all.
+//!
+//! Placement checks very little about an inventory beyond its JSON schema (the bounds
+//! of each field are the HTTP layer's business): only that its capacity,
+//! `(total - reserved) * allocation_ratio`, is positive (or, from microversion 1.26,
+//! not negative), that its class exists, and that removing it leaves no allocation
+//! without inventory. In particular it does *not* require `min_unit <= max_unit` or
+//! `max_unit <= total`, and neither do we.
+//!
+//! The messages are the whole messages Placement answers with on each endpoint (they
+//! differ from endpoint to endpoint, and its test suite looks for them), so the HTTP
+//! layer passes them on unchanged.
 
-#[allow(unused_imports)]
+use uuid::Uuid;
+
+use super::{bump, check_generation, Plan};
+use crate::change::Change;
+use crate::error::{ConflictCode, Error};
+use crate::model::{Inventory, Provider, ProviderId, Timestamp};
+use crate::names::ResourceClass;
 use crate::state::State;
+
+/// How strict the capacity rule is: Placement let `reserved` equal `total` from
+/// microversion 1.26 on (a provider whose whole inventory is set aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservedRule {
+    /// Before 1.26: capacity must be positive, so `reserved < total`.
+    BelowTotal,
+    /// From 1.26: capacity must not be negative, so `reserved <= total`.
+    UpToTotal,
+}
+
+impl ReservedRule {
+    /// The rule of a microversion `1.minor`.
+    pub fn for_minor(minor: u16) -> Self {
+        if minor >= 26 {
+            ReservedRule::UpToTotal
+        } else {
+            ReservedRule::BelowTotal
+        }
+    }
+}
+
+/// The capacity as Placement computes it when it validates an inventory: signed, so
+/// that `reserved > total` (or a negative ratio, which the schema allows) shows up as a
+/// negative number, and truncated toward zero like Python's `int()`.
+fn signed_capacity(inv: &Inventory) -> f64 {
+    let usable = inv.total as f64 - inv.reserved as f64;
+    (usable * inv.allocation_ratio).trunc()
+}
+
+/// Checks one inventory's capacity; `Err` holds the reason, without the endpoint's
+/// prefix.
+fn check_capacity(
+    provider: Uuid,
+    class: &str,
+    inv: &Inventory,
+    rule: ReservedRule,
+) -> Result<(), String> {
+    let capacity = signed_capacity(inv);
+    match rule {
+        ReservedRule::BelowTotal if capacity <= 0.0 => Err(format!(
+            "Invalid inventory for '{class}' on resource provider '{provider}'. \
+             The reserved value is greater than or equal to total."
+        )),
+        ReservedRule::UpToTotal if capacity < 0.0 => Err(format!(
+            "Invalid inventory for '{class}' on resource provider '{provider}'. \
+             The reserved value is greater than total."
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn update_refused(provider: Uuid, reason: &str) -> Error {
+    Error::invalid(format!(
+        "Unable to update inventory for resource provider {provider}: {reason}"
+    ))
+}
+
+const GENERATION_CONFLICT: &str = "resource provider generation conflict";
+
+impl State {
+    /// How much of `class` on `provider` allocations use.
+    ///
+    /// ALLOCATIONS HOOK: there are no allocations yet, so this is always 0. When they
+    /// land, this must return the sum of all allocations of `class` against `provider`;
+    /// the inventory rules below then refuse (409 `placement.inventory.inuse`) to
+    /// delete an inventory that is in use, on `DELETE .../inventories/{class}`,
+    /// `DELETE .../inventories` and `PUT .../inventories`. (Shrinking an inventory
+    /// below its usage stays allowed, as in Placement, which only logs a warning.)
+    pub fn inventory_usage(&self, provider: ProviderId, class: &str) -> u64 {
+        let _ = (provider, class);
+        0
+    }
+
+    /// The classes among `classes` that allocations on `provider` use, in resource
+    /// class order (standard classes first, as Placement lists them).
+    fn classes_in_use<'a>(
+        &self,
+        provider: &Provider,
+        classes: impl Iterator<Item = &'a str>,
+    ) -> Vec<&'a str> {
+        let mut used: Vec<&str> = classes
+            .filter(|c| self.inventory_usage(provider.id(), c) > 0)
+            .collect();
+        let order = |c: &str| {
+            self.class_names()
+                .position(|n| n == c)
+                .unwrap_or(usize::MAX)
+        };
+        used.sort_by_key(|c| (order(c), c.to_string()));
+        used
+    }
+
+    fn in_use_message(provider: &Provider, classes: &[&str]) -> String {
+        format!(
+            "Inventory for '{}' on resource provider '{}' in use.",
+            classes.join(", "),
+            provider.uuid()
+        )
+    }
+
+    /// The inventories of a provider after replacing one class's, as a
+    /// [`Change::SetInventories`], with the generation bump.
+    fn inventory_changes(
+        provider: &Provider,
+        replace: Option<(&ResourceClass, Inventory)>,
+        remove: Option<&str>,
+        now: Timestamp,
+    ) -> Vec<Change> {
+        let mut all = provider.inventories.clone();
+        if let Some(class) = remove {
+            all.remove(class);
+        }
+        if let Some((class, inv)) = replace {
+            all.insert(class.clone(), inv);
+        }
+        vec![
+            Change::SetInventories(provider.id(), all.into_iter().collect()),
+            bump(provider, now),
+        ]
+    }
+
+    /// Adds an inventory of a class the provider has none of (`POST .../inventories`,
+    /// which takes no generation). Returns the provider's new generation.
+    pub fn add_inventory(
+        &self,
+        provider: &Uuid,
+        class: &str,
+        inventory: Inventory,
+        rule: ReservedRule,
+        now: Timestamp,
+    ) -> Plan<u64> {
+        let p = self.provider_required(provider)?;
+        let refuse = |reason: &str| {
+            Error::invalid(format!(
+                "Unable to create inventory for resource provider {provider}: {reason}"
+            ))
+        };
+        check_capacity(p.uuid(), class, &inventory, rule).map_err(|r| refuse(&r))?;
+        if !self.class_exists(class) {
+            return Err(refuse(&format!("No such resource class {class}.")));
+        }
+        if p.inventories.contains_key(class) {
+            return Err(Error::conflict(
+                ConflictCode::ConcurrentUpdate,
+                format!(
+                    "Update conflict: Inventory for '{class}' on resource provider '{provider}' \
+                     already exists."
+                ),
+            ));
+        }
+        let class = ResourceClass::new_unchecked(class);
+        let changes = Self::inventory_changes(p, Some((&class, inventory)), None, now);
+        Ok((p.row.generation + 1, changes))
+    }
+
+    /// Replaces the inventory of a class the provider already has
+    /// (`PUT .../inventories/{class}`). Returns the provider's new generation.
+    pub fn update_inventory(
+        &self,
+        provider: &Uuid,
+        generation: u64,
+        class: &str,
+        inventory: Inventory,
+        rule: ReservedRule,
+        now: Timestamp,
+    ) -> Plan<u64> {
+        let p = self.provider_required(provider)?;
+        check_generation(p, generation, GENERATION_CONFLICT)?;
+        check_capacity(p.uuid(), class, &inventory, rule)
+            .map_err(|r| update_refused(p.uuid(), &r))?;
+        if !self.class_exists(class) {
+            // Not caught by Placement's handler: its generic "not found" answer.
+            return Err(Error::not_found(format!("No such resource class {class}.")));
+        }
+        let Some((existing, _)) = p.inventories.get_key_value(class) else {
+            return Err(Error::invalid(format!(
+                "No inventory record with resource class for resource provider {provider}: \
+                 No inventory of class {class} found."
+            )));
+        };
+        let changes = Self::inventory_changes(p, Some((existing, inventory)), None, now);
+        Ok((p.row.generation + 1, changes))
+    }
+
+    /// Replaces all of a provider's inventories (`PUT .../inventories`). Classes not in
+    /// `inventories` are removed, which allocations may forbid. Returns the provider's
+    /// new generation.
+    pub fn set_inventories(
+        &self,
+        provider: &Uuid,
+        generation: u64,
+        inventories: &[(String, Inventory)],
+        rule: ReservedRule,
+        now: Timestamp,
+    ) -> Plan<u64> {
+        let p = self.provider_required(provider)?;
+        check_generation(p, generation, GENERATION_CONFLICT)?;
+        for (class, inv) in inventories {
+            check_capacity(p.uuid(), class, inv, rule).map_err(|r| update_refused(p.uuid(), &r))?;
+        }
+        if let Some((class, _)) = inventories.iter().find(|(c, _)| !self.class_exists(c)) {
+            return Err(Error::invalid(format!(
+                "Unknown resource class in inventory for resource provider {provider}: \
+                 No such resource class {class}."
+            )));
+        }
+        let removed = p
+            .inventories
+            .keys()
+            .map(|c| c.as_str())
+            .filter(|c| !inventories.iter().any(|(n, _)| n == c));
+        let in_use = self.classes_in_use(p, removed);
+        if !in_use.is_empty() {
+            return Err(Error::conflict(
+                ConflictCode::InventoryInUse,
+                format!("update conflict: {}", Self::in_use_message(p, &in_use)),
+            ));
+        }
+        let all: Vec<(ResourceClass, Inventory)> = inventories
+            .iter()
+            .map(|(c, inv)| (ResourceClass::new_unchecked(c.as_str()), *inv))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .collect();
+        Ok((
+            p.row.generation + 1,
+            vec![Change::SetInventories(p.id(), all), bump(p, now)],
+        ))
+    }
+
+    /// Deletes one class's inventory (`DELETE .../inventories/{class}`, which takes no
+    /// generation). Returns the provider's new generation.
+    pub fn delete_inventory(&self, provider: &Uuid, class: &str, now: Timestamp) -> Plan<u64> {
+        let p = self.provider_required(provider)?;
+        let not_found = |reason: String| {
+            Error::not_found(format!(
+                "No inventory of class {class} found for delete: {reason}"
+            ))
+        };
+        if !self.class_exists(class) {
+            return Err(not_found(format!("No such resource class {class}.")));
+        }
+        let in_use = self.classes_in_use(p, std::iter::once(class));
+        if !in_use.is_empty() {
+            // Placement labels this conflict "concurrent update", not "inventory in
+            // use" as its other endpoints do; clients may depend on it, so we do too.
+            return Err(Error::conflict(
+                ConflictCode::ConcurrentUpdate,
+                format!(
+                    "Unable to delete inventory of class {class}: {}",
+                    Self::in_use_message(p, &in_use)
+                ),
+            ));
+        }
+        if !p.inventories.contains_key(class) {
+            return Err(not_found(format!(
+                "No inventory of class {class} found for delete"
+            )));
+        }
+        let changes = Self::inventory_changes(p, None, Some(class), now);
+        Ok((p.row.generation + 1, changes))
+    }
+
+    /// Deletes all of a provider's inventories (`DELETE .../inventories`, 1.5, which
+    /// takes no generation). The generation is bumped even when there was nothing to
+    /// delete. Returns the provider's new generation.
+    pub fn delete_inventories(&self, provider: &Uuid, now: Timestamp) -> Plan<u64> {
+        let p = self.provider_required(provider)?;
+        let in_use = self.classes_in_use(p, p.inventories.keys().map(|c| c.as_str()));
+        if !in_use.is_empty() {
+            return Err(Error::conflict(
+                ConflictCode::InventoryInUse,
+                Self::in_use_message(p, &in_use),
+            ));
+        }
+        Ok((
+            p.row.generation + 1,
+            vec![Change::SetInventories(p.id(), vec![]), bump(p, now)],
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ProviderRow;
+
+    const RP: Uuid = Uuid::from_u128(0x1234);
+
+    fn state() -> State {
+        let mut s = State::new();
+        let row = ProviderRow {
+            id: ProviderId(1),
+            uuid: RP,
+            name: "rp".into(),
+            generation: 0,
+            parent: None,
+            root: ProviderId(1),
+            created_at: 1,
+            updated_at: 1,
+        };
+        s.apply(&[Change::PutProvider {
+            row,
+            previous_generation: None,
+        }]);
+        s
+    }
+
+    fn apply(s: &mut State, plan: impl FnOnce(&State) -> Plan<u64>) -> u64 {
+        let (generation, changes) = plan(s).expect("plan");
+        s.apply(&changes);
+        generation
+    }
+
+    fn inv(total: u64, reserved: u64, ratio: f64) -> Inventory {
+        Inventory {
+            reserved,
+            allocation_ratio: ratio,
+            ..Inventory::with_total(total)
+        }
+    }
+
+    fn provider(s: &State) -> &Provider {
+        s.provider_by_uuid(&RP).unwrap()
+    }
+
+    #[test]
+    fn capacity_rule_by_microversion() {
+        use ReservedRule::*;
+        // (total, reserved, ratio, rule, accepted)
+        let cases = [
+            (10, 0, 1.0, BelowTotal, true),
+            (10, 9, 1.0, BelowTotal, true),
+            (10, 10, 1.0, BelowTotal, false),
+            (10, 10, 1.0, UpToTotal, true),
+            (10, 11, 1.0, UpToTotal, false),
+            (256, 512, 1.0, BelowTotal, false),
+            // A ratio of zero leaves no capacity; only 1.26 accepts that.
+            (10, 0, 0.0, BelowTotal, false),
+            (10, 0, 0.0, UpToTotal, true),
+            // Fractions are truncated: 1 * 0.5 is 0.
+            (10, 9, 0.5, BelowTotal, false),
+            (10, 8, 0.5, BelowTotal, true),
+            // The schema allows negative ratios; they make the capacity negative.
+            (10, 0, -1.0, UpToTotal, false),
+            // ... and a tiny negative capacity truncates to zero.
+            (10, 9, -0.5, UpToTotal, true),
+        ];
+        for (total, reserved, ratio, rule, ok) in cases {
+            let r = check_capacity(RP, "VCPU", &inv(total, reserved, ratio), rule);
+            assert_eq!(r.is_ok(), ok, "{total} {reserved} {ratio} {rule:?}");
+        }
+        let msg = check_capacity(RP, "DISK_GB", &inv(1, 1, 1.0), BelowTotal).unwrap_err();
+        assert!(
+            msg.ends_with("The reserved value is greater than or equal to total."),
+            "{msg}"
+        );
+        let msg = check_capacity(RP, "DISK_GB", &inv(1, 2, 1.0), UpToTotal).unwrap_err();
+        assert!(
+            msg.ends_with("The reserved value is greater than total."),
+            "{msg}"
+        );
+        assert_eq!(ReservedRule::for_minor(25), BelowTotal);
+        assert_eq!(ReservedRule::for_minor(26), UpToTotal);
+    }
+
+    #[test]
+    fn add_bumps_and_refuses_duplicates_and_unknown_classes() {
+        let mut s = state();
+        let rule = ReservedRule::BelowTotal;
+        assert_eq!(
+            apply(&mut s, |s| s.add_inventory(
+                &RP,
+                "DISK_GB",
+                inv(2048, 512, 1.0),
+                rule,
+                5
+            )),
+            1
+        );
+        assert_eq!(provider(&s).row.generation, 1);
+        assert_eq!(provider(&s).row.updated_at, 5);
+        assert_eq!(provider(&s).inventories["DISK_GB"].reserved, 512);
+
+        let dup = s
+            .add_inventory(&RP, "DISK_GB", inv(1, 0, 1.0), rule, 6)
+            .unwrap_err();
+        assert!(
+            matches!(&dup, Error::Conflict { code: ConflictCode::ConcurrentUpdate, message }
+            if message.starts_with("Update conflict"))
+        );
+        let unknown = s
+            .add_inventory(&RP, "NO_CLASS_14", inv(1, 0, 1.0), rule, 6)
+            .unwrap_err();
+        assert_eq!(
+            unknown,
+            Error::invalid(format!(
+                "Unable to create inventory for resource provider {RP}: No such resource class NO_CLASS_14."
+            ))
+        );
+        // Capacity is checked before the class.
+        let both = s
+            .add_inventory(&RP, "NO_CLASS", inv(1, 2, 1.0), rule, 6)
+            .unwrap_err();
+        assert!(
+            both.to_string().contains("greater than or equal to total"),
+            "{both}"
+        );
+        let missing = s.add_inventory(&Uuid::from_u128(9), "VCPU", inv(1, 0, 1.0), rule, 6);
+        assert!(matches!(missing, Err(Error::NotFound(_))));
+    }
+
+    #[test]
+    fn update_checks_generation_capacity_class_and_presence() {
+        let mut s = state();
+        let rule = ReservedRule::BelowTotal;
+        apply(&mut s, |s| {
+            s.add_inventory(&RP, "DISK_GB", inv(2048, 512, 1.0), rule, 5)
+        });
+
+        let stale = s
+            .update_inventory(&RP, 0, "DISK_GB", inv(2048, 0, 1.0), rule, 6)
+            .unwrap_err();
+        assert!(
+            matches!(&stale, Error::Conflict { code: ConflictCode::ConcurrentUpdate, message }
+            if message == GENERATION_CONFLICT)
+        );
+        let bad = s
+            .update_inventory(&RP, 1, "DISK_GB", inv(2048, 4096, 1.0), rule, 6)
+            .unwrap_err();
+        assert!(matches!(&bad, Error::Invalid(m) if m.starts_with(&format!(
+            "Unable to update inventory for resource provider {RP}: Invalid inventory for 'DISK_GB'"))));
+        let absent = s
+            .update_inventory(&RP, 1, "MEMORY_MB", inv(2048, 0, 1.0), rule, 6)
+            .unwrap_err();
+        assert!(
+            matches!(&absent, Error::Invalid(m) if m.starts_with("No inventory record with resource class"))
+        );
+        let unknown = s
+            .update_inventory(&RP, 1, "HOUSE", inv(2048, 0, 1.0), rule, 6)
+            .unwrap_err();
+        assert_eq!(unknown, Error::not_found("No such resource class HOUSE."));
+
+        assert_eq!(
+            apply(&mut s, |s| s.update_inventory(
+                &RP,
+                1,
+                "DISK_GB",
+                inv(2048, 1024, 1.0),
+                rule,
+                7
+            )),
+            2
+        );
+        assert_eq!(provider(&s).inventories["DISK_GB"].reserved, 1024);
+        // From 1.26 the whole inventory may be reserved.
+        let up_to = ReservedRule::UpToTotal;
+        assert_eq!(
+            apply(&mut s, |s| s.update_inventory(
+                &RP,
+                2,
+                "DISK_GB",
+                inv(512, 512, 1.0),
+                up_to,
+                8
+            )),
+            3
+        );
+    }
+
+    #[test]
+    fn set_replaces_everything() {
+        let mut s = state();
+        let rule = ReservedRule::BelowTotal;
+        let two = vec![
+            ("IPV4_ADDRESS".to_string(), inv(253, 0, 1.0)),
+            ("DISK_GB".to_string(), inv(1024, 0, 1.0)),
+        ];
+        assert_eq!(
+            apply(&mut s, |s| s.set_inventories(&RP, 0, &two, rule, 3)),
+            1
+        );
+        let classes: Vec<&str> = provider(&s)
+            .inventories
+            .keys()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(classes, ["DISK_GB", "IPV4_ADDRESS"]);
+
+        let stale = s.set_inventories(&RP, 99, &two, rule, 4).unwrap_err();
+        assert!(matches!(
+            stale,
+            Error::Conflict {
+                code: ConflictCode::ConcurrentUpdate,
+                ..
+            }
+        ));
+        let house = vec![("HOUSE".to_string(), inv(253, 0, 1.0))];
+        let unknown = s.set_inventories(&RP, 1, &house, rule, 4).unwrap_err();
+        assert!(
+            matches!(&unknown, Error::Invalid(m) if m.starts_with("Unknown resource class in inventory"))
+        );
+        let full = vec![("IPV4_ADDRESS".to_string(), inv(253, 253, 1.0))];
+        let refused = s.set_inventories(&RP, 1, &full, rule, 4).unwrap_err();
+        assert!(refused
+            .to_string()
+            .contains("greater than or equal to total"));
+        assert_eq!(
+            apply(&mut s, |s| s.set_inventories(
+                &RP,
+                1,
+                &full,
+                ReservedRule::UpToTotal,
+                4
+            )),
+            2
+        );
+        assert_eq!(provider(&s).inventories.len(), 1);
+
+        assert_eq!(
+            apply(&mut s, |s| s.set_inventories(&RP, 2, &[], rule, 5)),
+            3
+        );
+        assert!(provider(&s).inventories.is_empty());
+    }
+
+    #[test]
+    fn custom_classes_must_exist() {
+        let mut s = state();
+        let gold = vec![("CUSTOM_GOLD".to_string(), inv(5, 0, 1.0))];
+        assert!(s
+            .set_inventories(&RP, 0, &gold, ReservedRule::BelowTotal, 1)
+            .is_err());
+        let (_, c) = s.create_class("CUSTOM_GOLD", 1).unwrap();
+        s.apply(&c);
+        assert_eq!(
+            apply(&mut s, |s| s.set_inventories(
+                &RP,
+                0,
+                &gold,
+                ReservedRule::BelowTotal,
+                2
+            )),
+            1
+        );
+    }
+
+    #[test]
+    fn delete_one_and_all() {
+        let mut s = state();
+        let rule = ReservedRule::BelowTotal;
+        apply(&mut s, |s| {
+            s.add_inventory(&RP, "DISK_GB", inv(1024, 0, 1.0), rule, 2)
+        });
+        apply(&mut s, |s| {
+            s.add_inventory(&RP, "IPV4_ADDRESS", inv(255, 2, 1.0), rule, 3)
+        });
+        assert_eq!(
+            apply(&mut s, |s| s.delete_inventory(&RP, "IPV4_ADDRESS", 4)),
+            3
+        );
+        assert_eq!(provider(&s).inventories.len(), 1);
+        let again = s.delete_inventory(&RP, "IPV4_ADDRESS", 5).unwrap_err();
+        assert_eq!(
+            again,
+            Error::not_found(
+                "No inventory of class IPV4_ADDRESS found for delete: \
+                 No inventory of class IPV4_ADDRESS found for delete"
+            )
+        );
+        let unknown = s.delete_inventory(&RP, "HOUSE", 5).unwrap_err();
+        assert!(
+            matches!(&unknown, Error::NotFound(m) if m.ends_with("No such resource class HOUSE."))
+        );
+
+        assert_eq!(apply(&mut s, |s| s.delete_inventories(&RP, 6)), 4);
+        assert!(provider(&s).inventories.is_empty());
+        // Deleting nothing still bumps the generation, as Placement does.
+        assert_eq!(apply(&mut s, |s| s.delete_inventories(&RP, 7)), 5);
+        assert_eq!(provider(&s).row.generation, 5);
+    }
+
+    #[test]
+    fn in_use_message_lists_classes_in_class_order() {
+        let s = state();
+        let p = provider(&s);
+        assert_eq!(
+            State::in_use_message(p, &["VCPU", "DISK_GB"]),
+            format!("Inventory for 'VCPU, DISK_GB' on resource provider '{RP}' in use.")
+        );
+        // No allocations exist yet: nothing is ever in use.
+        assert!(s
+            .classes_in_use(p, ["VCPU", "DISK_GB"].into_iter())
+            .is_empty());
+        assert_eq!(s.inventory_usage(p.id(), "VCPU"), 0);
+    }
+}

@@ -32,7 +32,10 @@ pub fn bump(provider: &Provider, now: Timestamp) -> Change {
     let mut row = provider.row.clone();
     row.generation += 1;
     row.updated_at = now;
-    Change::PutProvider { row, previous_generation: Some(provider.row.generation) }
+    Change::PutProvider {
+        row,
+        previous_generation: Some(provider.row.generation),
+    }
 }
 
 /// Refuses a write made against a generation the provider no longer has, with the
@@ -42,7 +45,10 @@ pub fn check_generation(provider: &Provider, expected: u64, message: &str) -> cr
     if provider.row.generation == expected {
         Ok(())
     } else {
-        Err(Error::conflict(crate::ConflictCode::ConcurrentUpdate, message))
+        Err(Error::conflict(
+            crate::ConflictCode::ConcurrentUpdate,
+            message,
+        ))
     }
 }
 

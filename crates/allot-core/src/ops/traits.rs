@@ -22,7 +22,10 @@ impl State {
         if self.trait_exists(name) {
             return Ok((Ensured::Existed, vec![]));
         }
-        let record = TraitRecord { name: TraitName::new_unchecked(name), created_at: now };
+        let record = TraitRecord {
+            name: TraitName::new_unchecked(name),
+            created_at: now,
+        };
         Ok((Ensured::Created, vec![Change::PutTrait(record)]))
     }
 
@@ -32,7 +35,9 @@ impl State {
             return Err(Error::not_found(format!("No such trait(s): {name}.")));
         }
         let Some(record) = self.custom_trait(name) else {
-            return Err(Error::invalid(format!("Cannot delete standard trait {name}.")));
+            return Err(Error::invalid(format!(
+                "Cannot delete standard trait {name}."
+            )));
         };
         if self.providers().any(|p| p.traits.contains(name)) {
             return Err(Error::conflict(
@@ -51,7 +56,10 @@ mod tests {
     #[test]
     fn ensure_and_delete() {
         let mut s = State::new();
-        assert!(matches!(s.ensure_trait("HW_CPU_X86_AVX2", 1), Err(Error::Invalid(_))));
+        assert!(matches!(
+            s.ensure_trait("HW_CPU_X86_AVX2", 1),
+            Err(Error::Invalid(_))
+        ));
         let (e, c) = s.ensure_trait("CUSTOM_T", 1).unwrap();
         assert_eq!(e, Ensured::Created);
         s.apply(&c);
@@ -60,6 +68,9 @@ mod tests {
         let (_, c) = s.delete_trait("CUSTOM_T").unwrap();
         s.apply(&c);
         assert!(!s.trait_exists("CUSTOM_T"));
-        assert!(matches!(s.delete_trait("HW_CPU_X86_AVX2"), Err(Error::Invalid(_))));
+        assert!(matches!(
+            s.delete_trait("HW_CPU_X86_AVX2"),
+            Err(Error::Invalid(_))
+        ));
     }
 }

@@ -1,10 +1,134 @@
-//! Handlers for aggregates (to be written).
+//! `/resource_providers/{uuid}/aggregates` (1.1): which aggregates a provider is a
+//! member of. Until 1.19 the PUT body is a bare list and the generation is neither
+//! checked nor changed; from 1.19 the body carries the provider's generation, and
+//! both answers report it.
 
+use allot_core::ops::providers::canonical_uuid;
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
 use axum::Router;
+use serde_json::{json, Value};
+use uuid::Uuid;
 
-use crate::AppState;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::policy::authorize;
+use crate::{http, schema, schemas, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    Router::new().route(
+        "/resource_providers/{uuid}/aggregates",
+        get(show).put(update),
+    )
+}
+
+/// The provider uuid of a URL. Placement looks the text up as it is stored, so only
+/// the canonical spelling names a provider; anything else (or a segment that is not
+/// UTF-8 once decoded) is a 404.
+pub(crate) fn provider_uuid(path: Result<Path<String>, PathRejection>) -> Result<Uuid, ApiError> {
+    let Path(raw) = path.map_err(|_| ApiError::not_found("The resource could not be found."))?;
+    canonical_uuid(&raw)
+        .ok_or_else(|| ApiError::not_found(format!("No resource provider with uuid {raw} found")))
+}
+
+fn answer(ctx: &Ctx, app: &AppState, aggregates: Vec<String>, generation: u64) -> Response {
+    let mut body = json!({ "aggregates": aggregates });
+    if ctx.version.at_least(19) {
+        body["resource_provider_generation"] = json!(generation);
+    }
+    let response = http::json(StatusCode::OK, &body);
+    // Memberships have no time of their own: like Placement, say "now".
+    if ctx.wants_cache_headers() {
+        http::cache_headers(response, app.host.now())
+    } else {
+        response
+    }
+}
+
+/// `GET /resource_providers/{uuid}/aggregates`.
+pub async fn show(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult {
+    // Placement negotiates the response type before it looks at the microversion.
+    ctx.require_json_accept()?;
+    ctx.require(1)?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:resource_providers:aggregates:list",
+    )?;
+    let uuid = provider_uuid(path)?;
+    let (aggregates, generation) = {
+        let view = app.host.read();
+        let rp = view.provider_required(&uuid)?;
+        let list: Vec<String> = rp.aggregates.iter().map(|a| a.to_string()).collect();
+        (list, rp.row.generation)
+    };
+    Ok(answer(&ctx, &app, aggregates, generation))
+}
+
+/// `PUT /resource_providers/{uuid}/aggregates`.
+pub async fn update(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult {
+    // Placement checks the content type before the microversion.
+    http::require_json_content(&headers, &body)?;
+    ctx.require(1)?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:resource_providers:aggregates:update",
+    )?;
+    let uuid = provider_uuid(path)?;
+    // The provider is looked up before the body is read.
+    app.host.read().provider_required(&uuid)?;
+    let value = http::json_value(&headers, &body)?;
+    let with_generation = ctx.version.at_least(19);
+    let shape = if with_generation {
+        schemas::provider_aggregates_v1_19()
+    } else {
+        schemas::provider_aggregates_v1_1()
+    };
+    schema::validate(&value, &shape)
+        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
+    let (list, generation) = if with_generation {
+        // A negative generation cannot match any provider's: let it conflict.
+        let generation = value["resource_provider_generation"]
+            .as_u64()
+            .unwrap_or(u64::MAX);
+        (&value["aggregates"], Some(generation))
+    } else {
+        (&value, None)
+    };
+    let given: Vec<String> = list
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let aggregates = given
+        .iter()
+        .map(|a| Uuid::parse_str(a))
+        .collect::<Result<Vec<Uuid>, _>>()
+        .map_err(|_| ApiError::bad_request("JSON does not validate: not a 'uuid'"))?;
+    let new_generation = app
+        .write(move |view, now| view.set_aggregates(&uuid, &aggregates, generation, now))
+        .await?;
+    // Placement answers with the list as it was sent.
+    Ok(answer(&ctx, &app, given, new_generation))
 }

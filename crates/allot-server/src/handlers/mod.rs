@@ -35,7 +35,10 @@ pub fn routes() -> Router<AppState> {
                 .delete(resource_classes::delete),
         )
         .route("/traits", get(traits::list))
-        .route("/traits/{name}", get(traits::show).put(traits::put).delete(traits::delete))
+        .route(
+            "/traits/{name}",
+            get(traits::show).put(traits::put).delete(traits::delete),
+        )
         .merge(providers::routes())
         .merge(inventories::routes())
         .merge(aggregates::routes())

@@ -1,10 +1,135 @@
-//! Handlers for provider_traits (to be written).
+//! `/resource_providers/{uuid}/traits` (1.6): a provider's traits, replaced as a whole
+//! under a generation check, or all removed.
 
+use allot_core::{State as View, Timestamp, TraitName};
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
 use axum::Router;
+use serde_json::{json, Value};
 
-use crate::AppState;
+use super::aggregates::provider_uuid;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::policy::authorize;
+use crate::{http, schema, schemas, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    Router::new().route(
+        "/resource_providers/{uuid}/traits",
+        get(show).put(update).delete(clear),
+    )
+}
+
+/// When a set of traits last changed, as Placement reports it: the newest trait's
+/// time. Standard traits have no time of their own, and neither has an empty set:
+/// those say "now".
+fn last_modified(view: &View, traits: &[TraitName], now: Timestamp) -> Timestamp {
+    let mut newest = None;
+    for t in traits {
+        match view.custom_trait(t.as_str()) {
+            Some(record) => newest = newest.max(Some(record.created_at)),
+            None => return now,
+        }
+    }
+    newest.unwrap_or(now)
+}
+
+fn answer(ctx: &Ctx, app: &AppState, traits: Vec<TraitName>, generation: u64) -> Response {
+    let names: Vec<&str> = traits.iter().map(TraitName::as_str).collect();
+    let body = json!({ "traits": names, "resource_provider_generation": generation });
+    let response = http::json(StatusCode::OK, &body);
+    if !ctx.wants_cache_headers() {
+        return response;
+    }
+    let when = last_modified(&app.host.read(), &traits, app.host.now());
+    http::cache_headers(response, when)
+}
+
+/// `GET /resource_providers/{uuid}/traits`.
+pub async fn show(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult {
+    ctx.require(6)?;
+    ctx.require_json_accept()?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:resource_providers:traits:list",
+    )?;
+    // This endpoint words its 404 twice over, as Placement does.
+    let twice = |e: ApiError| ApiError::not_found(format!("{}: {}", e.message, e.message));
+    let uuid = provider_uuid(path).map_err(twice)?;
+    let (traits, generation) = {
+        let view = app.host.read();
+        let rp = view.provider_required(&uuid).map_err(|e| twice(e.into()))?;
+        (
+            rp.traits.iter().cloned().collect::<Vec<_>>(),
+            rp.row.generation,
+        )
+    };
+    Ok(answer(&ctx, &app, traits, generation))
+}
+
+/// `PUT /resource_providers/{uuid}/traits`.
+pub async fn update(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult {
+    ctx.require(6)?;
+    http::require_json_content(&headers, &body)?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:resource_providers:traits:update",
+    )?;
+    let value = http::json_value(&headers, &body)?;
+    schema::validate(&value, &schemas::provider_traits())
+        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
+    let uuid = provider_uuid(path)?;
+    let names: Vec<String> = value["traits"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    // A negative generation cannot match any provider's: let it conflict.
+    let generation = value["resource_provider_generation"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    let result = app
+        .write(move |view, now| view.set_provider_traits(&uuid, &names, generation, now))
+        .await?;
+    Ok(answer(&ctx, &app, result.traits, result.generation))
+}
+
+/// `DELETE /resource_providers/{uuid}/traits`.
+pub async fn clear(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult {
+    ctx.require(6)?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:resource_providers:traits:delete",
+    )?;
+    let uuid = provider_uuid(path)?;
+    app.write(move |view, now| view.clear_provider_traits(&uuid, now))
+        .await?;
+    Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -37,18 +37,31 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
     };
     let response = http::json(StatusCode::OK, &body);
     // The standard classes have no time of their own: like Placement, say "now".
-    Ok(if ctx.wants_cache_headers() { http::cache_headers(response, app.host.now()) } else { response })
+    Ok(if ctx.wants_cache_headers() {
+        http::cache_headers(response, app.host.now())
+    } else {
+        response
+    })
 }
 
 /// `POST /resource_classes`.
-pub async fn create(ctx: Ctx, State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult {
+pub async fn create(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult {
     ctx.require(2)?;
     let _ = http::json_value(&headers, &body)?;
     authorize(&ctx, app.config.policy, "placement:resource_classes:create")?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
     let name = input.name.clone();
-    app.write(move |view, now| view.create_class(&name, now)).await?;
-    Ok(http::location(http::empty(StatusCode::CREATED), &url(&input.name)))
+    app.write(move |view, now| view.create_class(&name, now))
+        .await?;
+    Ok(http::location(
+        http::empty(StatusCode::CREATED),
+        &url(&input.name),
+    ))
 }
 
 /// `GET /resource_classes/{name}`.
@@ -59,7 +72,9 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
     let last_modified = {
         let view = app.host.read();
         if !view.class_exists(&name) {
-            return Err(crate::ApiError::not_found(format!("No such resource class {name}.")));
+            return Err(crate::ApiError::not_found(format!(
+                "No such resource class {name}."
+            )));
         }
         view.custom_class(&name).map(|c| c.updated_at)
     };
@@ -87,7 +102,9 @@ pub async fn update(
         crate::schema::validate(&json!({"name": name}), &schemas::resource_class())
             .map_err(|e| crate::ApiError::bad_request(format!("JSON does not validate: {e}")))?;
         let n = name.clone();
-        let ensured = app.write(move |view, now| view.ensure_class(&n, now)).await?;
+        let ensured = app
+            .write(move |view, now| view.ensure_class(&n, now))
+            .await?;
         let status = match ensured {
             Ensured::Created => StatusCode::CREATED,
             Ensured::Existed => StatusCode::NO_CONTENT,
@@ -97,7 +114,9 @@ pub async fn update(
     let _ = http::json_value(&headers, &body)?;
     authorize(&ctx, app.config.policy, "placement:resource_classes:update")?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
-    let renamed = app.write(move |view, now| view.rename_class(&name, &input.name, now)).await?;
+    let renamed = app
+        .write(move |view, now| view.rename_class(&name, &input.name, now))
+        .await?;
     Ok(http::json(StatusCode::OK, &serialize(renamed.as_str())))
 }
 

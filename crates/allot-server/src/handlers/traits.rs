@@ -21,7 +21,9 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     let name_filter = match query.one("name")? {
         None => None,
         Some(q) => match q.split_once(':') {
-            Some(("in", names)) => Some(NameFilter::In(names.split(',').map(str::to_owned).collect())),
+            Some(("in", names)) => Some(NameFilter::In(
+                names.split(',').map(str::to_owned).collect(),
+            )),
             Some(("startswith", prefix)) => Some(NameFilter::Prefix(prefix.to_owned())),
             // Placement accepts other operators and ignores them.
             Some(_) => None,
@@ -46,7 +48,9 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     let (names, last_modified) = {
         let view = app.host.read();
         let used: Option<std::collections::HashSet<&str>> = associated.map(|_| {
-            view.providers().flat_map(|p| p.traits.iter().map(|t| t.as_str())).collect()
+            view.providers()
+                .flat_map(|p| p.traits.iter().map(|t| t.as_str()))
+                .collect()
         });
         let names: Vec<String> = view
             .trait_names()
@@ -65,7 +69,11 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         (names, app.host.now())
     };
     let response = http::json(StatusCode::OK, &json!({ "traits": names }));
-    Ok(if ctx.wants_cache_headers() { http::cache_headers(response, last_modified) } else { response })
+    Ok(if ctx.wants_cache_headers() {
+        http::cache_headers(response, last_modified)
+    } else {
+        response
+    })
 }
 
 enum NameFilter {
@@ -97,7 +105,9 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
     ctx.require(6)?;
     authorize(&ctx, app.config.policy, "placement:traits:update")?;
     let n = name.clone();
-    let ensured = app.write(move |view, now| view.ensure_trait(&n, now)).await?;
+    let ensured = app
+        .write(move |view, now| view.ensure_trait(&n, now))
+        .await?;
     let status = match ensured {
         Ensured::Created => StatusCode::CREATED,
         Ensured::Existed => StatusCode::NO_CONTENT,

@@ -72,7 +72,10 @@ pub struct SqliteEngine {
 impl SqliteEngine {
     /// Opens or creates the database at `path` (creating its directory) and migrates it.
     pub fn open(path: &str) -> Result<Self, StoreError> {
-        if let Some(dir) = Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = Path::new(path)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir)?;
         }
         let mut conn = Connection::open(path)?;
@@ -98,7 +101,10 @@ impl SqliteEngine {
                 updated_at: r.get(2)?,
             })
         })? {
-            changes.push(Change::PutClass { record: row?, old_name: None });
+            changes.push(Change::PutClass {
+                record: row?,
+                old_name: None,
+            });
         }
 
         let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
@@ -141,7 +147,10 @@ impl SqliteEngine {
                 created_at,
                 updated_at,
             };
-            changes.push(Change::PutProvider { row, previous_generation: None });
+            changes.push(Change::PutProvider {
+                row,
+                previous_generation: None,
+            });
         }
 
         let mut state = State::new();
@@ -174,13 +183,20 @@ impl SqliteEngine {
             let (pid, class, inv) = row?;
             let pid = ProviderId(pid as u64);
             match grouped.last_mut() {
-                Some((last, list)) if *last == pid => list.push((ResourceClass::new_unchecked(class), inv)),
+                Some((last, list)) if *last == pid => {
+                    list.push((ResourceClass::new_unchecked(class), inv))
+                }
                 _ => grouped.push((pid, vec![(ResourceClass::new_unchecked(class), inv)])),
             }
         }
-        changes.extend(grouped.into_iter().map(|(p, l)| Change::SetInventories(p, l)));
+        changes.extend(
+            grouped
+                .into_iter()
+                .map(|(p, l)| Change::SetInventories(p, l)),
+        );
 
-        let mut stmt = conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
+        let mut stmt =
+            conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut grouped: Vec<(ProviderId, Vec<TraitName>)> = Vec::new();
         for row in rows {
@@ -193,8 +209,9 @@ impl SqliteEngine {
         }
         changes.extend(grouped.into_iter().map(|(p, l)| Change::SetTraits(p, l)));
 
-        let mut stmt =
-            conn.prepare("SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id")?;
+        let mut stmt = conn.prepare(
+            "SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id",
+        )?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut grouped: Vec<(ProviderId, Vec<Uuid>)> = Vec::new();
         for row in rows {
@@ -207,7 +224,11 @@ impl SqliteEngine {
                 _ => grouped.push((pid, vec![agg])),
             }
         }
-        changes.extend(grouped.into_iter().map(|(p, l)| Change::SetAggregates(p, l)));
+        changes.extend(
+            grouped
+                .into_iter()
+                .map(|(p, l)| Change::SetAggregates(p, l)),
+        );
 
         state.apply(&changes);
         Ok(state)
@@ -228,7 +249,10 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
     match change {
         Change::PutClass { record, old_name } => {
             if let Some(old) = old_name {
-                tx.execute("DELETE FROM resource_classes WHERE name = ?1", [old.as_str()])?;
+                tx.execute(
+                    "DELETE FROM resource_classes WHERE name = ?1",
+                    [old.as_str()],
+                )?;
             }
             tx.execute(
                 "INSERT OR REPLACE INTO resource_classes (name, created_at, updated_at)
@@ -237,7 +261,10 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
             )?;
         }
         Change::DeleteClass(name) => {
-            tx.execute("DELETE FROM resource_classes WHERE name = ?1", [name.as_str()])?;
+            tx.execute(
+                "DELETE FROM resource_classes WHERE name = ?1",
+                [name.as_str()],
+            )?;
         }
         Change::PutTrait(record) => {
             tx.execute(
@@ -300,15 +327,19 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         Change::SetTraits(id, traits) => {
             let id = id.0 as i64;
             tx.execute("DELETE FROM provider_traits WHERE provider_id = ?1", [id])?;
-            let mut stmt =
-                tx.prepare_cached("INSERT INTO provider_traits (provider_id, trait) VALUES (?1, ?2)")?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO provider_traits (provider_id, trait) VALUES (?1, ?2)",
+            )?;
             for name in traits {
                 stmt.execute(params![id, name.as_str()])?;
             }
         }
         Change::SetAggregates(id, aggregates) => {
             let id = id.0 as i64;
-            tx.execute("DELETE FROM provider_aggregates WHERE provider_id = ?1", [id])?;
+            tx.execute(
+                "DELETE FROM provider_aggregates WHERE provider_id = ?1",
+                [id],
+            )?;
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO provider_aggregates (provider_id, aggregate) VALUES (?1, ?2)",
             )?;
@@ -324,7 +355,10 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let supported = MIGRATIONS.len() as i64;
     if version > supported {
-        return Err(StoreError::TooNew { found: version, supported });
+        return Err(StoreError::TooNew {
+            found: version,
+            supported,
+        });
     }
     for (i, script) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         let tx = conn.transaction()?;
