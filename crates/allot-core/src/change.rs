@@ -7,7 +7,9 @@
 
 use uuid::Uuid;
 
-use crate::model::{ClassRecord, Inventory, ProviderId, ProviderRow, TraitRecord};
+use crate::model::{
+    Allocation, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
+};
 use crate::names::{ResourceClass, TraitName};
 
 /// One durable change.
@@ -44,4 +46,17 @@ pub enum Change {
     SetTraits(ProviderId, Vec<TraitName>),
     /// Replace all aggregates of a provider.
     SetAggregates(ProviderId, Vec<Uuid>),
+    /// Create or update a consumer's row. `previous_generation` is the consumer
+    /// generation the plan was made against (None for a new consumer).
+    PutConsumer {
+        /// The row as it is after the change.
+        row: ConsumerRow,
+        /// The generation the plan was made against.
+        previous_generation: Option<u64>,
+    },
+    /// Delete a consumer and all its allocations.
+    DeleteConsumer(Uuid),
+    /// Replace all allocations of a consumer (which must exist, or be created by a
+    /// `PutConsumer` earlier in the same list).
+    SetAllocations(Uuid, Vec<Allocation>),
 }

@@ -26,7 +26,8 @@ pub mod state;
 pub use change::Change;
 pub use error::{ConflictCode, Error, Result};
 pub use model::{
-    ClassRecord, Inventory, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord,
+    Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
+    Timestamp, TraitRecord,
 };
 pub use names::{ResourceClass, TraitName};
 pub use state::State;

@@ -133,3 +133,42 @@ pub struct TraitRecord {
     /// When it was created.
     pub created_at: Timestamp,
 }
+
+/// A consumer: whatever holds allocations (an instance, a migration, a volume).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerRow {
+    /// The id clients use.
+    pub uuid: Uuid,
+    /// The owning project's external id.
+    pub project_id: String,
+    /// The owning user's external id.
+    pub user_id: String,
+    /// What kind of consumer this is (1.38), if said.
+    pub consumer_type: Option<String>,
+    /// Bumped by every change to the consumer's allocations (1.28).
+    pub generation: u64,
+    /// When the consumer was created.
+    pub created_at: Timestamp,
+    /// When its allocations last changed.
+    pub updated_at: Timestamp,
+}
+
+/// One amount of one resource class that a consumer holds on one provider.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Allocation {
+    /// Where.
+    pub provider: ProviderId,
+    /// Of what.
+    pub class: ResourceClass,
+    /// How much.
+    pub used: u64,
+}
+
+/// A consumer as the in-memory view holds it: its row and its allocations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Consumer {
+    /// The persisted row.
+    pub row: ConsumerRow,
+    /// Everything the consumer holds, sorted.
+    pub allocations: Vec<Allocation>,
+}

@@ -126,11 +126,8 @@ impl State {
     }
 
     /// How much of `class` the allocations against `provider` use.
-    ///
-    /// Allocations do not exist yet, so nothing is used; once they land, this sums
-    /// them and every capacity check above follows.
-    pub fn provider_usage(&self, _provider: &Provider, _class: &str) -> u64 {
-        0
+    pub fn provider_usage(&self, provider: &Provider, class: &str) -> u64 {
+        self.usage(provider.id(), class)
     }
 
     fn known_trait(&self, name: &str) -> crate::Result<()> {

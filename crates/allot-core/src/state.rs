@@ -4,12 +4,12 @@
 //! [`Change`]s of every committed write. Reads (the HTTP GETs, and later the candidate
 //! search) run on it and never touch the store.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use uuid::Uuid;
 
 use crate::change::Change;
-use crate::model::{ClassRecord, Provider, ProviderId, TraitRecord};
+use crate::model::{Allocation, ClassRecord, Consumer, Provider, ProviderId, TraitRecord};
 use crate::names::{ResourceClass, TraitName};
 use crate::standard;
 
@@ -28,6 +28,21 @@ pub struct State {
     /// The next provider id to hand out: one more than the largest ever seen, so that
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
+    /// Consumers and their allocations: the records.
+    pub(crate) consumers: HashMap<Uuid, Consumer>,
+    /// Derived from `consumers` by `apply`, never written otherwise: per provider, the
+    /// sum of every allocation of each class, and which consumers hold any. An index
+    /// for reads, not a counter: `check_usage_index` recomputes it from the records.
+    pub(crate) usage: HashMap<ProviderId, ProviderUsage>,
+}
+
+/// What allocations use on one provider (see [`State::usage`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderUsage {
+    /// Sum of allocations per class (classes with nothing allocated are absent).
+    pub by_class: BTreeMap<crate::names::ResourceClass, u64>,
+    /// Consumers holding at least one allocation here.
+    pub consumers: BTreeSet<Uuid>,
 }
 
 impl State {
@@ -128,7 +143,72 @@ impl State {
                     p.aggregates = aggregates.iter().copied().collect();
                 }
             }
+            Change::PutConsumer { row, .. } => match self.consumers.get_mut(&row.uuid) {
+                Some(c) => c.row = row.clone(),
+                None => {
+                    self.consumers.insert(
+                        row.uuid,
+                        Consumer {
+                            row: row.clone(),
+                            allocations: vec![],
+                        },
+                    );
+                }
+            },
+            Change::DeleteConsumer(uuid) => {
+                self.replace_allocations(uuid, Vec::new());
+                self.consumers.remove(uuid);
+            }
+            Change::SetAllocations(uuid, allocations) => {
+                self.replace_allocations(uuid, allocations.clone());
+            }
         }
+    }
+
+    /// Swaps a consumer's allocations and moves the usage index by the difference.
+    fn replace_allocations(&mut self, consumer: &Uuid, mut new: Vec<Allocation>) {
+        let Some(c) = self.consumers.get_mut(consumer) else {
+            return;
+        };
+        new.sort();
+        let old = std::mem::replace(&mut c.allocations, new.clone());
+        for a in &old {
+            if let Some(u) = self.usage.get_mut(&a.provider) {
+                if let Some(v) = u.by_class.get_mut(&a.class) {
+                    *v -= a.used;
+                    if *v == 0 {
+                        u.by_class.remove(&a.class);
+                    }
+                }
+                u.consumers.remove(consumer);
+                if u.consumers.is_empty() && u.by_class.is_empty() {
+                    self.usage.remove(&a.provider);
+                }
+            }
+        }
+        for a in &new {
+            let u = self.usage.entry(a.provider).or_default();
+            *u.by_class.entry(a.class.clone()).or_insert(0) += a.used;
+            u.consumers.insert(*consumer);
+        }
+    }
+
+    /// Recomputes the usage index from the allocation records and compares it with the
+    /// one `apply` maintains. For tests and debug checks: they must always agree.
+    pub fn check_usage_index(&self) -> bool {
+        let mut fresh: HashMap<ProviderId, ProviderUsage> = HashMap::new();
+        for c in self.consumers.values() {
+            for a in &c.allocations {
+                let u = fresh.entry(a.provider).or_default();
+                *u.by_class.entry(a.class.clone()).or_insert(0) += a.used;
+                u.consumers.insert(c.row.uuid);
+            }
+        }
+        fresh.retain(|_, u| !u.by_class.is_empty() || !u.consumers.is_empty());
+        for u in fresh.values_mut() {
+            u.by_class.retain(|_, v| *v > 0);
+        }
+        fresh == self.usage
     }
 
     // ----- lookups -----
@@ -214,6 +294,30 @@ impl State {
     /// All custom traits.
     pub fn custom_traits(&self) -> impl Iterator<Item = &TraitRecord> {
         self.traits.values()
+    }
+
+    /// How much of `class` the allocations against `provider` use in all.
+    pub fn usage(&self, provider: ProviderId, class: &str) -> u64 {
+        self.usage
+            .get(&provider)
+            .and_then(|u| u.by_class.get(class))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Everything allocated on a provider (None if nothing is).
+    pub fn provider_usage_index(&self, provider: ProviderId) -> Option<&ProviderUsage> {
+        self.usage.get(&provider)
+    }
+
+    /// A consumer by uuid.
+    pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
+        self.consumers.get(uuid)
+    }
+
+    /// All consumers, in no particular order.
+    pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
+        self.consumers.values()
     }
 }
 

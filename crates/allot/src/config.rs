@@ -123,7 +123,7 @@ impl ServeArgs {
                 .unwrap_or_else(default_database),
             log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
             policy: policy.parse().map_err(anyhow::Error::msg)?,
-            cors: (!origins.is_empty()).then(|| allot_server::Cors {
+            cors: (!origins.is_empty()).then_some(allot_server::Cors {
                 allowed_origins: origins,
                 allow_headers: headers,
             }),

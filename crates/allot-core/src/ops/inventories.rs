@@ -80,17 +80,9 @@ fn update_refused(provider: Uuid, reason: &str) -> Error {
 const GENERATION_CONFLICT: &str = "resource provider generation conflict";
 
 impl State {
-    /// How much of `class` on `provider` allocations use.
-    ///
-    /// ALLOCATIONS HOOK: there are no allocations yet, so this is always 0. When they
-    /// land, this must return the sum of all allocations of `class` against `provider`;
-    /// the inventory rules below then refuse (409 `placement.inventory.inuse`) to
-    /// delete an inventory that is in use, on `DELETE .../inventories/{class}`,
-    /// `DELETE .../inventories` and `PUT .../inventories`. (Shrinking an inventory
-    /// below its usage stays allowed, as in Placement, which only logs a warning.)
+    /// How much of `class` on `provider` allocations use (see [`State::usage`]).
     pub fn inventory_usage(&self, provider: ProviderId, class: &str) -> u64 {
-        let _ = (provider, class);
-        0
+        self.usage(provider, class)
     }
 
     /// The classes among `classes` that allocations on `provider` use, in resource

@@ -8,6 +8,7 @@
 //! [`Change`]: crate::Change
 
 pub mod aggregates;
+pub mod allocations;
 pub mod classes;
 pub mod inventories;
 pub mod provider_traits;

@@ -290,12 +290,8 @@ impl State {
     }
 
     /// Whether any consumer holds an allocation against the provider.
-    ///
-    /// Allocations do not exist yet: when they land, this answers from them, and
-    /// [`State::delete_provider`] refuses providers in use (409,
-    /// `placement.resource_provider.inuse`).
-    fn provider_has_allocations(&self, _provider: &Provider) -> bool {
-        false
+    fn provider_has_allocations(&self, provider: &Provider) -> bool {
+        self.provider_usage_index(provider.id()).is_some()
     }
 }
 

@@ -12,15 +12,16 @@
 use std::path::Path;
 
 use allot_core::{
-    Change, ClassRecord, Inventory, ProviderId, ProviderRow, ResourceClass, State, TraitName,
-    TraitRecord, Uuid,
+    Allocation, Change, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow,
+    ResourceClass, State, TraitName, TraitRecord, Uuid,
 };
 use rusqlite::{params, Connection, Transaction};
 
 use crate::StoreError;
 
 /// Schema migrations, in order; the database's `user_version` is how many have run.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE resource_classes (
     name       TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
@@ -61,7 +62,27 @@ CREATE TABLE provider_aggregates (
     aggregate   TEXT NOT NULL,
     PRIMARY KEY (provider_id, aggregate)
 ) WITHOUT ROWID;
-"#];
+"#,
+    r#"
+CREATE TABLE consumers (
+    uuid          TEXT PRIMARY KEY,
+    project_id    TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    consumer_type TEXT,
+    generation    INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE allocations (
+    consumer_uuid  TEXT NOT NULL,
+    provider_id    INTEGER NOT NULL,
+    resource_class TEXT NOT NULL,
+    used           INTEGER NOT NULL,
+    PRIMARY KEY (consumer_uuid, provider_id, resource_class)
+) WITHOUT ROWID;
+CREATE INDEX allocations_by_provider ON allocations (provider_id);
+"#,
+];
 
 /// The SQLite engine.
 #[derive(Debug)]
@@ -229,6 +250,7 @@ impl SqliteEngine {
                 .into_iter()
                 .map(|(p, l)| Change::SetAggregates(p, l)),
         );
+        load_consumers(conn, &mut changes)?;
 
         state.apply(&changes);
         Ok(state)
@@ -243,6 +265,77 @@ impl SqliteEngine {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Reads consumers and their allocations as the changes that recreate them.
+fn load_consumers(conn: &Connection, changes: &mut Vec<Change>) -> Result<(), StoreError> {
+    let parse_uuid = |text: String, what: &str| {
+        Uuid::parse_str(&text).map_err(|e| StoreError::Corrupt(format!("{what} {text:?}: {e}")))
+    };
+    let mut stmt = conn.prepare(
+        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
+         FROM consumers",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
+        ))
+    })?;
+    for row in rows {
+        let (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at) = row?;
+        let row = ConsumerRow {
+            uuid: parse_uuid(uuid, "consumer")?,
+            project_id,
+            user_id,
+            consumer_type,
+            generation: generation as u64,
+            created_at,
+            updated_at,
+        };
+        changes.push(Change::PutConsumer {
+            row,
+            previous_generation: None,
+        });
+    }
+
+    let mut stmt = conn.prepare(
+        "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
+         ORDER BY consumer_uuid",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+        ))
+    })?;
+    let mut grouped: Vec<(String, Vec<Allocation>)> = Vec::new();
+    for row in rows {
+        let (consumer, provider, class, used) = row?;
+        let allocation = Allocation {
+            provider: ProviderId(provider as u64),
+            class: ResourceClass::new_unchecked(class),
+            used: used as u64,
+        };
+        match grouped.last_mut() {
+            Some((last, list)) if *last == consumer => list.push(allocation),
+            _ => grouped.push((consumer, vec![allocation])),
+        }
+    }
+    for (consumer, list) in grouped {
+        changes.push(Change::SetAllocations(
+            parse_uuid(consumer, "allocation consumer")?,
+            list,
+        ));
+    }
+    Ok(())
 }
 
 fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError> {
@@ -345,6 +438,47 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
             )?;
             for agg in aggregates {
                 stmt.execute(params![id, agg.to_string()])?;
+            }
+        }
+        Change::PutConsumer { row, .. } => {
+            tx.execute(
+                "INSERT INTO consumers
+                     (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (uuid) DO UPDATE SET
+                     project_id = excluded.project_id, user_id = excluded.user_id,
+                     consumer_type = excluded.consumer_type, generation = excluded.generation,
+                     updated_at = excluded.updated_at",
+                params![
+                    row.uuid.to_string(),
+                    row.project_id,
+                    row.user_id,
+                    row.consumer_type,
+                    row.generation as i64,
+                    row.created_at,
+                    row.updated_at
+                ],
+            )?;
+        }
+        Change::DeleteConsumer(uuid) => {
+            let uuid = uuid.to_string();
+            tx.execute("DELETE FROM allocations WHERE consumer_uuid = ?1", [&uuid])?;
+            tx.execute("DELETE FROM consumers WHERE uuid = ?1", [&uuid])?;
+        }
+        Change::SetAllocations(uuid, allocations) => {
+            let uuid = uuid.to_string();
+            tx.execute("DELETE FROM allocations WHERE consumer_uuid = ?1", [&uuid])?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for a in allocations {
+                stmt.execute(params![
+                    uuid,
+                    a.provider.0 as i64,
+                    a.class.as_str(),
+                    a.used as i64
+                ])?;
             }
         }
     }
