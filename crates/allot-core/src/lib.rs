@@ -14,6 +14,7 @@
 //! Splitting the two lets every store engine persist exactly what the rules decided, and
 //! keeps the in-memory view from ever showing what the disk does not hold.
 
+pub mod candidates;
 pub mod change;
 pub mod error;
 pub mod model;

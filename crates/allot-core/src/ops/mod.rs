@@ -13,6 +13,7 @@ pub mod classes;
 pub mod inventories;
 pub mod provider_traits;
 pub mod providers;
+pub mod reshaper;
 pub mod traits;
 
 use crate::change::Change;

@@ -6,12 +6,16 @@
 //! domain rules.
 
 pub mod aggregates;
+pub mod allocation_candidates;
+pub mod allocations;
 pub mod inventories;
 pub mod provider_traits;
 pub mod providers;
+pub mod reshaper;
 pub mod resource_classes;
 pub mod root;
 pub mod traits;
+pub mod usages;
 
 use axum::routing::get;
 use axum::Router;
@@ -43,5 +47,9 @@ pub fn routes() -> Router<AppState> {
         .merge(inventories::routes())
         .merge(aggregates::routes())
         .merge(provider_traits::routes())
+        .merge(allocations::routes())
+        .merge(usages::routes())
+        .merge(reshaper::routes())
+        .merge(allocation_candidates::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

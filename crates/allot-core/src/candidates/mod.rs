@@ -1,0 +1,1 @@
+//! Allocation candidates (to be written).

@@ -1,0 +1,4 @@
+//! The reshaper (to be written).
+
+#[allow(unused_imports)]
+use crate::state::State;

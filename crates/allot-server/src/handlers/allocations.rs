@@ -1,0 +1,10 @@
+//! Handlers for allocations (to be written).
+
+use axum::Router;
+
+use crate::AppState;
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+}
