@@ -24,7 +24,8 @@ pub struct Identity {
     pub project_id: Option<String>,
     /// Roles.
     pub roles: Vec<String>,
-    /// Whether the request is system-scoped (`openstack-system-scope: all`).
+    /// Whether the request is system-scoped (`openstack-system-scope: all`, or any
+    /// other non-empty value).
     pub system_scope: bool,
 }
 
@@ -129,17 +130,12 @@ fn identity(headers: &HeaderMap) -> Option<Identity> {
         None if user == "admin" => vec!["admin".to_owned()],
         None => vec![],
     };
-    let system_scope = header_str(headers, "openstack-system-scope")
-        .is_some_and(|s| s.eq_ignore_ascii_case("all"));
-    let project_id = if system_scope {
-        None
-    } else {
-        Some(
-            header_str(headers, "x-project-id")
-                .map(str::to_owned)
-                .unwrap_or(project),
-        )
-    };
+    // Keystone only issues `all`, but Placement treats any value as system scope,
+    // under which the token's project is dropped (an explicit `x-project-id` stays).
+    let system_scope = header_str(headers, "openstack-system-scope").is_some_and(|s| !s.is_empty());
+    let project_id = header_str(headers, "x-project-id")
+        .map(str::to_owned)
+        .or((!system_scope).then_some(project));
     Some(Identity {
         user_id: user,
         project_id,
@@ -285,4 +281,79 @@ fn finish_errors(
         }
     }
     *response = rendered;
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn noauth2_identities() {
+        // (headers, user, project, roles, system scope)
+        let cases: &[(&[(&str, &str)], &str, Option<&str>, &[&str], bool)] = &[
+            (
+                &[("x-auth-token", "admin")],
+                "admin",
+                Some("admin"),
+                &["admin"],
+                false,
+            ),
+            (
+                &[("x-auth-token", "user")],
+                "user",
+                Some("user"),
+                &[],
+                false,
+            ),
+            (&[("x-auth-token", "u:p")], "u", Some("p"), &[], false),
+            (
+                &[("x-auth-token", "admin"), ("x-roles", "reader, member")],
+                "admin",
+                Some("admin"),
+                &["reader", "member"],
+                false,
+            ),
+            (
+                &[("x-auth-token", "user"), ("x-project-id", "proj")],
+                "user",
+                Some("proj"),
+                &[],
+                false,
+            ),
+            (
+                &[
+                    ("x-auth-token", "user"),
+                    ("x-roles", "admin,member,reader"),
+                    ("openstack-system-scope", "all"),
+                ],
+                "user",
+                None,
+                &["admin", "member", "reader"],
+                true,
+            ),
+            (
+                &[("x-auth-token", "user"), ("openstack-system-scope", "")],
+                "user",
+                Some("user"),
+                &[],
+                false,
+            ),
+        ];
+        for (pairs, user, project, roles, system) in cases {
+            let id = identity(&headers(pairs)).expect("a token was sent");
+            assert_eq!(id.user_id, *user, "{pairs:?}");
+            assert_eq!(id.project_id.as_deref(), *project, "{pairs:?}");
+            assert_eq!(id.roles, *roles, "{pairs:?}");
+            assert_eq!(id.system_scope, *system, "{pairs:?}");
+        }
+        assert!(identity(&headers(&[("x-roles", "admin")])).is_none());
+    }
 }
