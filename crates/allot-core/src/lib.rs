@@ -23,6 +23,7 @@ pub mod ops;
 pub mod query;
 pub mod standard;
 pub mod state;
+pub mod usage;
 
 pub use change::Change;
 pub use error::{ConflictCode, Error, Result};

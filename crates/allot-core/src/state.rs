@@ -34,6 +34,9 @@ pub struct State {
     /// sum of every allocation of each class, and which consumers hold any. An index
     /// for reads, not a counter: `check_usage_index` recomputes it from the records.
     pub(crate) usage: HashMap<ProviderId, ProviderUsage>,
+    /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
+    /// trait (few, and the candidate search needs them for every request).
+    pub(crate) sharing: BTreeSet<ProviderId>,
 }
 
 /// What allocations use on one provider (see [`State::usage`]).
@@ -67,6 +70,7 @@ impl State {
             Change::PutClass { record, old_name } => {
                 if let Some(old) = old_name {
                     self.classes.remove(old.as_str());
+                    self.rename_class_everywhere(old, &record.name);
                 }
                 self.classes.insert(record.name.clone(), record.clone());
             }
@@ -119,6 +123,7 @@ impl State {
                 }
             }
             Change::DeleteProvider(id) => {
+                self.sharing.remove(id);
                 if let Some(p) = self.providers.remove(id) {
                     self.by_uuid.remove(&p.row.uuid);
                     self.by_name.remove(&p.row.name);
@@ -136,6 +141,11 @@ impl State {
             Change::SetTraits(id, traits) => {
                 if let Some(p) = self.providers.get_mut(id) {
                     p.traits = traits.iter().cloned().collect();
+                    if p.traits.contains(crate::candidates::SHARING_TRAIT) {
+                        self.sharing.insert(*id);
+                    } else {
+                        self.sharing.remove(id);
+                    }
                 }
             }
             Change::SetAggregates(id, aggregates) => {
@@ -161,6 +171,32 @@ impl State {
             }
             Change::SetAllocations(uuid, allocations) => {
                 self.replace_allocations(uuid, allocations.clone());
+            }
+        }
+    }
+
+    /// Carries a renamed class's inventories, allocations and usage over to the new
+    /// name. Placement refers to classes by id, so a rename never orphans what uses the
+    /// class; we refer to them by name and must move the records along.
+    fn rename_class_everywhere(&mut self, old: &ResourceClass, new: &ResourceClass) {
+        for p in self.providers.values_mut() {
+            if let Some(inv) = p.inventories.remove(old.as_str()) {
+                p.inventories.insert(new.clone(), inv);
+            }
+        }
+        for c in self.consumers.values_mut() {
+            let mut touched = false;
+            for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
+                a.class = new.clone();
+                touched = true;
+            }
+            if touched {
+                c.allocations.sort();
+            }
+        }
+        for u in self.usage.values_mut() {
+            if let Some(v) = u.by_class.remove(old.as_str()) {
+                u.by_class.insert(new.clone(), v);
             }
         }
     }
@@ -231,6 +267,11 @@ impl State {
     /// All providers, in creation order.
     pub fn providers(&self) -> impl Iterator<Item = &Provider> {
         self.providers.values()
+    }
+
+    /// The providers with the `MISC_SHARES_VIA_AGGREGATE` trait, in creation order.
+    pub fn sharing_providers(&self) -> impl Iterator<Item = &Provider> {
+        self.sharing.iter().filter_map(|id| self.providers.get(id))
     }
 
     /// The uuid of a provider known to exist (parents and roots of existing providers).

@@ -154,3 +154,40 @@ pub fn location(mut response: Response, url: &str) -> Response {
     }
     response
 }
+
+/// Refuses (400) a query string whose names or values, once percent-decoded, are not
+/// UTF-8, with the words of Python's decoder, where [`Query::parse`] would quietly put
+/// replacement characters in. (The same check as the provider listing's.)
+pub fn require_utf8_query(raw: &str) -> Result<(), ApiError> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    for part in raw.split('&').flat_map(|pair| pair.splitn(2, '=')) {
+        let bytes = part.as_bytes();
+        let mut decoded = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+                (b'+', _, _) => decoded.push(b' '),
+                (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                    decoded.push(hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0));
+                    i += 2;
+                }
+                (b, _, _) => decoded.push(b),
+            }
+            i += 1;
+        }
+        if let Err(e) = std::str::from_utf8(&decoded) {
+            let at = e.valid_up_to();
+            let byte = decoded[at];
+            let why = match e.error_len() {
+                None => "unexpected end of data",
+                Some(_) if (0x80..0xc2).contains(&byte) || byte > 0xf4 => "invalid start byte",
+                Some(_) => "invalid continuation byte",
+            };
+            return Err(ApiError::bad_request(format!(
+                "Invalid query string parameters: 'utf-8' codec can't decode byte \
+                 0x{byte:02x} in position {at}: {why}"
+            )));
+        }
+    }
+    Ok(())
+}

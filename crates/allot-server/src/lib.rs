@@ -43,6 +43,13 @@ pub struct Config {
     pub cors: Option<Cors>,
     /// Which authorization rules apply.
     pub policy: PolicyMode,
+    /// `GET /allocation_candidates` answers a random sample instead of its
+    /// deterministic order (Placement's `randomize_allocation_candidates`).
+    pub randomize_allocation_candidates: bool,
+    /// The most candidates one `GET /allocation_candidates` generates (its `limit`
+    /// applies within this); None for
+    /// [`allot_core::candidates::DEFAULT_MAX_CANDIDATES`].
+    pub max_allocation_candidates: Option<usize>,
 }
 
 /// What handlers share: the host and the settings.

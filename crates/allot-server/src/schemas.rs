@@ -176,6 +176,200 @@ pub fn provider_list_query(minor: u16) -> Value {
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
 
+/// The pattern of the uuids that key request objects, as loose as Placement's: any 36
+/// hex digits and dashes.
+pub const UUID_KEY_PATTERN: &str = "^[0-9a-fA-F-]{36}$";
+
+/// The pattern of a consumer type (1.38).
+pub const CONSUMER_TYPE_PATTERN: &str = "^[A-Z0-9_]+$";
+
+/// The query string of `GET /usages` (each parameter's last value); `consumer_type`
+/// from 1.38, where `all` and `unknown` are also accepted.
+pub fn usages_query(minor: u16) -> Value {
+    let id = json!({"type": "string", "minLength": 1, "maxLength": 255});
+    let mut schema = json!({
+        "type": "object",
+        "properties": {"project_id": id, "user_id": id},
+        "required": ["project_id"],
+        "additionalProperties": false,
+    });
+    if minor >= 38 {
+        // Placement's also says `minLength: 1`, which only an empty value fails, and
+        // that fails the pattern first in Placement's (ordered) schema: leaving it
+        // out gives the same message.
+        schema["properties"]["consumer_type"] = json!({
+            "type": "string",
+            "pattern": format!("{CONSUMER_TYPE_PATTERN}|^all|^unknown$"),
+            "maxLength": 255,
+        });
+    }
+    schema
+}
+
+/// `POST /reshaper` at `1.minor` (1.30 or later): the new inventories of at least one
+/// provider, by provider uuid, each in the form of `PUT .../inventories`, and the new
+/// allocations of any number of consumers, by consumer uuid, in the form of
+/// `POST /allocations` (1.28 on: consumer generations; 1.34: `mappings`; 1.38: a
+/// required `consumer_type`).
+pub fn reshaper(minor: u16) -> Value {
+    // The allocations are those of `POST /allocations` at the same microversion, where
+    // no consumer at all is also allowed (nothing may be allocated of what moves).
+    let mut allocations = allocations_post(minor);
+    allocations["minProperties"] = json!(0);
+    json!({
+        "type": "object",
+        "properties": {
+            "inventories": {
+                "type": "object",
+                "patternProperties": {UUID_KEY_PATTERN: inventories_put()},
+                "minProperties": 1,
+                "additionalProperties": false,
+            },
+            "allocations": allocations,
+        },
+        "required": ["inventories", "allocations"],
+        "additionalProperties": false,
+    })
+}
+
+/// The amounts of one allocation: at least one class, each a positive integer.
+fn allocation_resources() -> Value {
+    json!({
+        "type": "object",
+        "minProperties": 1,
+        "patternProperties": {RESOURCE_CLASS_PATTERN: {"type": "integer", "minimum": 1}},
+        "additionalProperties": false,
+    })
+}
+
+/// A consumer's project or user id.
+fn owner_id() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 255})
+}
+
+/// The 1.0–1.11 body of `PUT /allocations/{consumer}`: a list of
+/// `{resource_provider: {uuid}, resources}`; `project_id` and `user_id` required from
+/// 1.8 (and refused before).
+fn allocations_put_list(minor: u16) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "allocations": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "resource_provider": {
+                            "type": "object",
+                            "properties": {"uuid": {"type": "string", "format": "uuid"}},
+                            "additionalProperties": false,
+                            "required": ["uuid"],
+                        },
+                        "resources": allocation_resources(),
+                    },
+                    "required": ["resource_provider", "resources"],
+                    "additionalProperties": false,
+                },
+            },
+        },
+        "required": ["allocations"],
+        "additionalProperties": false,
+    });
+    if minor >= 8 {
+        schema["properties"]["project_id"] = owner_id();
+        schema["properties"]["user_id"] = owner_id();
+        schema["required"] = json!(["allocations", "project_id", "user_id"]);
+    }
+    schema
+}
+
+/// One consumer's allocations in the dict form (1.12 on): allocations by provider
+/// uuid, at least one unless `deletable`, with the owner; from 1.28 the consumer
+/// generation (required), from 1.34 `mappings` (request group suffix to provider
+/// uuids; accepted and checked, never stored), from 1.38 a required `consumer_type`.
+fn allocations_dict(minor: u16, deletable: bool) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "allocations": {
+                "type": "object",
+                "minProperties": if deletable { 0 } else { 1 },
+                "patternProperties": {
+                    UUID_KEY_PATTERN: {
+                        "type": "object",
+                        "properties": {
+                            // Accepted, as in the GET response, and ignored.
+                            "generation": {"type": "integer"},
+                            "resources": allocation_resources(),
+                        },
+                        "required": ["resources"],
+                        "additionalProperties": false,
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "project_id": owner_id(),
+            "user_id": owner_id(),
+        },
+        "required": ["allocations", "project_id", "user_id"],
+        "additionalProperties": false,
+    });
+    let mut required = vec!["allocations", "project_id", "user_id"];
+    if minor >= 28 {
+        // Placement's schema says `additionalProperties` here too (to no effect).
+        schema["properties"]["consumer_generation"] =
+            json!({"type": ["integer", "null"], "additionalProperties": false});
+        required.push("consumer_generation");
+    }
+    if minor >= 34 {
+        schema["properties"]["mappings"] = json!({
+            "type": "object",
+            "minProperties": 1,
+            "patternProperties": {
+                "[a-zA-Z0-9_-]{1,64}": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string", "format": "uuid"},
+                },
+            },
+        });
+    }
+    if minor >= 38 {
+        // Placement's also says `minLength: 1`; an empty type fails its pattern first
+        // there, so leaving it out gives the same message (see `usages_query`).
+        schema["properties"]["consumer_type"] = json!({
+            "type": "string",
+            "pattern": CONSUMER_TYPE_PATTERN,
+            "maxLength": 255,
+        });
+        required.push("consumer_type");
+    }
+    schema["required"] = json!(required);
+    schema
+}
+
+/// `PUT /allocations/{consumer}` at `1.minor`: the list form before 1.12, then the
+/// dict form, which may be empty (to remove everything) from 1.28.
+pub fn allocations_put(minor: u16) -> Value {
+    if minor < 12 {
+        allocations_put_list(minor)
+    } else {
+        allocations_dict(minor, minor >= 28)
+    }
+}
+
+/// `POST /allocations` (1.13) at `1.minor`: at least one consumer, by uuid, each in
+/// the dict form of the PUT, which may be empty.
+pub fn allocations_post(minor: u16) -> Value {
+    json!({
+        "type": "object",
+        "minProperties": 1,
+        "patternProperties": {UUID_KEY_PATTERN: allocations_dict(minor, true)},
+        "additionalProperties": false,
+    })
+}
+
 #[cfg(test)]
 mod membership_schema_tests {
     use super::*;
@@ -240,4 +434,63 @@ mod membership_schema_tests {
             "Additional properties are not allowed ('x' was unexpected)"
         );
     }
+}
+
+/// The query string of `GET /allocation_candidates` at microversion `1.minor` (each
+/// parameter's last value), as Placement's schemas for 1.10, 1.16, 1.17, 1.21, 1.25,
+/// 1.31, 1.33, 1.35 and 1.36 have it: from 1.25 `resources`, `required`, `member_of`
+/// (and from 1.31 `in_tree`) may carry a group suffix, a number before 1.33 and up to
+/// 64 of `[a-zA-Z0-9_-]` from 1.33.
+pub fn allocation_candidates_query(minor: u16) -> Value {
+    let string = json!({"type": "string"});
+    let mut properties = serde_json::Map::new();
+    let mut schema = json!({"type": "object", "additionalProperties": false});
+    if minor >= 16 {
+        properties.insert(
+            "limit".into(),
+            json!({
+                "type": ["integer", "string"],
+                "pattern": "^[1-9][0-9]*$",
+                "minimum": 1,
+                "minLength": 1,
+            }),
+        );
+    }
+    if minor < 25 {
+        properties.insert("resources".into(), string.clone());
+        if minor >= 17 {
+            properties.insert("required".into(), string.clone());
+        }
+        if minor >= 21 {
+            properties.insert("member_of".into(), string.clone());
+        }
+        schema["required"] = json!(["resources"]);
+    } else {
+        let suffix = if minor >= 33 {
+            "[a-zA-Z0-9_-]{1,64}"
+        } else {
+            "[1-9][0-9]*"
+        };
+        let mut patterns = serde_json::Map::new();
+        let mut prefixes = vec!["resources", "required", "member_of"];
+        if minor >= 31 {
+            prefixes.push("in_tree");
+        }
+        for prefix in prefixes {
+            patterns.insert(format!("^{prefix}({suffix})?$"), string.clone());
+        }
+        schema["patternProperties"] = Value::Object(patterns);
+        properties.insert(
+            "group_policy".into(),
+            json!({"type": "string", "enum": ["none", "isolate"]}),
+        );
+        if minor >= 35 {
+            properties.insert("root_required".into(), json!({"type": ["string"]}));
+        }
+        if minor >= 36 {
+            properties.insert("same_subtree".into(), json!({"type": ["string"]}));
+        }
+    }
+    schema["properties"] = Value::Object(properties);
+    schema
 }

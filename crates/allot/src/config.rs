@@ -20,8 +20,8 @@ pub struct ServeArgs {
     pub database: Option<String>,
 
     /// TOML file with any of these settings (keys: bind, database, log, policy,
-    /// cors_allowed_origins, cors_allow_headers). Flags and environment variables win
-    /// over it.
+    /// cors_allowed_origins, cors_allow_headers, randomize_allocation_candidates,
+    /// max_allocation_candidates). Flags and environment variables win over it.
     #[arg(long, env = "ALLOT_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -52,6 +52,25 @@ pub struct ServeArgs {
     /// Log filter (tracing's EnvFilter syntax; ALLOT_LOG overrides) [default: info].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
+
+    /// Answer GET /allocation_candidates with a random sample of the candidates
+    /// (gathered round-robin over the matching trees, up to
+    /// --max-allocation-candidates) instead of their deterministic order, like
+    /// Placement's randomize_allocation_candidates [default: false].
+    #[arg(
+        long,
+        env = "ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub randomize_allocation_candidates: Option<bool>,
+
+    /// The most candidates one GET /allocation_candidates generates; a request's
+    /// `limit` applies within it, and a request without `limit` gets at most this
+    /// many [default: 100000].
+    #[arg(long, env = "ALLOT_MAX_ALLOCATION_CANDIDATES", value_name = "N")]
+    pub max_allocation_candidates: Option<usize>,
 }
 
 /// The optional TOML file.
@@ -66,6 +85,8 @@ struct FileSettings {
     cors_allowed_origins: Vec<String>,
     #[serde(default)]
     cors_allow_headers: Vec<String>,
+    randomize_allocation_candidates: Option<bool>,
+    max_allocation_candidates: Option<usize>,
 }
 
 /// Validated settings.
@@ -76,6 +97,8 @@ pub struct Settings {
     pub log: String,
     pub policy: allot_server::PolicyMode,
     pub cors: Option<allot_server::Cors>,
+    pub randomize_allocation_candidates: bool,
+    pub max_allocation_candidates: usize,
 }
 
 fn default_database() -> String {
@@ -108,6 +131,13 @@ impl ServeArgs {
         };
         let origins = pick_list(self.cors_allowed_origins, file.cors_allowed_origins);
         let headers = pick_list(self.cors_allow_headers, file.cors_allow_headers);
+        let max_allocation_candidates = self
+            .max_allocation_candidates
+            .or(file.max_allocation_candidates)
+            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES);
+        if max_allocation_candidates == 0 {
+            anyhow::bail!("max_allocation_candidates must be at least 1");
+        }
         let policy = self
             .policy
             .or(file.policy)
@@ -127,6 +157,11 @@ impl ServeArgs {
                 allowed_origins: origins,
                 allow_headers: headers,
             }),
+            randomize_allocation_candidates: self
+                .randomize_allocation_candidates
+                .or(file.randomize_allocation_candidates)
+                .unwrap_or(false),
+            max_allocation_candidates,
         })
     }
 }

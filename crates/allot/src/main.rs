@@ -58,6 +58,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config: Arc::new(allot_server::Config {
             cors: settings.cors.clone(),
             policy: settings.policy,
+            randomize_allocation_candidates: settings.randomize_allocation_candidates,
+            max_allocation_candidates: Some(settings.max_allocation_candidates),
         }),
     };
 

@@ -1,1 +1,384 @@
-//! Allocation candidates (to be written).
+//! Allocation candidates: the answers to "where does this request fit?"
+//! (`GET /allocation_candidates`), searched in memory.
+//!
+//! A request is a list of *groups*. The unsuffixed group may take each of its resource
+//! classes from a different provider of one tree, or from a sharing provider tied to
+//! the tree through an aggregate; a suffixed group takes all its resources from one
+//! provider. A *candidate* gives every group its providers, all anchored on the same
+//! root, such that every provider has room for what all groups together put on it,
+//! with the request-wide rules (`group_policy=isolate`, `same_subtree`,
+//! `root_required`) satisfied.
+//!
+//! How the search runs:
+//! 1. names are checked in Placement's order (an unknown class or trait is an error,
+//!    unless an earlier step already made the answer empty; [`validate`]);
+//! 2. anchors (roots) are visited one by one; for each, [`filter`] lists the providers
+//!    each *slot* of the request may use there (capacity is checked first: a provider
+//!    without room never enters the search);
+//! 3. [`search`] walks assignments of providers to slots, treating interchangeable
+//!    providers as one class, and expands each valid class-level assignment into
+//!    concrete candidates lazily;
+//! 4. generation stops as soon as `limit` (or the configured bound) is reached: the
+//!    cost depends on what is returned, not on the size of the cloud or the number of
+//!    combinations that exist.
+//!
+//! The order is deterministic (anchors in creation order, then the search's order),
+//! unless a random seed is given: then anchors and providers are visited in a random
+//! order, candidates are gathered round-robin across anchors up to the bound, and
+//! `limit` of them are sampled, as Placement's `randomize_allocation_candidates` does.
+
+mod filter;
+mod search;
+mod summary;
+mod validate;
+
+use std::collections::{BTreeSet, HashSet};
+
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::model::{Provider, ProviderId};
+use crate::state::State;
+
+pub use filter::SHARING_TRAIT;
+pub use summary::{ProviderSummary, SummaryResource};
+
+use filter::Prepared;
+use search::{AnchorSearch, Budget};
+
+/// The default bound on the candidates generated for one request
+/// (`--max-allocation-candidates`).
+pub const DEFAULT_MAX_CANDIDATES: usize = 100_000;
+
+/// The default number of search steps one request may take before it gives up and
+/// answers with what it found (a guard against pathological requests; a step is one
+/// provider tried for one slot).
+pub const DEFAULT_STEP_BUDGET: u64 = 20_000_000;
+
+/// One request group, parsed and checked for form (names are checked against the
+/// state by the search).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestGroup {
+    /// `""` for the unsuffixed group, else the suffix (`"1"`, `"_NIC"`).
+    pub suffix: String,
+    /// Resource classes and amounts, in request order (may be empty from 1.36).
+    pub resources: Vec<(String, u64)>,
+    /// Required traits: at least one of every inner list.
+    pub required: Vec<Vec<String>>,
+    /// Forbidden traits.
+    pub forbidden: Vec<String>,
+    /// Aggregates: at least one of every inner list.
+    pub member_of: Vec<Vec<Uuid>>,
+    /// Forbidden aggregates.
+    pub forbidden_aggregates: Vec<Uuid>,
+    /// The uuid (as given, trimmed) of a provider whose tree the group must use.
+    pub in_tree: Option<String>,
+}
+
+/// A whole request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CandidateQuery {
+    /// The groups, in the order their first parameter appeared.
+    pub groups: Vec<RequestGroup>,
+    /// `group_policy=isolate`: suffixed groups use distinct providers.
+    pub isolate: bool,
+    /// At most this many candidates.
+    pub limit: Option<usize>,
+    /// Traits the anchor root must have (`root_required`).
+    pub root_required: Vec<String>,
+    /// Traits the anchor root must not have (`root_required=!T`).
+    pub root_forbidden: Vec<String>,
+    /// `same_subtree` sets of suffixes.
+    pub same_subtrees: Vec<Vec<String>>,
+    /// From 1.29: candidates may combine several providers of one tree. Before, a
+    /// candidate uses at most one provider of each tree.
+    pub nested_aware: bool,
+}
+
+/// How a search runs (server settings, not part of the request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Generate at most this many candidates (the limit applies within it).
+    pub max_candidates: usize,
+    /// Random sampling instead of the deterministic order, with this seed.
+    pub random_seed: Option<u64>,
+    /// Search steps allowed (see [`DEFAULT_STEP_BUDGET`]).
+    pub step_budget: u64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            max_candidates: DEFAULT_MAX_CANDIDATES,
+            random_seed: None,
+            step_budget: DEFAULT_STEP_BUDGET,
+        }
+    }
+}
+
+/// One candidate: what to allocate where, and which providers serve which group.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AllocationRequest {
+    /// `(provider, class index into Candidates::classes, amount)`, sorted, one entry
+    /// per provider and class (amounts of several groups added up).
+    pub allocations: Vec<(ProviderId, usize, u64)>,
+    /// For each group of the query, in order: the providers serving it, sorted.
+    pub mappings: Vec<Vec<ProviderId>>,
+}
+
+/// The answer to a request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Candidates {
+    /// The candidates.
+    pub requests: Vec<AllocationRequest>,
+    /// Names of the requested classes, indexed as in the allocations.
+    pub classes: Vec<String>,
+    /// Providers to summarise, in creation order: every provider of the trees the
+    /// candidates allocate from (from 1.29), or only the providers they allocate from
+    /// (before).
+    pub summaries: Vec<ProviderId>,
+    /// Whether generation stopped at the configured bound or step budget rather than
+    /// at the request's limit or the end of the answers.
+    pub truncated: bool,
+}
+
+impl Candidates {
+    /// The name of a class index of [`AllocationRequest::allocations`].
+    pub fn class_name(&self, index: usize) -> &str {
+        &self.classes[index]
+    }
+}
+
+/// A small deterministic pseudo-random generator (SplitMix64): the core reads no
+/// entropy, callers pass the seed in.
+#[derive(Debug, Clone)]
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+impl State {
+    /// The allocation candidates for a request.
+    ///
+    /// Refuses (as [`crate::Error::Invalid`]) an unknown resource class (`Invalid
+    /// resource class in resources parameter: No such resource class X.`) or trait
+    /// (`No such trait(s): X.`), unless an earlier step of Placement's order already
+    /// found that nothing matches, in which case the answer is empty.
+    pub fn allocation_candidates(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+    ) -> Result<Candidates> {
+        if let Some(refusal) = validate::first_refusal(self, query) {
+            return match refusal {
+                validate::Refusal::Empty => Ok(Candidates::default()),
+                validate::Refusal::Error(e) => Err(e),
+            };
+        }
+        let prep = Prepared::new(self, query);
+        let mut out = Candidates {
+            classes: prep.classes.iter().map(|c| (*c).to_owned()).collect(),
+            ..Default::default()
+        };
+        if prep.hopeless() {
+            return Ok(out);
+        }
+        let bound = options.max_candidates.max(1);
+        let cap = query.limit.map_or(bound, |l| l.min(bound));
+        let mut budget = Budget {
+            steps_left: options.step_budget,
+            exhausted: false,
+        };
+        let mut gen = Generator {
+            prep: &prep,
+            seen: HashSet::new(),
+        };
+        let (requests, bound_hit) = match options.random_seed {
+            None => gen.in_order(cap, &mut budget),
+            Some(seed) => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
+        };
+        out.truncated = budget.exhausted || (bound_hit && query.limit.is_none_or(|l| l > bound));
+        out.summaries = self.summarised(&requests, query.nested_aware);
+        out.requests = requests;
+        Ok(out)
+    }
+
+    /// Whether the request has at least one candidate (for the order of errors:
+    /// Placement stops at the first group with no candidate of its own).
+    pub(crate) fn any_candidate(&self, query: &CandidateQuery) -> bool {
+        let prep = Prepared::new(self, query);
+        if prep.hopeless() {
+            return false;
+        }
+        let mut budget = Budget {
+            steps_left: DEFAULT_STEP_BUDGET,
+            exhausted: false,
+        };
+        let mut gen = Generator {
+            prep: &prep,
+            seen: HashSet::new(),
+        };
+        !gen.in_order(1, &mut budget).0.is_empty()
+    }
+
+    /// The providers whose summaries accompany `requests`.
+    fn summarised(&self, requests: &[AllocationRequest], nested_aware: bool) -> Vec<ProviderId> {
+        let used: BTreeSet<ProviderId> = requests
+            .iter()
+            .flat_map(|r| r.allocations.iter().map(|a| a.0))
+            .collect();
+        if !nested_aware {
+            return used.into_iter().collect();
+        }
+        let roots: BTreeSet<ProviderId> = used
+            .iter()
+            .filter_map(|id| self.provider(*id))
+            .map(|p| p.row.root)
+            .collect();
+        let mut all: Vec<ProviderId> = roots.iter().flat_map(|r| self.subtree(*r)).collect();
+        all.sort_unstable();
+        all
+    }
+}
+
+/// Pulls candidates from anchor searches.
+struct Generator<'p, 's, 'q> {
+    prep: &'p Prepared<'s, 'q>,
+    /// Candidates made only of sharing providers, which several anchors can produce
+    /// identically: each is answered once.
+    seen: HashSet<AllocationRequest>,
+}
+
+impl<'p, 's, 'q> Generator<'p, 's, 'q> {
+    /// Whether a candidate is new (only candidates of sharing providers alone can
+    /// repeat across anchors).
+    fn fresh(&mut self, candidate: &AllocationRequest) -> bool {
+        let only_sharing = candidate
+            .mappings
+            .iter()
+            .flatten()
+            .chain(candidate.allocations.iter().map(|a| &a.0))
+            .all(|id| self.prep.is_sharing(*id));
+        !only_sharing || self.seen.insert(candidate.clone())
+    }
+
+    fn search_at(
+        &self,
+        anchor: &Provider,
+        rng: Option<&mut Rng>,
+    ) -> Option<AnchorSearch<'p, 's, 'q>> {
+        let slots = self.prep.slots_at(anchor)?;
+        Some(AnchorSearch::new(self.prep, slots, rng))
+    }
+
+    /// Anchors in creation order, each searched to the end before the next, until
+    /// `cap` candidates. Also says whether it stopped at `cap`.
+    fn in_order(&mut self, cap: usize, budget: &mut Budget) -> (Vec<AllocationRequest>, bool) {
+        let mut out = Vec::new();
+        for anchor in self.prep.anchors() {
+            let Some(mut search) = self.search_at(anchor, None) else {
+                continue;
+            };
+            while let Some(candidate) = search.next(budget) {
+                if self.fresh(&candidate) {
+                    out.push(candidate);
+                    if out.len() >= cap {
+                        return (out, true);
+                    }
+                }
+            }
+            if budget.exhausted {
+                break;
+            }
+        }
+        (out, false)
+    }
+
+    /// Random sampling: anchors in random order, providers in random order, up to
+    /// `bound` candidates gathered a few per anchor at a time (so that a wide tree
+    /// with millions of candidates does not fill the pool alone), then `limit` of
+    /// them drawn at random.
+    fn sampled(
+        &mut self,
+        bound: usize,
+        limit: Option<usize>,
+        budget: &mut Budget,
+        mut rng: Rng,
+    ) -> (Vec<AllocationRequest>, bool) {
+        let mut anchors: Vec<&Provider> = self.prep.anchors().collect();
+        rng.shuffle(&mut anchors);
+        let quota = (bound / anchors.len().max(1)).max(16);
+        let mut pool: Vec<AllocationRequest> = Vec::new();
+        let mut pending: Vec<AnchorSearch<'p, 's, 'q>> = Vec::new();
+        let take = |search: &mut AnchorSearch<'p, 's, 'q>,
+                        pool: &mut Vec<AllocationRequest>,
+                        this: &mut Self,
+                        budget: &mut Budget|
+         -> bool {
+            // Returns whether the search may have more.
+            for _ in 0..quota {
+                if pool.len() >= bound || budget.exhausted {
+                    return false;
+                }
+                match search.next(budget) {
+                    Some(c) => {
+                        if this.fresh(&c) {
+                            pool.push(c);
+                        }
+                    }
+                    None => return false,
+                }
+            }
+            true
+        };
+        for anchor in anchors {
+            if pool.len() >= bound || budget.exhausted {
+                break;
+            }
+            let Some(mut search) = self.search_at(anchor, Some(&mut rng)) else {
+                continue;
+            };
+            if take(&mut search, &mut pool, self, budget) {
+                pending.push(search);
+            }
+        }
+        while !pending.is_empty() && pool.len() < bound && !budget.exhausted {
+            pending.retain_mut(|search| take(search, &mut pool, self, budget));
+        }
+        let bound_hit = pool.len() >= bound;
+        let want = limit.unwrap_or(pool.len()).min(pool.len());
+        // A partial Fisher-Yates shuffle: the first `want` are a uniform sample, in a
+        // random order.
+        for i in 0..want {
+            let j = i + rng.below(pool.len() - i);
+            pool.swap(i, j);
+        }
+        pool.truncate(want);
+        (pool, bound_hit)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -2,33 +2,59 @@
 //! many consumers at once and never beyond capacity.
 //!
 //! [`State::write_allocations`] is the one rule every allocation write goes through
-//! (`PUT /allocations/{c}`, `POST /allocations`, `DELETE /allocations/{c}`, the
-//! reshaper). It replaces the allocations of every consumer it names, all or nothing:
+//! (`PUT /allocations/{c}`, `POST /allocations`, the reshaper). It replaces the
+//! allocations of every consumer it names, all or nothing, checking in Placement's
+//! order (which decides the error a request that is wrong in several ways gets):
 //!
-//! - every provider named must exist and have inventory of the class, and each amount
-//!   must respect that inventory's `min_unit`, `max_unit` and `step_size`;
-//! - for every provider and class that the write allocates, what is used afterwards (by
-//!   everyone) must fit in `(total - reserved) * allocation_ratio`, unless it is no more
-//!   than was used before the write (a write may leave an already over-committed
-//!   inventory no worse, as Placement allows, so that operators can shrink inventory
-//!   and consumers can still move off it);
-//! - every provider that receives an allocation has its generation bumped, and every
-//!   consumer written has its generation bumped; a consumer left with no allocations is
-//!   deleted.
+//! 1. every consumer's generation, when the caller asks for the check (1.28);
+//! 2. every provider named exists;
+//! 3. every resource class named exists;
+//! 4. every provider involved has inventory of at least one of the classes involved;
+//! 5. allocation by allocation, in request order: the provider has inventory of the
+//!    class, the amount respects its `min_unit`, `max_unit` and `step_size`, and what
+//!    is used afterwards (by everyone) fits in `(total - reserved) * allocation_ratio`,
+//!    unless it is no more than was used before the write (a write may leave an
+//!    already over-committed inventory no worse, as Placement allows, so that
+//!    operators can shrink inventory and consumers can still move off it).
 //!
-//! Because the host serialises writes, the usage the check sees is the usage the
-//! changes apply to: two claims can never together exceed capacity.
+//! Then, as Placement's `_set_allocations` does:
+//!
+//! - a consumer is *touched* when it gets allocations, or when it is emptied (its
+//!   new allocations are empty) while it held some. Touched consumers have their
+//!   generation bumped; a touched consumer left with nothing is deleted. A consumer
+//!   that held nothing and gets nothing is only created (or has its project, user and
+//!   type updated): Placement creates the consumer record before writing allocations
+//!   and keeps it, at generation 0, so that a later write must name generation 0.
+//! - every provider that receives an allocation, and every provider an emptied
+//!   consumer releases, has its generation bumped. (A consumer whose allocations are
+//!   replaced by others does not bump the providers it leaves, as in Placement.)
+//!
+//! Because the host serialises writes, the usage the checks see is the usage the
+//! changes apply to: two claims can never together exceed capacity. Placement retries
+//! a write that lost a race on a provider generation (`allocation_conflict_retry_count`);
+//! under our single writer such a race cannot happen, so there is nothing to retry.
+//!
+//! [`State::delete_allocations`] is `DELETE /allocations/{c}`, which in Placement is
+//! a plain delete: it bumps no generation.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use uuid::Uuid;
 
 use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
-use crate::model::{Allocation, ConsumerRow, ProviderId, Timestamp};
+use crate::model::{Allocation, Consumer, ConsumerRow, Provider, ProviderId, Timestamp};
 use crate::names::ResourceClass;
 use crate::state::State;
+
+/// The project and user Placement gives consumers written without them (before 1.8):
+/// its `incomplete_consumer_project_id` and `incomplete_consumer_user_id` defaults.
+pub const INCOMPLETE_CONSUMER_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The consumer type Placement shows for consumers that have none (written before
+/// 1.38).
+pub const UNKNOWN_CONSUMER_TYPE: &str = "unknown";
 
 /// What a write expects of a consumer's generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +65,16 @@ pub enum ConsumerGeneration {
     New,
     /// The consumer must exist at this generation.
     Is(u64),
+}
+
+impl ConsumerGeneration {
+    /// The generation as Placement's conflict message shows what the client gave.
+    fn shown(&self) -> String {
+        match self {
+            ConsumerGeneration::Unchecked | ConsumerGeneration::New => "None".into(),
+            ConsumerGeneration::Is(g) => g.to_string(),
+        }
+    }
 }
 
 /// One amount a consumer asks for.
@@ -65,179 +101,467 @@ pub struct ConsumerWrite {
     pub consumer_type: Option<String>,
     /// The generation check.
     pub generation: ConsumerGeneration,
-    /// The complete new allocations; empty removes them all (and the consumer).
+    /// The complete new allocations, in request order; empty removes them all (and
+    /// the consumer).
     pub allocations: Vec<Requested>,
 }
 
-fn generation_conflict(expected: Option<u64>, got: Option<u64>) -> Error {
-    let show = |g: Option<u64>| g.map_or("None".to_owned(), |g| g.to_string());
-    Error::conflict(
-        ConflictCode::ConcurrentUpdate,
-        format!(
-            "consumer generation conflict - expected {} but got {}",
-            show(expected).replace("None", "null"),
-            show(got).replace("None", "null")
-        ),
-    )
+/// Why an allocation write was refused, with what each endpoint needs to word it
+/// (Placement's handlers wrap the same failures in different messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A consumer generation did not match (409, concurrent update).
+    ConsumerGeneration {
+        /// The consumer.
+        consumer: Uuid,
+        /// Its generation, None if it does not exist.
+        actual: Option<u64>,
+        /// What the request said.
+        given: ConsumerGeneration,
+    },
+    /// A provider does not exist (400).
+    UnknownProvider(Uuid),
+    /// A resource class does not exist (400).
+    UnknownClass {
+        /// The consumer asking for it.
+        consumer: Uuid,
+        /// The class.
+        class: ResourceClass,
+    },
+    /// Some providers have no inventory of any class the write involves (409):
+    /// the classes and the providers, each joined with ", ".
+    NoInventory {
+        /// The classes of the write.
+        classes: String,
+        /// The providers without any of them.
+        providers: String,
+    },
+    /// A provider has no inventory of a class asked of it (409).
+    MissingInventory {
+        /// The class.
+        class: ResourceClass,
+        /// The provider.
+        provider: Uuid,
+    },
+    /// An amount breaks `min_unit`, `max_unit` or `step_size` (409).
+    ConstraintsViolated {
+        /// The class.
+        class: ResourceClass,
+        /// The provider.
+        provider: Uuid,
+    },
+    /// The write would exceed a capacity (409).
+    CapacityExceeded {
+        /// The class.
+        class: ResourceClass,
+        /// The provider.
+        provider: Uuid,
+    },
+    /// The same consumer twice in one write (a caller's mistake; 400).
+    DuplicateConsumer(Uuid),
+}
+
+impl Refusal {
+    /// Placement's message for the failures of the inventory family (its
+    /// `InvalidInventory` exceptions), which every endpoint puts after
+    /// "Unable to allocate inventory: ".
+    pub fn inventory_message(&self) -> Option<String> {
+        Some(match self {
+            Refusal::NoInventory { classes, providers } => {
+                format!("Inventory for '{classes}' on resource provider '{providers}' invalid.")
+            }
+            Refusal::MissingInventory { class, provider } => {
+                format!("Inventory for '{class}' on resource provider '{provider}' invalid.")
+            }
+            Refusal::ConstraintsViolated { class, provider } => format!(
+                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
+                 The requested amount would violate inventory constraints."
+            ),
+            Refusal::CapacityExceeded { class, provider } => format!(
+                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
+                 The requested amount would exceed the capacity."
+            ),
+            _ => return None,
+        })
+    }
+
+    /// The error with the wording of `PUT /allocations/{consumer}` (POST and the
+    /// reshaper word only [`Refusal::UnknownClass`] differently).
+    pub fn into_error(self) -> Error {
+        let inventory = self.inventory_message();
+        match self {
+            Refusal::ConsumerGeneration { actual, given, .. } => Error::conflict(
+                ConflictCode::ConcurrentUpdate,
+                format!(
+                    "consumer generation conflict - expected {} but got {}",
+                    actual.map_or("null".to_owned(), |g| g.to_string()),
+                    given.shown()
+                ),
+            ),
+            Refusal::UnknownProvider(uuid) => Error::invalid(format!(
+                "Allocation for resource provider '{uuid}' that does not exist."
+            )),
+            Refusal::UnknownClass { consumer, class } => Error::invalid(format!(
+                "Unable to allocate inventory for consumer {consumer}: No such resource class \
+                 {class}."
+            )),
+            Refusal::DuplicateConsumer(uuid) => {
+                Error::invalid(format!("Consumer {uuid} appears more than once."))
+            }
+            Refusal::NoInventory { .. }
+            | Refusal::MissingInventory { .. }
+            | Refusal::ConstraintsViolated { .. }
+            | Refusal::CapacityExceeded { .. } => Error::conflict(
+                ConflictCode::Other,
+                format!(
+                    "Unable to allocate inventory: {}",
+                    inventory.unwrap_or_default()
+                ),
+            ),
+        }
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        r.into_error()
+    }
+}
+
+/// One consumer's allocations on one provider, for the GETs.
+#[derive(Debug, Clone)]
+pub struct Held<'a> {
+    /// The provider.
+    pub provider: &'a Provider,
+    /// Amounts by class.
+    pub resources: Vec<(&'a ResourceClass, u64)>,
 }
 
 impl State {
-    /// Replaces the allocations of every consumer in `writes`, atomically (see the
-    /// module doc for the rules).
-    pub fn write_allocations(&self, writes: &[ConsumerWrite], now: Timestamp) -> Plan<()> {
-        let mut changes = Vec::new();
-        // Per (provider, class): usage before the write, and the amounts the written
-        // consumers will hold afterwards.
-        let mut new_amounts: BTreeMap<(ProviderId, ResourceClass), u64> = BTreeMap::new();
-        let mut released: HashMap<(ProviderId, ResourceClass), u64> = HashMap::new();
-        let mut touched_providers: BTreeMap<ProviderId, ()> = BTreeMap::new();
-        let mut planned: Vec<(ConsumerRow, Option<u64>, Vec<Allocation>)> = Vec::new();
-
+    /// Checks every consumer's generation, in order (the first check of a write).
+    pub fn check_consumer_generations(&self, writes: &[ConsumerWrite]) -> Result<(), Refusal> {
         for write in writes {
-            let existing = self.consumer(&write.consumer);
-            match (write.generation, existing) {
-                (ConsumerGeneration::Unchecked, _) => {}
-                (ConsumerGeneration::New, None) => {}
-                (ConsumerGeneration::New, Some(c)) => {
-                    return Err(generation_conflict(Some(c.row.generation), None))
-                }
-                (ConsumerGeneration::Is(g), None) => {
-                    return Err(generation_conflict(None, Some(g)))
-                }
-                (ConsumerGeneration::Is(g), Some(c)) if c.row.generation != g => {
-                    return Err(generation_conflict(Some(c.row.generation), Some(g)))
-                }
-                (ConsumerGeneration::Is(_), Some(_)) => {}
-            }
-            if let Some(c) = existing {
-                for a in &c.allocations {
-                    *released.entry((a.provider, a.class.clone())).or_insert(0) += a.used;
-                }
-            }
-
-            let mut allocations: BTreeMap<(ProviderId, ResourceClass), u64> = BTreeMap::new();
-            for r in write.allocations.iter().filter(|r| r.used > 0) {
-                let provider = self.provider_by_uuid(&r.provider).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "Allocation for resource provider '{}' that does not exist.",
-                        r.provider
-                    ))
-                })?;
-                if !self.class_exists(r.class.as_str()) {
-                    return Err(Error::invalid(format!(
-                        "Unable to allocate inventory for consumer {}: No such resource class {}.",
-                        write.consumer, r.class
-                    )));
-                }
-                let Some(inv) = provider.inventories.get(r.class.as_str()) else {
-                    return Err(Error::conflict(
-                        ConflictCode::Other,
-                        format!(
-                            "Unable to allocate inventory: Inventory for '{}' on resource provider \
-                             '{}' invalid.",
-                            r.class, r.provider
-                        ),
-                    ));
-                };
-                if r.used < inv.min_unit
-                    || r.used > inv.max_unit
-                    || r.used % inv.step_size.max(1) != 0
-                {
-                    return Err(Error::conflict(
-                        ConflictCode::Other,
-                        format!(
-                            "Unable to allocate inventory: Unable to create allocation for '{}' on \
-                             resource provider '{}'. The requested amount would violate inventory \
-                             constraints.",
-                            r.class, r.provider
-                        ),
-                    ));
-                }
-                *allocations
-                    .entry((provider.id(), r.class.clone()))
-                    .or_insert(0) += r.used;
-            }
-            for ((provider, class), used) in &allocations {
-                *new_amounts.entry((*provider, class.clone())).or_insert(0) += used;
-                touched_providers.insert(*provider, ());
-            }
-
-            let row = match existing {
-                Some(c) => ConsumerRow {
-                    project_id: write.project_id.clone(),
-                    user_id: write.user_id.clone(),
-                    consumer_type: write
-                        .consumer_type
-                        .clone()
-                        .or_else(|| c.row.consumer_type.clone()),
-                    generation: c.row.generation + 1,
-                    updated_at: now,
-                    ..c.row.clone()
-                },
-                None => ConsumerRow {
-                    uuid: write.consumer,
-                    project_id: write.project_id.clone(),
-                    user_id: write.user_id.clone(),
-                    consumer_type: write.consumer_type.clone(),
-                    generation: 0,
-                    created_at: now,
-                    updated_at: now,
-                },
+            let actual = self.consumer(&write.consumer).map(|c| c.row.generation);
+            let ok = match (write.generation, actual) {
+                (ConsumerGeneration::Unchecked, _) => true,
+                (ConsumerGeneration::New, None) => true,
+                (ConsumerGeneration::Is(g), Some(a)) => g == a,
+                _ => false,
             };
-            let list = allocations
-                .into_iter()
-                .map(|((provider, class), used)| Allocation {
-                    provider,
-                    class,
-                    used,
-                })
-                .collect();
-            planned.push((row, existing.map(|c| c.row.generation), list));
+            if !ok {
+                return Err(Refusal::ConsumerGeneration {
+                    consumer: write.consumer,
+                    actual,
+                    given: write.generation,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans an allocation write, with a structured refusal that callers word as
+    /// their endpoint does (see [`State::write_allocations`] for the rules).
+    pub fn plan_allocations(
+        &self,
+        writes: &[ConsumerWrite],
+        now: Timestamp,
+    ) -> Result<Vec<Change>, Refusal> {
+        let mut seen = HashSet::new();
+        if let Some(dup) = writes.iter().find(|w| !seen.insert(w.consumer)) {
+            return Err(Refusal::DuplicateConsumer(dup.consumer));
         }
 
-        // Capacity, per provider and class that the write allocates.
-        for ((provider_id, class), amount) in &new_amounts {
-            let provider = self.provider(*provider_id).expect("checked above");
-            let inv = &provider.inventories[class.as_str()];
-            let before = self.usage(*provider_id, class.as_str());
-            let others = before
-                - released
-                    .get(&(*provider_id, class.clone()))
-                    .copied()
-                    .unwrap_or(0);
-            let after = others + amount;
-            let capacity = (inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio;
-            if after as f64 > capacity && after > before {
-                return Err(Error::conflict(
-                    ConflictCode::Other,
-                    format!(
-                        "Unable to allocate inventory: Unable to create allocation for '{}' on \
-                         resource provider '{}'. The requested amount would exceed the capacity.",
-                        class,
-                        provider.uuid()
-                    ),
-                ));
+        // 1. Generations.
+        self.check_consumer_generations(writes)?;
+
+        // 2. Providers, in request order.
+        let mut providers: HashMap<Uuid, &Provider> = HashMap::new();
+        for r in writes.iter().flat_map(|w| w.allocations.iter()) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = providers.entry(r.provider) {
+                let p = self
+                    .provider_by_uuid(&r.provider)
+                    .ok_or(Refusal::UnknownProvider(r.provider))?;
+                slot.insert(p);
             }
         }
 
-        for (row, previous_generation, list) in planned {
-            let uuid = row.uuid;
-            if list.is_empty() {
-                if previous_generation.is_some() {
-                    changes.push(Change::DeleteConsumer(uuid));
+        // What each consumer asks for, merged by provider and class (first position
+        // kept), zero amounts dropped. An empty list empties the consumer.
+        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = writes
+            .iter()
+            .map(|w| {
+                let mut merged: Vec<(Uuid, &ResourceClass, u64)> = Vec::new();
+                for r in w.allocations.iter().filter(|r| r.used > 0) {
+                    match merged
+                        .iter_mut()
+                        .find(|(p, c, _)| *p == r.provider && *c == &r.class)
+                    {
+                        Some(m) => m.2 = m.2.saturating_add(r.used),
+                        None => merged.push((r.provider, &r.class, r.used)),
+                    }
                 }
+                merged
+            })
+            .collect();
+
+        // 3. Classes.
+        for (write, list) in writes.iter().zip(&asked) {
+            if let Some((_, class, _)) =
+                list.iter().find(|(_, c, _)| !self.class_exists(c.as_str()))
+            {
+                return Err(Refusal::UnknownClass {
+                    consumer: write.consumer,
+                    class: (*class).clone(),
+                });
+            }
+        }
+
+        // What the written consumers hold now, and what the emptied ones release
+        // (Placement carries those as zero amounts through its checks).
+        let mut held_before: HashMap<(ProviderId, &str), u64> = HashMap::new();
+        let mut released: Vec<(ProviderId, &ResourceClass)> = Vec::new();
+        for (write, list) in writes.iter().zip(&asked) {
+            if let Some(c) = self.consumer(&write.consumer) {
+                for a in &c.allocations {
+                    *held_before
+                        .entry((a.provider, a.class.as_str()))
+                        .or_insert(0) += a.used;
+                    if list.is_empty() {
+                        released.push((a.provider, &a.class));
+                    }
+                }
+            }
+        }
+
+        // 4. Every provider involved has inventory of some class involved.
+        let mut classes: Vec<&ResourceClass> = Vec::new();
+        let mut involved: Vec<&Provider> = Vec::new();
+        let released_pairs = released
+            .iter()
+            .filter_map(|(id, c)| self.provider(*id).map(|p| (p, *c)));
+        for (p, c) in asked
+            .iter()
+            .flatten()
+            .map(|(p, c, _)| (providers[p], *c))
+            .chain(released_pairs)
+        {
+            if !classes.contains(&c) {
+                classes.push(c);
+            }
+            if !involved.iter().any(|q| q.id() == p.id()) {
+                involved.push(p);
+            }
+        }
+        let missing: Vec<String> = involved
+            .iter()
+            .filter(|p| {
+                !classes
+                    .iter()
+                    .any(|c| p.inventories.contains_key(c.as_str()))
+            })
+            .map(|p| p.uuid().to_string())
+            .collect();
+        if !missing.is_empty() {
+            let rank: HashMap<&str, usize> = self
+                .class_names()
+                .enumerate()
+                .map(|(i, c)| (c, i))
+                .collect();
+            classes.sort_by_key(|c| rank.get(c.as_str()).copied().unwrap_or(usize::MAX));
+            let names: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
+            return Err(Refusal::NoInventory {
+                classes: names.join(", "),
+                providers: missing.join(", "),
+            });
+        }
+
+        // 5. Inventory, constraints and capacity, allocation by allocation.
+        let mut needed: HashMap<(ProviderId, &str), u64> = HashMap::new();
+        for &(uuid, class, used) in asked.iter().flatten() {
+            let provider = providers[&uuid];
+            let Some(inv) = provider.inventories.get(class.as_str()) else {
+                return Err(Refusal::MissingInventory {
+                    class: class.clone(),
+                    provider: uuid,
+                });
+            };
+            if used < inv.min_unit || used > inv.max_unit || used % inv.step_size.max(1) != 0 {
+                return Err(Refusal::ConstraintsViolated {
+                    class: class.clone(),
+                    provider: uuid,
+                });
+            }
+            let key = (provider.id(), class.as_str());
+            let before = self.usage(provider.id(), class.as_str());
+            let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
+            let all = needed.entry(key).or_insert(0);
+            *all = all.saturating_add(used);
+            let after = others.saturating_add(*all);
+            let capacity = (inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio;
+            // Over capacity is allowed only when nothing gets worse: there was usage
+            // of the class here before, and no less than there will be.
+            if after as f64 > capacity && (before == 0 || after > before) {
+                return Err(Refusal::CapacityExceeded {
+                    class: class.clone(),
+                    provider: uuid,
+                });
+            }
+        }
+
+        // The changes.
+        let mut changes = Vec::new();
+        let mut bumped: BTreeSet<ProviderId> = BTreeSet::new();
+        let mut bump_order: Vec<ProviderId> = Vec::new();
+        let mut touch_provider = |id: ProviderId| {
+            if bumped.insert(id) {
+                bump_order.push(id);
+            }
+        };
+        for (write, list) in writes.iter().zip(&asked) {
+            let existing = self.consumer(&write.consumer);
+            let held = existing.is_some_and(|c| !c.allocations.is_empty());
+            let touched = !list.is_empty() || held;
+            let mut allocations: BTreeMap<(ProviderId, &ResourceClass), u64> = BTreeMap::new();
+            for &(uuid, class, used) in list {
+                let id = providers[&uuid].id();
+                *allocations.entry((id, class)).or_insert(0) += used;
+                touch_provider(id);
+            }
+            if list.is_empty() {
+                for a in existing.map(|c| c.allocations.as_slice()).unwrap_or(&[]) {
+                    touch_provider(a.provider);
+                }
+            }
+            let row = consumer_row(existing, write, touched, now);
+            let previous_generation = existing.map(|c| c.row.generation);
+            if touched && list.is_empty() {
+                changes.push(Change::DeleteConsumer(write.consumer));
                 continue;
             }
-            changes.push(Change::PutConsumer {
-                row,
-                previous_generation,
-            });
-            changes.push(Change::SetAllocations(uuid, list));
+            if existing.map(|c| &c.row) != Some(&row) {
+                changes.push(Change::PutConsumer {
+                    row,
+                    previous_generation,
+                });
+            }
+            if touched {
+                let list = allocations
+                    .into_iter()
+                    .map(|((provider, class), used)| Allocation {
+                        provider,
+                        class: class.clone(),
+                        used,
+                    })
+                    .collect();
+                changes.push(Change::SetAllocations(write.consumer, list));
+            }
         }
-        for provider in touched_providers.keys() {
-            changes.push(bump(self.provider(*provider).expect("checked above"), now));
+        for id in bump_order {
+            if let Some(p) = self.provider(id) {
+                changes.push(bump(p, now));
+            }
         }
+        Ok(changes)
+    }
+
+    /// Replaces the allocations of every consumer in `writes`, atomically (see the
+    /// module doc for the rules), with the messages of `PUT /allocations/{c}`.
+    pub fn write_allocations(&self, writes: &[ConsumerWrite], now: Timestamp) -> Plan<()> {
+        let changes = self.plan_allocations(writes, now)?;
         Ok(((), changes))
+    }
+
+    /// `DELETE /allocations/{consumer}`: removes everything a consumer holds, and the
+    /// consumer. Like Placement, bumps no generation.
+    pub fn delete_allocations(&self, consumer: &Uuid) -> Plan<()> {
+        match self.consumer(consumer) {
+            Some(c) if !c.allocations.is_empty() => {
+                Ok(((), vec![Change::DeleteConsumer(*consumer)]))
+            }
+            _ => Err(Error::not_found(format!(
+                "No allocations for consumer '{consumer}'"
+            ))),
+        }
+    }
+
+    /// A consumer's allocations grouped by provider (providers in creation order,
+    /// classes by name); empty for an unknown consumer or one that holds nothing.
+    pub fn consumer_allocations(&self, consumer: &Uuid) -> Vec<Held<'_>> {
+        let Some(c) = self.consumer(consumer) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Held<'_>> = Vec::new();
+        // Allocations are kept sorted by provider, then class.
+        for a in &c.allocations {
+            let Some(provider) = self.provider(a.provider) else {
+                continue;
+            };
+            match out.last_mut() {
+                Some(h) if h.provider.id() == a.provider => h.resources.push((&a.class, a.used)),
+                _ => out.push(Held {
+                    provider,
+                    resources: vec![(&a.class, a.used)],
+                }),
+            }
+        }
+        out
+    }
+
+    /// The consumers holding allocations on a provider, each with its amounts there
+    /// by class.
+    pub fn provider_allocations(
+        &self,
+        provider: ProviderId,
+    ) -> Vec<(&Consumer, Vec<(&ResourceClass, u64)>)> {
+        let Some(index) = self.provider_usage_index(provider) else {
+            return Vec::new();
+        };
+        index
+            .consumers
+            .iter()
+            .filter_map(|uuid| self.consumer(uuid))
+            .map(|c| {
+                let amounts = c
+                    .allocations
+                    .iter()
+                    .filter(|a| a.provider == provider)
+                    .map(|a| (&a.class, a.used))
+                    .collect();
+                (c, amounts)
+            })
+            .collect()
+    }
+}
+
+/// The consumer's row after the write.
+fn consumer_row(
+    existing: Option<&Consumer>,
+    write: &ConsumerWrite,
+    touched: bool,
+    now: Timestamp,
+) -> ConsumerRow {
+    let bump = u64::from(touched);
+    match existing {
+        Some(c) => ConsumerRow {
+            project_id: write.project_id.clone(),
+            user_id: write.user_id.clone(),
+            consumer_type: write
+                .consumer_type
+                .clone()
+                .or_else(|| c.row.consumer_type.clone()),
+            generation: c.row.generation + bump,
+            updated_at: if touched { now } else { c.row.updated_at },
+            ..c.row.clone()
+        },
+        None => ConsumerRow {
+            uuid: write.consumer,
+            project_id: write.project_id.clone(),
+            user_id: write.user_id.clone(),
+            consumer_type: write.consumer_type.clone(),
+            generation: bump,
+            created_at: now,
+            updated_at: now,
+        },
     }
 }
 
@@ -246,15 +570,18 @@ mod tests {
     use super::*;
     use crate::model::{Inventory, ProviderRow};
 
-    fn world(capacity: u64) -> State {
-        let mut s = State::new();
+    fn vcpu() -> ResourceClass {
+        ResourceClass::new_unchecked("VCPU")
+    }
+
+    fn add_provider(s: &mut State, n: u64, inventories: Vec<(&str, Inventory)>) {
         let row = ProviderRow {
-            id: ProviderId(1),
-            uuid: Uuid::from_u128(1),
-            name: "p".into(),
+            id: ProviderId(n),
+            uuid: Uuid::from_u128(n as u128),
+            name: format!("p{n}"),
             generation: 0,
             parent: None,
-            root: ProviderId(1),
+            root: ProviderId(n),
             created_at: 0,
             updated_at: 0,
         };
@@ -264,13 +591,18 @@ mod tests {
                 previous_generation: None,
             },
             Change::SetInventories(
-                ProviderId(1),
-                vec![(
-                    ResourceClass::new_unchecked("VCPU"),
-                    Inventory::with_total(capacity),
-                )],
+                ProviderId(n),
+                inventories
+                    .into_iter()
+                    .map(|(c, i)| (ResourceClass::new_unchecked(c), i))
+                    .collect(),
             ),
         ]);
+    }
+
+    fn world(capacity: u64) -> State {
+        let mut s = State::new();
+        add_provider(&mut s, 1, vec![("VCPU", Inventory::with_total(capacity))]);
         s
     }
 
@@ -283,10 +615,19 @@ mod tests {
             generation: ConsumerGeneration::Unchecked,
             allocations: vec![Requested {
                 provider: Uuid::from_u128(1),
-                class: ResourceClass::new_unchecked("VCPU"),
+                class: vcpu(),
                 used,
             }],
         }
+    }
+
+    fn on(mut w: ConsumerWrite, provider: u128, class: &str, used: u64) -> ConsumerWrite {
+        w.allocations.push(Requested {
+            provider: Uuid::from_u128(provider),
+            class: ResourceClass::new_unchecked(class),
+            used,
+        });
+        w
     }
 
     fn run(s: &mut State, writes: &[ConsumerWrite]) -> crate::Result<()> {
@@ -296,6 +637,19 @@ mod tests {
         Ok(())
     }
 
+    fn refusal(s: &State, writes: &[ConsumerWrite]) -> Refusal {
+        s.plan_allocations(writes, 5).unwrap_err()
+    }
+
+    fn generation(s: &State, provider: u64) -> u64 {
+        s.provider(ProviderId(provider)).unwrap().row.generation
+    }
+
+    fn consumer_generation(s: &State, consumer: u128) -> Option<u64> {
+        s.consumer(&Uuid::from_u128(consumer))
+            .map(|c| c.row.generation)
+    }
+
     #[test]
     fn claims_stop_at_capacity() {
         let mut s = world(4);
@@ -303,7 +657,7 @@ mod tests {
         assert!(run(&mut s, &[claim(11, 2)]).is_err());
         run(&mut s, &[claim(11, 1)]).unwrap();
         assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
-        assert_eq!(s.provider(ProviderId(1)).unwrap().row.generation, 2);
+        assert_eq!(generation(&s, 1), 2);
     }
 
     #[test]
@@ -313,7 +667,8 @@ mod tests {
         run(&mut s, &[claim(10, 3)]).unwrap();
         run(&mut s, &[claim(10, 4)]).unwrap();
         assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
-        assert_eq!(s.consumer(&Uuid::from_u128(10)).unwrap().row.generation, 2);
+        // Created at 0, then bumped by each of the three writes.
+        assert_eq!(consumer_generation(&s, 10), Some(3));
     }
 
     #[test]
@@ -322,8 +677,12 @@ mod tests {
         run(&mut s, &[claim(10, 2)]).unwrap();
         run(&mut s, &[claim(10, 0)]).unwrap();
         assert!(s.consumer(&Uuid::from_u128(10)).is_none());
+        // Emptying a consumer that holds nothing keeps (creates) its record at
+        // generation 0, as Placement does.
         run(&mut s, &[claim(10, 0)]).unwrap();
         assert_eq!(s.usage(ProviderId(1), "VCPU"), 0);
+        assert_eq!(consumer_generation(&s, 10), Some(0));
+        assert!(s.consumer_allocations(&Uuid::from_u128(10)).is_empty());
     }
 
     #[test]
@@ -333,10 +692,7 @@ mod tests {
         // The operator shrinks the inventory below what is used.
         s.apply(&[Change::SetInventories(
             ProviderId(1),
-            vec![(
-                ResourceClass::new_unchecked("VCPU"),
-                Inventory::with_total(2),
-            )],
+            vec![(vcpu(), Inventory::with_total(2))],
         )]);
         run(&mut s, &[claim(10, 3)]).unwrap();
         assert!(run(&mut s, &[claim(10, 4)]).is_err());
@@ -353,6 +709,10 @@ mod tests {
         run(&mut s, &[claim(10, 0), claim(11, 4)]).unwrap();
         assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
         assert!(s.consumer(&Uuid::from_u128(10)).is_none());
+        assert_eq!(
+            refusal(&s, &[claim(12, 1), claim(12, 1)]),
+            Refusal::DuplicateConsumer(Uuid::from_u128(12))
+        );
     }
 
     #[test]
@@ -370,8 +730,32 @@ mod tests {
         w.generation = ConsumerGeneration::New;
         run(&mut s, &[w.clone()]).unwrap();
         assert!(run(&mut s, &[w.clone()]).is_err());
+        // A new consumer is created at 0 and bumped by its first write.
         w.generation = ConsumerGeneration::Is(0);
+        assert!(run(&mut s, &[w.clone()]).is_err());
+        w.generation = ConsumerGeneration::Is(1);
         run(&mut s, &[w]).unwrap();
+        assert_eq!(consumer_generation(&s, 10), Some(2));
+    }
+
+    #[test]
+    fn generation_messages_are_placements() {
+        let mut s = world(4);
+        run(&mut s, &[claim(10, 1)]).unwrap();
+        let cases = [
+            (11, ConsumerGeneration::Is(5), "expected null but got 5"),
+            (10, ConsumerGeneration::New, "expected 1 but got None"),
+            (10, ConsumerGeneration::Is(3), "expected 1 but got 3"),
+        ];
+        for (consumer, given, message) in cases {
+            let mut w = claim(consumer, 1);
+            w.generation = given;
+            let e = run(&mut s, &[w]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("consumer generation conflict - {message}")
+            );
+        }
     }
 
     #[test]
@@ -380,7 +764,7 @@ mod tests {
         s.apply(&[Change::SetInventories(
             ProviderId(1),
             vec![(
-                ResourceClass::new_unchecked("VCPU"),
+                vcpu(),
                 Inventory {
                     min_unit: 2,
                     max_unit: 6,
@@ -396,5 +780,227 @@ mod tests {
         let mut unknown = claim(11, 1);
         unknown.allocations[0].provider = Uuid::from_u128(99);
         assert!(matches!(run(&mut s, &[unknown]), Err(Error::Invalid(_))));
+    }
+
+    #[test]
+    fn checks_come_in_placements_order() {
+        let mut s = world(4);
+        add_provider(&mut s, 2, vec![("DISK_GB", Inventory::with_total(10))]);
+        run(&mut s, &[claim(10, 1)]).unwrap();
+        let p1 = Uuid::from_u128(1);
+        let p2 = Uuid::from_u128(2);
+        let stale = |w: ConsumerWrite| ConsumerWrite {
+            generation: ConsumerGeneration::Is(7),
+            ..w
+        };
+        let cases: Vec<(Vec<ConsumerWrite>, Refusal)> = vec![
+            // A generation conflict anywhere comes before an unknown provider.
+            (
+                vec![on(claim(11, 1), 99, "VCPU", 1), stale(claim(10, 1))],
+                Refusal::ConsumerGeneration {
+                    consumer: Uuid::from_u128(10),
+                    actual: Some(1),
+                    given: ConsumerGeneration::Is(7),
+                },
+            ),
+            // An unknown provider before an unknown class.
+            (
+                vec![on(on(claim(11, 1), 1, "COWS", 1), 99, "VCPU", 1)],
+                Refusal::UnknownProvider(Uuid::from_u128(99)),
+            ),
+            // An unknown class before any inventory problem.
+            (
+                vec![on(on(claim(11, 9), 2, "VCPU", 1), 1, "COWS", 1)],
+                Refusal::UnknownClass {
+                    consumer: Uuid::from_u128(11),
+                    class: ResourceClass::new_unchecked("COWS"),
+                },
+            ),
+            // A provider with none of the classes: all classes, in standard order.
+            (
+                vec![on(claim(11, 1), 2, "MEMORY_MB", 1)],
+                Refusal::NoInventory {
+                    classes: "VCPU, MEMORY_MB".into(),
+                    providers: p2.to_string(),
+                },
+            ),
+            // Then allocation by allocation.
+            (
+                vec![on(claim(11, 1), 1, "DISK_GB", 1)],
+                Refusal::MissingInventory {
+                    class: ResourceClass::new_unchecked("DISK_GB"),
+                    provider: p1,
+                },
+            ),
+            (
+                vec![on(claim(11, 9), 2, "DISK_GB", 0)],
+                Refusal::CapacityExceeded {
+                    class: vcpu(),
+                    provider: p1,
+                },
+            ),
+        ];
+        for (writes, expected) in cases {
+            assert_eq!(refusal(&s, &writes), expected);
+        }
+    }
+
+    #[test]
+    fn refusals_word_like_placement() {
+        let p = Uuid::from_u128(1);
+        let cases = [
+            (
+                Refusal::CapacityExceeded {
+                    class: vcpu(),
+                    provider: p,
+                },
+                409,
+                format!(
+                    "Unable to allocate inventory: Unable to create allocation for 'VCPU' on \
+                     resource provider '{p}'. The requested amount would exceed the capacity."
+                ),
+            ),
+            (
+                Refusal::MissingInventory {
+                    class: vcpu(),
+                    provider: p,
+                },
+                409,
+                format!(
+                    "Unable to allocate inventory: Inventory for 'VCPU' on resource provider \
+                     '{p}' invalid."
+                ),
+            ),
+            (
+                Refusal::UnknownProvider(p),
+                400,
+                format!("Allocation for resource provider '{p}' that does not exist."),
+            ),
+            (
+                Refusal::UnknownClass {
+                    consumer: p,
+                    class: ResourceClass::new_unchecked("COWS"),
+                },
+                400,
+                format!(
+                    "Unable to allocate inventory for consumer {p}: No such resource class COWS."
+                ),
+            ),
+        ];
+        for (refusal, status, message) in cases {
+            let e = refusal.into_error();
+            let got = match &e {
+                Error::Invalid(_) => 400,
+                Error::Conflict { .. } => 409,
+                Error::NotFound(_) => 404,
+            };
+            assert_eq!((got, e.to_string()), (status, message));
+        }
+    }
+
+    #[test]
+    fn generations_bump_like_placement() {
+        let mut s = world(8);
+        add_provider(&mut s, 2, vec![("VCPU", Inventory::with_total(8))]);
+        // Moving a consumer from 1 to 2 bumps only 2.
+        run(&mut s, &[claim(10, 1)]).unwrap();
+        assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 0));
+        let mut moved = claim(10, 1);
+        moved.allocations[0].provider = Uuid::from_u128(2);
+        run(&mut s, &[moved]).unwrap();
+        assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 1));
+        // Emptying it bumps the provider it leaves.
+        run(&mut s, &[claim(10, 0)]).unwrap();
+        assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 2));
+        // Emptying a consumer that holds nothing bumps nothing.
+        run(&mut s, &[claim(11, 0)]).unwrap();
+        assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 2));
+        // DELETE bumps nothing either.
+        run(&mut s, &[claim(12, 2)]).unwrap();
+        let (_, changes) = s.delete_allocations(&Uuid::from_u128(12)).unwrap();
+        s.apply(&changes);
+        assert_eq!((generation(&s, 1), generation(&s, 2)), (2, 2));
+        assert!(s.consumer(&Uuid::from_u128(12)).is_none());
+        assert_eq!(
+            s.delete_allocations(&Uuid::from_u128(12))
+                .unwrap_err()
+                .to_string(),
+            format!("No allocations for consumer '{}'", Uuid::from_u128(12))
+        );
+        // An empty consumer record has nothing to delete either.
+        assert!(s.delete_allocations(&Uuid::from_u128(11)).is_err());
+    }
+
+    #[test]
+    fn project_user_and_type_follow_the_last_write() {
+        let mut s = world(8);
+        let mut w = claim(10, 1);
+        w.consumer_type = Some("INSTANCE".into());
+        run(&mut s, &[w]).unwrap();
+        let mut w = claim(10, 2);
+        w.project_id = "p2".into();
+        w.user_id = "u2".into();
+        run(&mut s, &[w]).unwrap();
+        let row = &s.consumer(&Uuid::from_u128(10)).unwrap().row;
+        assert_eq!(
+            (row.project_id.as_str(), row.user_id.as_str()),
+            ("p2", "u2")
+        );
+        // No type given (before 1.38) keeps the one there is.
+        assert_eq!(row.consumer_type.as_deref(), Some("INSTANCE"));
+        let mut w = claim(10, 2);
+        w.consumer_type = Some("MIGRATION".into());
+        run(&mut s, &[w]).unwrap();
+        let row = &s.consumer(&Uuid::from_u128(10)).unwrap().row;
+        assert_eq!(row.consumer_type.as_deref(), Some("MIGRATION"));
+    }
+
+    #[test]
+    fn listings_group_by_provider_and_consumer() {
+        let mut s = world(8);
+        add_provider(
+            &mut s,
+            2,
+            vec![
+                ("VCPU", Inventory::with_total(8)),
+                ("DISK_GB", Inventory::with_total(8)),
+            ],
+        );
+        run(
+            &mut s,
+            &[
+                on(on(claim(10, 1), 2, "VCPU", 2), 2, "DISK_GB", 3),
+                on(claim(11, 4), 2, "DISK_GB", 1),
+            ],
+        )
+        .unwrap();
+        let held = s.consumer_allocations(&Uuid::from_u128(10));
+        let shape: Vec<(u64, Vec<(&str, u64)>)> = held
+            .iter()
+            .map(|h| {
+                (
+                    h.provider.id().0,
+                    h.resources.iter().map(|(c, n)| (c.as_str(), *n)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (1, vec![("VCPU", 1)]),
+                (2, vec![("DISK_GB", 3), ("VCPU", 2)])
+            ]
+        );
+        let mut on_two: Vec<(Uuid, usize)> = s
+            .provider_allocations(ProviderId(2))
+            .iter()
+            .map(|(c, a)| (c.row.uuid, a.len()))
+            .collect();
+        on_two.sort();
+        assert_eq!(
+            on_two,
+            vec![(Uuid::from_u128(10), 2), (Uuid::from_u128(11), 1)]
+        );
+        assert!(s.consumer_allocations(&Uuid::from_u128(99)).is_empty());
     }
 }

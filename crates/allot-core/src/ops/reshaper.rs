@@ -1,4 +1,569 @@
-//! The reshaper (to be written).
+//! The reshaper (`POST /reshaper`, 1.30): replace the inventories of several providers
+//! and the allocations of several consumers in one write, all or nothing. It is how a
+//! client moves inventory, and the allocations on it, from one provider to another
+//! (typically from a root provider to a new child).
+//!
+//! Neither half can go first on its own: inventory that allocations use cannot be
+//! removed, and allocations cannot be made against inventory that does not exist yet.
+//! So, as Placement does, the write goes in three steps, each planned against the
+//! state the previous ones leave:
+//!
+//! 1. *interim inventories*: every provider gets the union of its current inventories
+//!    and the new ones (the new ones win where a class is in both); a provider whose
+//!    new inventory is empty is left alone in this step. Capacity may drop below what
+//!    is used here: only the final allocations must fit;
+//! 2. *allocations*: the consumers' allocations are replaced by
+//!    [`State::write_allocations`], the one allocation rule, against the interim
+//!    inventories;
+//! 3. *final inventories*: every provider's inventories become exactly the new ones;
+//!    removing a class that allocations still use is refused.
+//!
+//! Each step bumps the generation of the providers it touches, so a provider named in
+//! the request ends up to 3 generations further on (Placement's clients expect those
+//! exact numbers). Unlike the inventory endpoints, the reshaper does not check an
+//! inventory's capacity (`reserved` may exceed `total`), as Placement does not.
+//!
+//! Before those steps, in Placement's order: every provider named for inventories
+//! exists and has the generation the request expects; every consumer has the
+//! generation the request expects; every provider named for allocations exists.
 
-#[allow(unused_imports)]
+use std::collections::BTreeMap;
+
+use super::allocations::{ConsumerGeneration, ConsumerWrite};
+use super::{bump, Plan};
+use crate::change::Change;
+use crate::error::{ConflictCode, Error};
+use crate::model::{Inventory, ProviderId, Timestamp};
+use crate::names::ResourceClass;
 use crate::state::State;
+
+/// The new inventories of one provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderInventories {
+    /// The provider's uuid, as the request spells it (only the canonical spelling
+    /// names a provider, see [`super::providers::canonical_uuid`]).
+    pub provider: String,
+    /// The generation the request expects the provider to have.
+    pub generation: i64,
+    /// All its inventories after the reshape, by class name (which need not exist: the
+    /// rule refuses unknown ones).
+    pub inventories: Vec<(String, Inventory)>,
+}
+
+/// A reshape refused because a provider named for inventories does not exist.
+/// Placement gives this one its own error code, which no [`Error`] carries, so it is
+/// the plan's answer (with no changes) rather than an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingProvider(pub String);
+
+fn malformed(class: &str) -> Error {
+    Error::invalid(format!(
+        "malformed reshaper data: No such resource class {class}."
+    ))
+}
+
+/// Placement's wording when a consumer's generation is not the expected one, with
+/// Python's spelling of "none" on each side.
+fn consumer_conflict(write: &ConsumerWrite, state: &State) -> Option<Error> {
+    let existing = state.consumer(&write.consumer).map(|c| c.row.generation);
+    let message = match (existing, write.generation) {
+        (_, ConsumerGeneration::Unchecked) => return None,
+        (None, ConsumerGeneration::New) => return None,
+        (Some(have), ConsumerGeneration::Is(given)) if have == given => return None,
+        (None, ConsumerGeneration::Is(given)) => format!("expected null but got {given}"),
+        (Some(have), ConsumerGeneration::New) => format!("expected {have} but got None"),
+        (Some(have), ConsumerGeneration::Is(given)) => format!("expected {have} but got {given}"),
+    };
+    Some(Error::conflict(
+        ConflictCode::ConcurrentUpdate,
+        format!("consumer generation conflict - {message}"),
+    ))
+}
+
+/// Where a class comes in Placement's listings: standard classes in their order, then
+/// custom ones.
+fn class_rank(state: &State, class: &str) -> (usize, String) {
+    let at = state
+        .class_names()
+        .position(|n| n == class)
+        .unwrap_or(usize::MAX);
+    (at, class.to_owned())
+}
+
+/// Plans `changes` against `state` and applies them to it, so that the next step plans
+/// against the state this one leaves.
+fn take(state: &mut State, all: &mut Vec<Change>, changes: Vec<Change>) {
+    state.apply(&changes);
+    all.extend(changes);
+}
+
+impl State {
+    /// Replaces the inventories of `providers` and the allocations of `consumers`
+    /// atomically (see the module doc for the steps and the order of the checks).
+    ///
+    /// The steps are planned on a copy of the whole state, each applied to it before
+    /// the next is planned. That costs a copy of the view per reshape, under the
+    /// writer lock; reshapes are rare (once per provider tree when a driver changes
+    /// how it models its resources), and the copy lets the allocation rule be the very
+    /// one every other allocation write uses.
+    pub fn reshape(
+        &self,
+        providers: &[ProviderInventories],
+        consumers: &[ConsumerWrite],
+        now: Timestamp,
+    ) -> Plan<Result<(), MissingProvider>> {
+        let mut targets: Vec<(ProviderId, &ProviderInventories)> = Vec::new();
+        for request in providers {
+            let Some(p) = self.provider_by_uuid_str(&request.provider) else {
+                let uuid = &request.provider;
+                return Ok((
+                    Err(MissingProvider(format!(
+                        "Resource provider {uuid} in inventories not found: \
+                         No resource provider with uuid {uuid} found"
+                    ))),
+                    Vec::new(),
+                ));
+            };
+            if i64::try_from(p.row.generation).ok() != Some(request.generation) {
+                return Err(Error::conflict(
+                    ConflictCode::ConcurrentUpdate,
+                    format!(
+                        "resource provider generation conflict for provider {}: \
+                         actual: {}, given: {}",
+                        request.provider, p.row.generation, request.generation
+                    ),
+                ));
+            }
+            targets.push((p.id(), request));
+        }
+        if let Some(e) = consumers.iter().find_map(|w| consumer_conflict(w, self)) {
+            return Err(e);
+        }
+        for r in consumers.iter().flat_map(|w| &w.allocations) {
+            if self.provider_by_uuid(&r.provider).is_none() {
+                return Err(Error::invalid(format!(
+                    "Allocation for resource provider '{}' that does not exist.",
+                    r.provider
+                )));
+            }
+        }
+
+        let mut next = self.clone();
+        let mut changes = Vec::new();
+
+        // 1. Interim inventories.
+        for (id, request) in &targets {
+            if request.inventories.is_empty() {
+                continue;
+            }
+            if let Some((class, _)) = request
+                .inventories
+                .iter()
+                .find(|(c, _)| !self.class_exists(c))
+            {
+                return Err(malformed(class));
+            }
+            let p = next.provider(*id).expect("checked above");
+            let mut union = p.inventories.clone();
+            for (class, inventory) in &request.inventories {
+                union.insert(ResourceClass::new_unchecked(class.as_str()), *inventory);
+            }
+            let step = vec![
+                Change::SetInventories(*id, union.into_iter().collect()),
+                bump(p, now),
+            ];
+            take(&mut next, &mut changes, step);
+        }
+
+        // 2. Allocations.
+        if let Some(r) = consumers
+            .iter()
+            .flat_map(|w| &w.allocations)
+            .find(|r| !self.class_exists(r.class.as_str()))
+        {
+            return Err(malformed(r.class.as_str()));
+        }
+        // The rule bumps, as Placement does, every provider the write allocates on and
+        // every provider a consumer emptied by the write releases.
+        let (_, written) = next.write_allocations(consumers, now)?;
+        take(&mut next, &mut changes, written);
+
+        // 3. Final inventories.
+        for (id, request) in &targets {
+            let p = next.provider(*id).expect("checked above");
+            let mut in_use: Vec<&str> = p
+                .inventories
+                .keys()
+                .map(|c| c.as_str())
+                .filter(|c| !request.inventories.iter().any(|(n, _)| n == c))
+                .filter(|c| next.usage(*id, c) > 0)
+                .collect();
+            if !in_use.is_empty() {
+                in_use.sort_by_key(|c| class_rank(&next, c));
+                return Err(Error::conflict(
+                    ConflictCode::InventoryInUse,
+                    format!(
+                        "update conflict: Inventory for '{}' on resource provider '{}' in use.",
+                        in_use.join(", "),
+                        p.uuid()
+                    ),
+                ));
+            }
+            let last: BTreeMap<ResourceClass, Inventory> = request
+                .inventories
+                .iter()
+                .map(|(c, inv)| (ResourceClass::new_unchecked(c.as_str()), *inv))
+                .collect();
+            let step = vec![
+                Change::SetInventories(*id, last.into_iter().collect()),
+                bump(p, now),
+            ];
+            take(&mut next, &mut changes, step);
+        }
+        Ok((Ok(()), changes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::allocations::Requested;
+    use crate::ops::inventories::ReservedRule;
+    use uuid::Uuid;
+
+    const RP: Uuid = Uuid::from_u128(0xa);
+    const CHILD: Uuid = Uuid::from_u128(0xb);
+
+    fn inv(total: u64) -> Inventory {
+        Inventory::with_total(total)
+    }
+
+    fn c(n: u128) -> Uuid {
+        Uuid::from_u128(0xc00 + n)
+    }
+
+    fn run<T>(s: &mut State, plan: impl FnOnce(&State) -> Plan<T>) -> T {
+        let (answer, changes) = plan(s).expect("plan");
+        s.apply(&changes);
+        assert!(s.check_usage_index());
+        answer
+    }
+
+    /// RP (DISK_GB 2048, VCPU 10) with three consumers on it, and an empty child: the
+    /// world of Placement's reshaper tests.
+    fn world() -> State {
+        let mut s = State::new();
+        let (_, ch) = s.create_provider(RP, "rp", None, 1).unwrap();
+        s.apply(&ch);
+        let (_, ch) = s
+            .create_provider(CHILD, "child", Some(&RP.to_string()), 1)
+            .unwrap();
+        s.apply(&ch);
+        let invs = vec![
+            (
+                "DISK_GB".to_string(),
+                Inventory {
+                    step_size: 10,
+                    min_unit: 10,
+                    max_unit: 1000,
+                    ..inv(2048)
+                },
+            ),
+            ("VCPU".to_string(), inv(10)),
+        ];
+        run(&mut s, |s| {
+            s.set_inventories(&RP, 0, &invs, ReservedRule::UpToTotal, 1)
+        });
+        let claims = [
+            write(0, ConsumerGeneration::New, &[(RP, "DISK_GB", 1000)]),
+            write(1, ConsumerGeneration::New, &[(RP, "VCPU", 6)]),
+            write(
+                2,
+                ConsumerGeneration::New,
+                &[(RP, "DISK_GB", 20), (RP, "VCPU", 1)],
+            ),
+        ];
+        for claim in claims {
+            run(&mut s, |s| s.write_allocations(&[claim], 1));
+        }
+        s
+    }
+
+    fn write(
+        n: u128,
+        generation: ConsumerGeneration,
+        amounts: &[(Uuid, &str, u64)],
+    ) -> ConsumerWrite {
+        ConsumerWrite {
+            consumer: c(n),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            consumer_type: None,
+            generation,
+            allocations: amounts
+                .iter()
+                .map(|(p, class, used)| Requested {
+                    provider: *p,
+                    class: ResourceClass::new_unchecked(*class),
+                    used: *used,
+                })
+                .collect(),
+        }
+    }
+
+    /// The consumer's generation now, as the request must give it.
+    fn current(s: &State, n: u128) -> ConsumerGeneration {
+        s.consumer(&c(n)).map_or(ConsumerGeneration::New, |c| {
+            ConsumerGeneration::Is(c.row.generation)
+        })
+    }
+
+    fn target(p: Uuid, generation: u64, invs: &[(&str, Inventory)]) -> ProviderInventories {
+        ProviderInventories {
+            provider: p.to_string(),
+            generation: generation as i64,
+            inventories: invs.iter().map(|(c, i)| (c.to_string(), *i)).collect(),
+        }
+    }
+
+    fn generation(s: &State, p: Uuid) -> u64 {
+        s.provider_by_uuid(&p).unwrap().row.generation
+    }
+
+    fn usage(s: &State, p: Uuid, class: &str) -> u64 {
+        s.usage(s.provider_by_uuid(&p).unwrap().id(), class)
+    }
+
+    fn disk() -> Inventory {
+        Inventory {
+            step_size: 10,
+            min_unit: 10,
+            max_unit: 1200,
+            ..inv(2048)
+        }
+    }
+
+    fn child_vcpu() -> Inventory {
+        Inventory {
+            max_unit: 8,
+            ..inv(10)
+        }
+    }
+
+    /// The move of the VCPU inventory and its allocations to the child.
+    fn move_to_child(s: &State) -> (Vec<ProviderInventories>, Vec<ConsumerWrite>) {
+        let g = generation(s, RP);
+        (
+            vec![
+                target(RP, g, &[("DISK_GB", disk())]),
+                target(CHILD, generation(s, CHILD), &[("VCPU", child_vcpu())]),
+            ],
+            vec![
+                write(0, current(s, 0), &[(RP, "DISK_GB", 1000)]),
+                write(1, current(s, 1), &[(CHILD, "VCPU", 8)]),
+                write(2, current(s, 2), &[(RP, "DISK_GB", 20), (CHILD, "VCPU", 1)]),
+            ],
+        )
+    }
+
+    #[test]
+    fn moves_inventory_and_allocations_to_a_child() {
+        let mut s = world();
+        let (rp0, child0) = (generation(&s, RP), generation(&s, CHILD));
+        let (targets, writes) = move_to_child(&s);
+        let answer = run(&mut s, |s| s.reshape(&targets, &writes, 9));
+        assert_eq!(answer, Ok(()));
+        let rp = s.provider_by_uuid(&RP).unwrap();
+        assert_eq!(rp.inventories.len(), 1);
+        assert_eq!(rp.inventories["DISK_GB"].max_unit, 1200);
+        assert_eq!(
+            s.provider_by_uuid(&CHILD).unwrap().inventories["VCPU"],
+            child_vcpu()
+        );
+        assert_eq!(usage(&s, RP, "DISK_GB"), 1020);
+        assert_eq!(usage(&s, RP, "VCPU"), 0);
+        assert_eq!(usage(&s, CHILD, "VCPU"), 9);
+        // Interim inventories, allocations, final inventories: three bumps each.
+        assert_eq!(generation(&s, RP), rp0 + 3);
+        assert_eq!(generation(&s, CHILD), child0 + 3);
+        assert_eq!(s.provider_by_uuid(&RP).unwrap().row.updated_at, 9);
+    }
+
+    #[test]
+    fn moves_back_and_releases_emptied_consumers() {
+        let mut s = world();
+        let (targets, writes) = move_to_child(&s);
+        run(&mut s, |s| s.reshape(&targets, &writes, 9)).unwrap();
+        let (rp0, child0) = (generation(&s, RP), generation(&s, CHILD));
+        let targets = vec![
+            target(RP, rp0, &[("DISK_GB", disk()), ("VCPU", child_vcpu())]),
+            target(CHILD, child0, &[]),
+        ];
+        let writes = vec![
+            write(0, current(&s, 0), &[(RP, "DISK_GB", 1000)]),
+            write(3, ConsumerGeneration::New, &[(RP, "VCPU", 8)]),
+            write(
+                4,
+                ConsumerGeneration::New,
+                &[(RP, "DISK_GB", 20), (RP, "VCPU", 1)],
+            ),
+            write(1, current(&s, 1), &[]),
+            write(2, current(&s, 2), &[(RP, "DISK_GB", 20)]),
+        ];
+        run(&mut s, |s| s.reshape(&targets, &writes, 10)).unwrap();
+        assert_eq!(usage(&s, RP, "VCPU"), 9);
+        assert_eq!(usage(&s, RP, "DISK_GB"), 1040);
+        assert!(s.provider_by_uuid(&CHILD).unwrap().inventories.is_empty());
+        assert!(s.consumer(&c(1)).is_none());
+        assert_eq!(generation(&s, RP), rp0 + 3);
+        // The child: no interim step (its new inventory is empty), a bump for the
+        // allocations released from it, and the final step.
+        assert_eq!(generation(&s, CHILD), child0 + 2);
+    }
+
+    #[test]
+    fn refusals_change_nothing_and_come_in_placements_order() {
+        let s = world();
+        let g = generation(&s, RP);
+        let (targets, writes) = move_to_child(&s);
+        let refused = |targets: &[ProviderInventories], writes: &[ConsumerWrite]| {
+            s.reshape(targets, writes, 9).expect_err("refused")
+        };
+        let message = |e: Error| e.to_string();
+
+        // (what is wrong, the error's start)
+        let mut cases: Vec<(Vec<ProviderInventories>, Vec<ConsumerWrite>, String)> = vec![];
+        // A stale provider generation, before anything about consumers.
+        let mut t = targets.clone();
+        t[0].generation = g as i64 - 1;
+        let mut w = writes.clone();
+        w[0].generation = ConsumerGeneration::Is(99);
+        cases.push((
+            t,
+            w,
+            format!(
+                "resource provider generation conflict for provider {RP}: actual: {g}, given: {}",
+                g - 1
+            ),
+        ));
+        // A consumer generation, before unknown classes.
+        let mut t = targets.clone();
+        t[0].inventories[0].0 = "DISK_OF_STEEL".into();
+        let mut w = writes.clone();
+        w[0].generation = ConsumerGeneration::Is(99);
+        cases.push((t, w, "consumer generation conflict - expected".into()));
+        let mut w = writes.clone();
+        w[1].generation = ConsumerGeneration::New;
+        cases.push((
+            targets.clone(),
+            w,
+            format!(
+                "consumer generation conflict - expected {} but got None",
+                s.consumer(&c(1)).unwrap().row.generation
+            ),
+        ));
+        let mut w = writes.clone();
+        w.push(write(7, ConsumerGeneration::Is(3), &[(RP, "DISK_GB", 10)]));
+        cases.push((
+            targets.clone(),
+            w,
+            "consumer generation conflict - expected null but got 3".into(),
+        ));
+        // An unknown provider in the allocations.
+        let mut w = writes.clone();
+        w[1].allocations[0].provider = Uuid::from_u128(0xdead);
+        cases.push((
+            targets.clone(),
+            w,
+            "Allocation for resource provider '00000000-0000-0000-0000-00000000dead' that does not exist.".into(),
+        ));
+        // Unknown classes, in inventories and in allocations.
+        let mut t = targets.clone();
+        t[0].inventories[0].0 = "DISK_OF_STEEL".into();
+        cases.push((
+            t,
+            writes.clone(),
+            "malformed reshaper data: No such resource class DISK_OF_STEEL.".into(),
+        ));
+        let mut w = writes.clone();
+        w[0].allocations[0].class = ResourceClass::new_unchecked("COWS");
+        cases.push((
+            targets.clone(),
+            w,
+            "malformed reshaper data: No such resource class COWS.".into(),
+        ));
+        // Allocations that do not fit the new inventories.
+        let mut t = targets.clone();
+        t[0].inventories[0].1.max_unit = 600;
+        cases.push((
+            t,
+            writes.clone(),
+            "Unable to allocate inventory: Unable to create allocation for 'DISK_GB'".into(),
+        ));
+        let mut t = targets.clone();
+        t[1].inventories[0].1.total = 5;
+        cases.push((
+            t,
+            writes.clone(),
+            "Unable to allocate inventory: Unable to create allocation for 'VCPU'".into(),
+        ));
+        // Allocations left on removed inventory.
+        let w = vec![writes[0].clone()];
+        cases.push((
+            targets.clone(),
+            w,
+            format!("update conflict: Inventory for 'VCPU' on resource provider '{RP}' in use."),
+        ));
+
+        for (t, w, wanted) in cases {
+            let got = message(refused(&t, &w));
+            assert!(got.starts_with(&wanted), "{got}\n  wanted {wanted}");
+        }
+
+        // No allocations at all, with inventory in use: refused at the last step.
+        let t = vec![target(RP, g, &[("VCPU", inv(1))])];
+        assert!(matches!(
+            refused(&t, &[]),
+            Error::Conflict { code: ConflictCode::InventoryInUse, message }
+                if message.contains("'DISK_GB'")
+        ));
+
+        // A missing provider is the plan's answer, with nothing to persist.
+        let mut t = targets.clone();
+        t[1].provider = "39bafc00-3fff-444d-b87a-2ead3f866e05".into();
+        let (answer, changes) = s.reshape(&t, &writes, 9).unwrap();
+        assert!(changes.is_empty());
+        assert_eq!(
+            answer,
+            Err(MissingProvider(
+                "Resource provider 39bafc00-3fff-444d-b87a-2ead3f866e05 in inventories not \
+                 found: No resource provider with uuid 39bafc00-3fff-444d-b87a-2ead3f866e05 found"
+                    .into()
+            ))
+        );
+        // Only the canonical spelling names a provider.
+        let mut t = targets.clone();
+        t[0].provider = RP.to_string().to_uppercase();
+        assert!(matches!(s.reshape(&t, &writes, 9), Ok((Err(_), _))));
+    }
+
+    #[test]
+    fn capacity_may_dip_in_between_and_reserved_is_not_checked() {
+        let mut s = world();
+        let g = generation(&s, RP);
+        // VCPU shrinks to exactly what is used while DISK_GB's inventory keeps
+        // reserved above total, which only the reshaper accepts.
+        let odd = Inventory {
+            reserved: 4096,
+            ..disk()
+        };
+        let t = vec![target(RP, g, &[("DISK_GB", odd), ("VCPU", inv(7))])];
+        run(&mut s, |s| s.reshape(&t, &[], 3)).unwrap();
+        assert_eq!(
+            s.provider_by_uuid(&RP).unwrap().inventories["DISK_GB"].reserved,
+            4096
+        );
+        // Nothing was allocated: interim and final steps only.
+        assert_eq!(generation(&s, RP), g + 2);
+    }
+}

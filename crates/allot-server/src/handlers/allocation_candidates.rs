@@ -1,10 +1,560 @@
-//! Handlers for allocation_candidates (to be written).
+//! `GET /allocation_candidates` (1.10–1.39): where a request for resources fits.
+//!
+//! The handler turns the query string into a [`CandidateQuery`] with Placement's checks
+//! and messages at each microversion (the groups and their suffixes, `group_policy`,
+//! `limit`, `root_required`, `same_subtree`), runs the in-memory search of
+//! `allot_core::candidates` on a blocking thread under the view's read lock, and
+//! writes the answer in the form of the microversion: allocation requests as lists
+//! before 1.12 and as objects (with `mappings` from 1.34) after; provider summaries
+//! with traits from 1.17, every inventory from 1.27, parent and root from 1.29.
 
+use allot_core::candidates::{CandidateQuery, Candidates, RequestGroup, SearchOptions};
+use allot_core::{State as View, Uuid};
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::routing::get;
 use axum::Router;
+use regex::Regex;
+use serde_json::{json, Map, Value};
 
-use crate::AppState;
+use crate::context::Ctx;
+use crate::error::{codes, ApiError, ApiResult};
+use crate::handlers::providers::{
+    check_utf8_query, member_of_filter, parse_uuid_like, required_filter, resources_filter,
+};
+use crate::http::{self, Query};
+use crate::microversion::Version;
+use crate::policy::authorize;
+use crate::{schema, schemas, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    Router::new().route("/allocation_candidates", get(list))
+}
+
+/// `GET /allocation_candidates`.
+pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
+    ctx.require(10)?;
+    ctx.require_json_accept()?;
+    authorize(
+        &ctx,
+        app.config.policy,
+        "placement:allocation_candidates:list",
+    )?;
+    let query = parse_query(ctx.version, raw.as_deref())?;
+    let options = SearchOptions {
+        max_candidates: app
+            .config
+            .max_allocation_candidates
+            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
+        random_seed: app
+            .config
+            .randomize_allocation_candidates
+            .then(|| Uuid::new_v4().as_u64_pair().0),
+        ..Default::default()
+    };
+    let version = ctx.version;
+    let host = app.host.clone();
+    // The search can take milliseconds of CPU: keep it off the async workers. The read
+    // guard lives only inside the blocking task.
+    let body = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
+        let view = host.read();
+        let found = view.allocation_candidates(&query, &options)?;
+        if found.truncated {
+            tracing::warn!(
+                returned = found.requests.len(),
+                "allocation candidates cut short by max_allocation_candidates or the search \
+                 step budget"
+            );
+        }
+        let body = render(&view, version, &query, &found);
+        Ok(serde_json::to_vec(&body).unwrap_or_default())
+    })
+    .await
+    .map_err(|join| {
+        tracing::error!(error = %join, "allocation candidates task failed");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
+    })??;
+    let mut response = http::json(StatusCode::OK, &Value::Null);
+    *response.body_mut() = axum::body::Body::from(body);
+    Ok(if ctx.wants_cache_headers() {
+        http::cache_headers(response, app.host.now())
+    } else {
+        response
+    })
+}
+
+fn invalid_query(message: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("Invalid query string parameters: {message}"))
+}
+
+/// Python's `repr` of a list of strings, as Placement puts suffix lists in messages.
+fn py_list(items: &[&str]) -> String {
+    let parts: Vec<String> = items.iter().map(|s| schema::py_repr(&json!(s))).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// A group being parsed.
+#[derive(Default)]
+struct GroupBuilder {
+    suffix: String,
+    resources: Vec<(String, u64)>,
+    required: Vec<Vec<String>>,
+    forbidden: Vec<String>,
+    member_of: Vec<Vec<Uuid>>,
+    forbidden_aggregates: Vec<Uuid>,
+    in_tree: Option<String>,
+}
+
+/// Turns the query string into a request, with Placement's checks in Placement's
+/// order.
+fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, ApiError> {
+    check_utf8_query(raw.unwrap_or(""))?;
+    let query = Query::parse(raw);
+    let schema = schemas::allocation_candidates_query(version.0);
+    let mut last = Map::new();
+    for (key, value) in &query.0 {
+        last.insert(key.clone(), Value::String(value.clone()));
+    }
+    schema::validate(&Value::Object(last), &schema).map_err(invalid_query)?;
+
+    // Request-wide parameters. Placement reads the first `limit` and `group_policy`
+    // (the schema saw the last ones).
+    let limit = match query.all("limit").first() {
+        None => None,
+        Some(first) => {
+            let only_limit = json!({
+                "type": "object",
+                "properties": {"limit": schema["properties"]["limit"].clone()},
+            });
+            schema::validate(&json!({ "limit": first }), &only_limit).map_err(invalid_query)?;
+            Some(first.parse::<usize>().unwrap_or(usize::MAX))
+        }
+    };
+    let group_policy = query
+        .all("group_policy")
+        .first()
+        .copied()
+        .filter(|p| !p.is_empty());
+    let mut root_required = Vec::new();
+    let mut root_forbidden = Vec::new();
+    let roots = query.all("root_required");
+    if roots.len() > 1 {
+        return Err(ApiError::bad_request(
+            "Query parameter 'root_required' may be specified only once.",
+        )
+        .with_code(codes::QUERY_DUPLICATE_KEY));
+    }
+    if let Some(value) = roots.first() {
+        // No `in:` form here, at any microversion; forbidden traits are allowed.
+        let (required, forbidden) = required_filter(Version(38), &[value])?;
+        root_required = required.into_iter().flatten().collect::<Vec<_>>();
+        root_required.dedup();
+        root_forbidden = forbidden;
+        let mut conflicts: Vec<&str> = root_required
+            .iter()
+            .filter(|t| root_forbidden.contains(t))
+            .map(String::as_str)
+            .collect();
+        conflicts.sort_unstable();
+        conflicts.dedup();
+        if !conflicts.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "Conflicting required and forbidden traits found in root_required: {}",
+                conflicts.join(", ")
+            ))
+            .with_code(codes::QUERY_BAD_VALUE));
+        }
+    }
+    let mut same_subtrees: Vec<Vec<String>> = Vec::new();
+    for value in query.all("same_subtree") {
+        let mut set: Vec<String> = Vec::new();
+        for s in value.split(',').map(str::trim) {
+            if s.is_empty() {
+                return Err(ApiError::bad_request(
+                    "Empty string (unsuffixed group) can not be specified in `same_subtree` ",
+                )
+                .with_code(codes::QUERY_BAD_VALUE));
+            }
+            if !set.iter().any(|x| x == s) {
+                set.push(s.to_owned());
+            }
+        }
+        same_subtrees.push(set);
+    }
+
+    // The groups, in the order their first parameter appears.
+    let suffix = if version.at_least(33) {
+        "[a-zA-Z0-9_-]{1,64}"
+    } else {
+        "[1-9][0-9]*"
+    };
+    let key_pattern = Regex::new(&format!(
+        "^(resources|required|member_of|in_tree)({suffix})?$"
+    ))
+    .expect("a valid pattern");
+    let mut groups: Vec<GroupBuilder> = Vec::new();
+    for (key, value) in &query.0 {
+        let Some(m) = key_pattern.captures(key) else {
+            continue;
+        };
+        let prefix = m.get(1).map_or("", |x| x.as_str());
+        let suffix = m.get(2).map_or("", |x| x.as_str());
+        let at = match groups.iter().position(|g| g.suffix == suffix) {
+            Some(i) => i,
+            None => {
+                groups.push(GroupBuilder {
+                    suffix: suffix.to_owned(),
+                    ..Default::default()
+                });
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[at];
+        match prefix {
+            "resources" => g.resources = resources_filter(value)?,
+            "required" => (g.required, g.forbidden) = required_filter(version, &query.all(key))?,
+            "member_of" => {
+                (g.member_of, g.forbidden_aggregates) =
+                    member_of_values(version, suffix, &query.all(key))?
+            }
+            _ => {
+                let trimmed = value.trim();
+                if parse_uuid_like(trimmed).is_none() {
+                    return Err(invalid_query(format!(
+                        "Expected 'in_tree' parameter to be a format of uuid. Got: {value}"
+                    )));
+                }
+                g.in_tree = Some(trimmed.to_owned());
+            }
+        }
+    }
+
+    if version.at_least(36) {
+        check_resourceless(&groups, &same_subtrees)?;
+    } else {
+        check_orphans(&groups)?;
+    }
+    if version.at_least(22) {
+        check_conflicting_traits(&groups)?;
+    }
+    if group_policy.is_none() && groups.iter().filter(|g| !g.suffix.is_empty()).count() > 1 {
+        return Err(ApiError::bad_request(
+            "The \"group_policy\" parameter is required when specifying more than one \
+             \"resources{N}\" parameter.",
+        ));
+    }
+
+    Ok(CandidateQuery {
+        groups: groups
+            .into_iter()
+            .map(|g| RequestGroup {
+                suffix: g.suffix,
+                resources: g.resources,
+                required: g.required,
+                forbidden: g.forbidden,
+                member_of: g.member_of,
+                forbidden_aggregates: g.forbidden_aggregates,
+                in_tree: g.in_tree,
+            })
+            .collect(),
+        isolate: group_policy == Some("isolate"),
+        limit,
+        root_required,
+        root_forbidden,
+        same_subtrees,
+        nested_aware: version.at_least(29),
+    })
+}
+
+/// `member_ofS` values: Placement's checks of repeated (1.24) and forbidden (1.32)
+/// values, worded with the group's suffix, around the shared parser of one value.
+fn member_of_values(
+    version: Version,
+    suffix: &str,
+    values: &[&str],
+) -> Result<(Vec<Vec<Uuid>>, Vec<Uuid>), ApiError> {
+    if !version.at_least(24) && values.len() > 1 {
+        return Err(ApiError::bad_request(format!(
+            "Multiple member_of{suffix} parameters are not supported"
+        )));
+    }
+    let mut required = Vec::new();
+    let mut forbidden: Vec<Uuid> = Vec::new();
+    for value in values {
+        let (r, f) = member_of_filter(Version(39), &[value])?;
+        required.extend(r);
+        if !f.is_empty() && !version.at_least(32) {
+            return Err(ApiError::bad_request(format!(
+                "Forbidden member_of{suffix} parameters are not supported in the specified \
+                 microversion"
+            )));
+        }
+        for u in f {
+            if !forbidden.contains(&u) {
+                forbidden.push(u);
+            }
+        }
+    }
+    Ok((required, forbidden))
+}
+
+/// From 1.36: groups without resources must be named in `same_subtree`, and
+/// `same_subtree` names only real groups.
+fn check_resourceless(
+    groups: &[GroupBuilder],
+    same_subtrees: &[Vec<String>],
+) -> Result<(), ApiError> {
+    let resourceless: Vec<&str> = groups
+        .iter()
+        .filter(|g| g.resources.is_empty())
+        .map(|g| g.suffix.as_str())
+        .collect();
+    if resourceless.len() == groups.len() {
+        return Err(ApiError::bad_request(
+            "There must be at least one resources or resources[$S] parameter.",
+        )
+        .with_code(codes::QUERY_MISSING_VALUE));
+    }
+    let named: Vec<&str> = same_subtrees.iter().flatten().map(String::as_str).collect();
+    let bad: Vec<&str> = resourceless
+        .iter()
+        .copied()
+        .filter(|s| !named.contains(s))
+        .collect();
+    if !bad.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "Resourceless suffixed group request should be specified in `same_subtree` query \
+             param: bad group(s) - {}.",
+            py_list(&bad)
+        ))
+        .with_code(codes::QUERY_BAD_VALUE));
+    }
+    let mut unknown: Vec<&str> = named
+        .iter()
+        .copied()
+        .filter(|s| !groups.iter().any(|g| g.suffix == *s))
+        .collect();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        let all: Vec<&str> = groups.iter().map(|g| g.suffix.as_str()).collect();
+        return Err(ApiError::bad_request(format!(
+            "Real suffixes should be specified in `same_subtree`: {} not found in {}.",
+            py_list(&unknown),
+            py_list(&all)
+        ))
+        .with_code(codes::QUERY_BAD_VALUE));
+    }
+    Ok(())
+}
+
+/// Before 1.36: every group has resources.
+fn check_orphans(groups: &[GroupBuilder]) -> Result<(), ApiError> {
+    let orphans: Vec<String> = groups
+        .iter()
+        .filter(|g| !g.required.is_empty() && g.resources.is_empty())
+        .map(|g| format!("required{}", g.suffix))
+        .collect();
+    if !orphans.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "All traits parameters must be associated with resources.  Found the following \
+             orphaned traits keys: {}",
+            orphans.join(", ")
+        )));
+    }
+    let orphans: Vec<String> = groups
+        .iter()
+        .filter(|g| {
+            g.resources.is_empty()
+                && (!g.member_of.is_empty() || !g.forbidden_aggregates.is_empty())
+        })
+        .map(|g| format!("member_of{}", g.suffix))
+        .collect();
+    if !orphans.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "All member_of parameters must be associated with resources. Found the following \
+             orphaned member_of keys: {}",
+            orphans.join(", ")
+        )));
+    }
+    if groups.iter().any(|g| g.resources.is_empty()) {
+        return Err(ApiError::bad_request(
+            "All request groups must specify resources.",
+        ));
+    }
+    if groups.is_empty() {
+        return Err(ApiError::bad_request(
+            "At least one request group (`resources` or `resources{$S}`) is required.",
+        ));
+    }
+    Ok(())
+}
+
+/// From 1.22: an any-of set of required traits all of which are forbidden.
+fn check_conflicting_traits(groups: &[GroupBuilder]) -> Result<(), ApiError> {
+    let mut conflicts: Vec<String> = Vec::new();
+    for g in groups {
+        for any in &g.required {
+            if any.iter().all(|t| g.forbidden.contains(t)) {
+                let mut names: Vec<&str> = any.iter().map(String::as_str).collect();
+                names.sort_unstable();
+                conflicts.push(format!("required{}: ({})", g.suffix, names.join(", ")));
+            }
+        }
+    }
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    conflicts.sort();
+    Err(ApiError::bad_request(format!(
+        "Conflicting required and forbidden traits found in the following traits keys: {}",
+        conflicts.join(", ")
+    )))
+}
+
+/// The answer's JSON at the request's microversion.
+fn render(view: &View, version: Version, query: &CandidateQuery, found: &Candidates) -> Value {
+    let uuid = |id| view.uuid_of(id).to_string();
+    let requests: Vec<Value> = found
+        .requests
+        .iter()
+        .map(|r| {
+            // Allocations grouped by provider (they are sorted by provider).
+            let mut by_provider: Vec<(String, Map<String, Value>)> = Vec::new();
+            for &(id, class, amount) in &r.allocations {
+                let u = uuid(id);
+                match by_provider.last_mut() {
+                    Some((last, resources)) if *last == u => {
+                        resources.insert(found.class_name(class).to_owned(), json!(amount));
+                    }
+                    _ => {
+                        let mut resources = Map::new();
+                        resources.insert(found.class_name(class).to_owned(), json!(amount));
+                        by_provider.push((u, resources));
+                    }
+                }
+            }
+            if !version.at_least(12) {
+                let allocations: Vec<Value> = by_provider
+                    .into_iter()
+                    .map(|(u, resources)| {
+                        json!({"resource_provider": {"uuid": u}, "resources": resources})
+                    })
+                    .collect();
+                return json!({ "allocations": allocations });
+            }
+            let allocations: Map<String, Value> = by_provider
+                .into_iter()
+                .map(|(u, resources)| (u, json!({ "resources": resources })))
+                .collect();
+            let mut request = json!({ "allocations": allocations });
+            if version.at_least(34) {
+                let mappings: Map<String, Value> = query
+                    .groups
+                    .iter()
+                    .zip(&r.mappings)
+                    .map(|(g, ids)| {
+                        let uuids: Vec<String> = ids.iter().map(|id| uuid(*id)).collect();
+                        (g.suffix.clone(), json!(uuids))
+                    })
+                    .collect();
+                request["mappings"] = Value::Object(mappings);
+            }
+            request
+        })
+        .collect();
+
+    let all_resources = version.at_least(27);
+    let mut summaries = Map::new();
+    for id in &found.summaries {
+        let Some(s) = view.provider_summary(*id) else {
+            continue;
+        };
+        let resources: Map<String, Value> = s
+            .resources
+            .iter()
+            .filter(|r| all_resources || found.classes.iter().any(|c| c == r.class))
+            .map(|r| {
+                (
+                    r.class.to_owned(),
+                    json!({"capacity": r.capacity, "used": r.used}),
+                )
+            })
+            .collect();
+        let mut summary = json!({ "resources": resources });
+        if version.at_least(17) {
+            summary["traits"] = json!(s.traits);
+        }
+        if version.at_least(29) {
+            summary["parent_provider_uuid"] = json!(s.parent_uuid);
+            summary["root_provider_uuid"] = json!(s.root_uuid);
+        }
+        summaries.insert(s.uuid.to_string(), summary);
+    }
+    json!({
+        "allocation_requests": requests,
+        "provider_summaries": summaries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(raw: &str, v: u16) -> String {
+        parse_query(Version(v), Some(raw)).unwrap_err().message
+    }
+
+    #[test]
+    fn groups_and_request_wide_parameters() {
+        let q = parse_query(
+            Version(39),
+            Some(
+                "resources=VCPU:1&resources_A=VGPU:1&required_A=in:CUSTOM_X,CUSTOM_Y\
+                 &required_A=!CUSTOM_Z&resources1=DISK_GB:5&group_policy=isolate\
+                 &group_policy=none&limit=3&limit=9&same_subtree=_A,1",
+            ),
+        )
+        .unwrap();
+        let suffixes: Vec<&str> = q.groups.iter().map(|g| g.suffix.as_str()).collect();
+        assert_eq!(suffixes, vec!["", "_A", "1"]);
+        assert_eq!(q.groups[1].required, vec![vec!["CUSTOM_X", "CUSTOM_Y"]]);
+        assert_eq!(q.groups[1].forbidden, vec!["CUSTOM_Z"]);
+        assert!(q.isolate);
+        assert_eq!(q.limit, Some(3));
+        assert_eq!(q.same_subtrees, vec![vec!["_A", "1"]]);
+        assert!(q.nested_aware);
+    }
+
+    #[test]
+    fn refusals() {
+        let cases: Vec<(&str, u16, &str)> = vec![
+            ("", 10, "'resources' is a required property"),
+            ("resources=VCPU:1&limit=5", 15, "'limit' was unexpected"),
+            ("resources=VCPU:1&limit=0", 16, "Failed validating 'pattern'"),
+            ("resources=VCPU:1&limit=x&limit=1", 16, "Failed validating 'pattern'"),
+            ("resources=", 10, "Got: empty string."),
+            ("resources1=VCPU:1&resources2=VCPU:1", 25, "The \"group_policy\" parameter is required"),
+            ("resources1=VCPU:1&required2=CUSTOM_A", 25, "All traits parameters must be associated with resources.  Found the following orphaned traits keys: required2"),
+            ("resources=VCPU:1&member_of1=5f6b1e2e-4f0e-4b8e-9f69-2f6c1f0a1b2c", 25, "orphaned member_of keys: member_of1"),
+            ("resources=VCPU:1&in_tree1=5f6b1e2e-4f0e-4b8e-9f69-2f6c1f0a1b2c", 31, "All request groups must specify resources."),
+            ("resources=VCPU:1&in_tree=life", 31, "Expected 'in_tree' parameter to be a format of uuid. Got: life"),
+            ("resources1=VCPU:1&required2=CUSTOM_A&group_policy=none", 36, "Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - ['2']."),
+            ("required1=CUSTOM_A", 36, "There must be at least one resources or resources[$S] parameter."),
+            ("resources_A=VCPU:1&same_subtree=A", 36, "Real suffixes should be specified in `same_subtree`: ['A'] not found in ['_A']."),
+            ("resources_A=VCPU:1&same_subtree=_A,,_B", 36, "Empty string (unsuffixed group) can not be specified in `same_subtree` "),
+            ("resources=VCPU:1&required=CUSTOM_A,!CUSTOM_A", 22, "Conflicting required and forbidden traits found in the following traits keys: required: (CUSTOM_A)"),
+            ("resources=VCPU:1&root_required=A,!A", 35, "Conflicting required and forbidden traits found in root_required: A"),
+            ("resources=VCPU:1&root_required=A&root_required=B", 35, "Query parameter 'root_required' may be specified only once."),
+            ("resources=VCPU:1&root_required=in:A,B", 39, "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39."),
+            ("resources=VCPU:1&member_of=5f6b1e2e-4f0e-4b8e-9f69-2f6c1f0a1b2c&member_of=5f6b1e2e-4f0e-4b8e-9f69-2f6c1f0a1b2c", 23, "Multiple member_of parameters are not supported"),
+            ("resources1=VCPU:1&member_of1=!5f6b1e2e-4f0e-4b8e-9f69-2f6c1f0a1b2c", 31, "Forbidden member_of1 parameters are not supported in the specified microversion"),
+            ("resources_A=VCPU:1", 32, "does not match any of the regexes"),
+            ("resources=VCPU:1&root_required=A", 34, "'root_required' does not match any of the regexes"),
+        ];
+        for (raw, v, want) in cases {
+            let got = message(raw, v);
+            assert!(got.contains(want), "{raw} at 1.{v}: {got}");
+        }
+    }
 }

@@ -321,7 +321,7 @@ fn list_query(version: Version, raw: Option<&str>) -> Result<ProviderQuery, ApiE
 /// Refuses a query string whose names or values, once percent-decoded, are not UTF-8
 /// (Placement fails to decode them and says so), where the query parser would
 /// quietly put replacement characters in.
-fn check_utf8_query(raw: &str) -> Result<(), ApiError> {
+pub fn check_utf8_query(raw: &str) -> Result<(), ApiError> {
     for part in raw.split('&').flat_map(|pair| pair.splitn(2, '=')) {
         let bytes = percent_decode(part);
         if let Err(e) = std::str::from_utf8(&bytes) {

@@ -1,10 +1,281 @@
-//! Handlers for usages (to be written).
+//! Usages: what allocations use of a provider's inventories
+//! (`GET /resource_providers/{uuid}/usages`), and what a project's consumers hold in
+//! all (`GET /usages`, 1.9; grouped by consumer type from 1.38).
+//!
+//! The sums are the core's (`allot_core::usage`); here are Placement's checks, in its
+//! order, and the bodies. Usages describe "now", so from 1.15 both answers carry
+//! `cache-control: no-cache` and a `last-modified` of the time of the request, as
+//! Placement's do.
 
+use std::collections::BTreeMap;
+
+use allot_core::usage::{GroupUsage, TypeFilter};
+use allot_core::ResourceClass;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
 use axum::Router;
+use serde_json::{json, Map, Value};
 
-use crate::AppState;
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::http::{self, Query};
+use crate::policy::{authorize, authorize_target};
+use crate::{schema, schemas, AppState};
+
+const PROVIDER_USAGES: &str = "placement:resource_providers:usages";
+const TOTAL_USAGES: &str = "placement:usages";
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/resource_providers/{uuid}/usages", get(provider_usages))
+        .route("/usages", get(total_usages))
+}
+
+/// Adds the 1.15 caching headers, dated now.
+fn cached(ctx: &Ctx, app: &AppState, response: Response) -> Response {
+    if ctx.wants_cache_headers() {
+        http::cache_headers(response, app.host.now())
+    } else {
+        response
+    }
+}
+
+fn by_class<'a>(sums: impl IntoIterator<Item = (&'a ResourceClass, u64)>) -> Map<String, Value> {
+    sums.into_iter()
+        .map(|(class, used)| (class.as_str().to_owned(), json!(used)))
+        .collect()
+}
+
+/// `GET /resource_providers/{uuid}/usages`: the usage of every class the provider has
+/// inventory of, and its generation.
+pub async fn provider_usages(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult {
+    // A segment that is not UTF-8 once decoded names no provider.
+    let Path(uuid) = path.map_err(|_| ApiError::not_found("The resource could not be found."))?;
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, PROVIDER_USAGES)?;
+    let body = {
+        let view = app.host.read();
+        let provider = view.provider_by_uuid_str(&uuid).ok_or_else(|| {
+            ApiError::not_found(format!(
+                "No resource provider with uuid {uuid} found: \
+                 No resource provider with uuid {uuid} found"
+            ))
+        })?;
+        json!({
+            "resource_provider_generation": provider.row.generation,
+            "usages": by_class(view.provider_usages(provider)),
+        })
+    };
+    Ok(cached(&ctx, &app, http::json(StatusCode::OK, &body)))
+}
+
+/// The parameters of `GET /usages`, validated.
+#[derive(Debug, PartialEq, Eq)]
+struct TotalsQuery {
+    project_id: String,
+    user_id: Option<String>,
+    /// From 1.38: None when the answer is the older, ungrouped form.
+    consumer_type: Option<Option<String>>,
+}
+
+/// Validates the query string of `GET /usages` at `1.minor` against Placement's schema.
+/// A parameter given several times counts with its last value, as in Placement.
+fn totals_query(minor: u16, query: &Query) -> Result<TotalsQuery, ApiError> {
+    let mut values = Map::new();
+    for (key, value) in &query.0 {
+        values.insert(key.clone(), Value::String(value.clone()));
+    }
+    let values = Value::Object(values);
+    schema::validate(&values, &schemas::usages_query(minor))
+        .map_err(|e| ApiError::bad_request(format!("Invalid query string parameters: {e}")))?;
+    let get = |key: &str| values.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(TotalsQuery {
+        project_id: get("project_id").unwrap_or_default(),
+        user_id: get("user_id"),
+        consumer_type: (minor >= 38).then(|| get("consumer_type")),
+    })
+}
+
+/// The 1.38 body: per group, its sums by class and its `consumer_count`.
+fn grouped_body(groups: BTreeMap<String, GroupUsage>) -> Value {
+    let groups: Map<String, Value> = groups
+        .into_iter()
+        .map(|(name, group)| {
+            let mut fields = by_class(group.usages.iter().map(|(c, n)| (c, *n)));
+            fields.insert("consumer_count".into(), json!(group.consumer_count));
+            (name, Value::Object(fields))
+        })
+        .collect();
+    json!({ "usages": groups })
+}
+
+/// `GET /usages?project_id=&user_id=` (1.9): what the consumers of a project, or of
+/// one of its users, hold in all; from 1.38 grouped by consumer type and filtered by
+/// `consumer_type`.
+pub async fn total_usages(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult {
+    ctx.require(9)?;
+    ctx.require_json_accept()?;
+    http::require_utf8_query(raw.as_deref().unwrap_or(""))?;
+    let query = Query::parse(raw.as_deref());
+    // Policy looks at the project asked about before the query is validated.
+    let target = query.all("project_id").last().map(|p| p.to_string());
+    authorize_target(&ctx, app.config.policy, TOTAL_USAGES, target.as_deref())?;
+    let wanted = totals_query(ctx.version.0, &query)?;
+    let body = {
+        let view = app.host.read();
+        let user = wanted.user_id.as_deref();
+        match &wanted.consumer_type {
+            None => json!({
+                "usages": by_class(
+                    view.project_usages(&wanted.project_id, user)
+                        .iter()
+                        .map(|(c, n)| (c, *n))
+                ),
+            }),
+            Some(filter) => grouped_body(view.project_usages_by_type(
+                &wanted.project_id,
+                user,
+                TypeFilter::from_param(filter.as_deref()),
+            )),
+        }
+    };
+    Ok(cached(&ctx, &app, http::json(StatusCode::OK, &body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(minor: u16, raw: &str) -> Result<TotalsQuery, String> {
+        totals_query(minor, &Query::parse(Some(raw))).map_err(|e| {
+            assert_eq!(e.status, StatusCode::BAD_REQUEST);
+            e.message
+        })
+    }
+
+    #[test]
+    fn query_validation_by_microversion() {
+        let long = "x".repeat(256);
+        // (minor, query, the error's start, or None if accepted)
+        let cases: Vec<(u16, String, Option<&str>)> = vec![
+            (9, "project_id=p".into(), None),
+            (9, "project_id=p&user_id=u".into(), None),
+            (9, "".into(), Some("'project_id' is a required property")),
+            (
+                9,
+                "user_id=u".into(),
+                Some("'project_id' is a required property"),
+            ),
+            (9, "project_id=".into(), Some("'' is too short")),
+            (9, "project_id=p&user_id=".into(), Some("'' is too short")),
+            (9, format!("project_id={long}"), Some("'xxxx")),
+            (9, format!("project_id=p&user_id={long}"), Some("'xxxx")),
+            (
+                9,
+                "project_id=p&dummy=1".into(),
+                Some("Additional properties are not allowed ('dummy' was unexpected)"),
+            ),
+            // consumer_type only from 1.38.
+            (
+                37,
+                "project_id=p&consumer_type=PONY".into(),
+                Some("Additional properties are not allowed ('consumer_type' was unexpected)"),
+            ),
+            (38, "project_id=p&consumer_type=PONY".into(), None),
+            (38, "project_id=p&consumer_type=all".into(), None),
+            (38, "project_id=p&consumer_type=unknown".into(), None),
+            (38, "project_id=p&consumer_type=ALL".into(), None),
+            (
+                38,
+                "project_id=p&consumer_type=pony".into(),
+                Some("'pony' does not match"),
+            ),
+            (
+                38,
+                "project_id=p&consumer_type=".into(),
+                Some("'' does not match"),
+            ),
+        ];
+        for (minor, raw, wanted) in cases {
+            let got = parse(minor, &raw);
+            match wanted {
+                None => assert!(got.is_ok(), "{minor} {raw}: {got:?}"),
+                Some(start) => {
+                    let message = got.expect_err(&raw);
+                    let prefix = format!("Invalid query string parameters: {start}");
+                    assert!(message.starts_with(&prefix), "{minor} {raw}: {message}");
+                }
+            }
+        }
+        let long_message = parse(9, &format!("project_id={long}")).unwrap_err();
+        assert!(long_message.contains("Failed validating 'maxLength'"));
+    }
+
+    #[test]
+    fn undecodable_queries_are_refused() {
+        let message = |raw: &str| http::require_utf8_query(raw).map_err(|e| e.message);
+        assert!(message("project_id=p&user_id=%C3%A9+x").is_ok());
+        assert_eq!(
+            message("project_id=%ff").unwrap_err(),
+            "Invalid query string parameters: 'utf-8' codec can't decode byte 0xff in \
+             position 0: invalid start byte"
+        );
+        assert_eq!(
+            message("project_id=ab%C3").unwrap_err(),
+            "Invalid query string parameters: 'utf-8' codec can't decode byte 0xc3 in \
+             position 2: unexpected end of data"
+        );
+        // A lone '%' is taken as it is.
+        assert!(message("project_id=100%").is_ok());
+    }
+
+    #[test]
+    fn query_values() {
+        assert_eq!(
+            parse(9, "project_id=a&project_id=b&user_id=u").unwrap(),
+            TotalsQuery {
+                project_id: "b".into(),
+                user_id: Some("u".into()),
+                consumer_type: None,
+            }
+        );
+        assert_eq!(parse(38, "project_id=a").unwrap().consumer_type, Some(None));
+        assert_eq!(
+            parse(38, "project_id=a&consumer_type=all")
+                .unwrap()
+                .consumer_type,
+            Some(Some("all".into()))
+        );
+    }
+
+    #[test]
+    fn grouped_bodies_mix_classes_and_counts() {
+        let mut groups = BTreeMap::new();
+        groups.insert(
+            "unknown".to_string(),
+            GroupUsage {
+                usages: [(ResourceClass::new_unchecked("VCPU"), 7)]
+                    .into_iter()
+                    .collect(),
+                consumer_count: 3,
+            },
+        );
+        assert_eq!(
+            grouped_body(groups),
+            json!({"usages": {"unknown": {"VCPU": 7, "consumer_count": 3}}})
+        );
+        assert_eq!(grouped_body(BTreeMap::new()), json!({"usages": {}}));
+    }
 }

@@ -346,6 +346,13 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     "DELETE FROM resource_classes WHERE name = ?1",
                     [old.as_str()],
                 )?;
+                // Rows refer to classes by name: a rename carries them along.
+                for table in ["inventories", "allocations"] {
+                    tx.execute(
+                        &format!("UPDATE {table} SET resource_class = ?2 WHERE resource_class = ?1"),
+                        [old.as_str(), record.name.as_str()],
+                    )?;
+                }
             }
             tx.execute(
                 "INSERT OR REPLACE INTO resource_classes (name, created_at, updated_at)

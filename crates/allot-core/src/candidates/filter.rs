@@ -1,0 +1,358 @@
+//! Which providers may serve which part of a request, anchor by anchor.
+//!
+//! A candidate is built around one *anchor*: a root provider whose tree supplies the
+//! resources, helped by sharing providers (`MISC_SHARES_VIA_AGGREGATE`) tied to that
+//! tree through an aggregate. This module turns a request into *slots*, the smallest
+//! decisions of a candidate, and lists for one anchor the providers each slot may use:
+//!
+//! - a suffixed group is one slot: all its resources come from one provider, which
+//!   has room for each of them, the group's traits and aggregates itself, and lies
+//!   in the anchor's tree or is a sharing provider tied to it;
+//! - the unsuffixed group is one slot per resource class: each class comes whole from
+//!   one provider of the anchor's tree or one tied sharing provider, with aggregates
+//!   judged on the provider *or the anchor*, forbidden traits on every provider used,
+//!   and required traits on the providers used *together* (checked by the search).
+//!
+//! These are Placement's rules, read from its behaviour; the rest (how slots combine)
+//! is the search's business (`super::search`).
+
+use std::collections::{HashMap, HashSet};
+
+use uuid::Uuid;
+
+use crate::model::{Provider, ProviderId};
+use crate::state::State;
+
+use super::{CandidateQuery, RequestGroup};
+
+/// The trait that makes a provider's inventory usable by the trees it shares an
+/// aggregate with.
+pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
+
+/// Where a group's `in_tree` points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InTree {
+    /// No `in_tree`.
+    Anywhere,
+    /// The root of the named provider's tree.
+    Root(ProviderId),
+    /// The named provider does not exist: the group matches nothing.
+    Missing,
+}
+
+/// One request group, resolved against the state.
+#[derive(Debug)]
+pub(super) struct Group<'q> {
+    /// The request as given.
+    pub request: &'q RequestGroup,
+    /// Whether the group is suffixed (all from one provider).
+    pub granular: bool,
+    /// `(class index, amount)` for each requested class, in request order.
+    pub demands: Vec<(usize, u64)>,
+    /// Where `in_tree` points.
+    pub in_tree: InTree,
+}
+
+/// A query resolved against the state: everything the per-anchor work shares.
+pub(super) struct Prepared<'s, 'q> {
+    /// The view.
+    pub state: &'s State,
+    /// The query.
+    pub query: &'q CandidateQuery,
+    /// Distinct requested resource classes; groups refer to them by index.
+    pub classes: Vec<&'q str>,
+    /// The groups, in request order.
+    pub groups: Vec<Group<'q>>,
+    /// The `same_subtree` sets, as group indices.
+    pub same_subtrees: Vec<Vec<usize>>,
+    /// Whether a candidate may not use two providers of one tree (microversions
+    /// before 1.29 in a cloud that has trees).
+    pub one_provider_per_tree: bool,
+    /// Sharing providers.
+    sharing: HashSet<ProviderId>,
+    /// Sharing providers by aggregate.
+    sharing_by_aggregate: HashMap<Uuid, Vec<ProviderId>>,
+}
+
+/// One decision of a candidate: which provider supplies a group (suffixed groups) or
+/// one class of the unsuffixed group.
+#[derive(Debug, Clone)]
+pub(super) struct Slot {
+    /// The group it belongs to.
+    pub group: usize,
+    /// What the chosen provider gives: `(class index, amount)`.
+    pub demands: Vec<(usize, u64)>,
+    /// Whether the group is suffixed (isolation applies to these).
+    pub granular: bool,
+    /// The providers that may be chosen, by id.
+    pub options: Vec<ProviderId>,
+}
+
+impl<'s, 'q> Prepared<'s, 'q> {
+    /// Resolves a query. Names are not checked here (see `super::validate`); an
+    /// unknown class simply has no provider with room for it.
+    pub fn new(state: &'s State, query: &'q CandidateQuery) -> Self {
+        let mut classes: Vec<&'q str> = Vec::new();
+        let mut groups = Vec::with_capacity(query.groups.len());
+        for request in &query.groups {
+            let demands = request
+                .resources
+                .iter()
+                .map(|(class, amount)| {
+                    let index = match classes.iter().position(|c| c == class) {
+                        Some(i) => i,
+                        None => {
+                            classes.push(class.as_str());
+                            classes.len() - 1
+                        }
+                    };
+                    (index, *amount)
+                })
+                .collect();
+            let in_tree = match request.in_tree.as_deref() {
+                None => InTree::Anywhere,
+                Some(uuid) => match state.provider_by_uuid_str(uuid) {
+                    Some(p) => InTree::Root(p.row.root),
+                    None => InTree::Missing,
+                },
+            };
+            groups.push(Group {
+                request,
+                granular: !request.suffix.is_empty(),
+                demands,
+                in_tree,
+            });
+        }
+        let same_subtrees = query
+            .same_subtrees
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .filter_map(|s| groups.iter().position(|g| g.request.suffix == *s))
+                    .collect()
+            })
+            .collect();
+        let one_provider_per_tree =
+            !query.nested_aware && state.providers().any(|p| p.row.parent.is_some());
+
+        let mut sharing = HashSet::new();
+        let mut sharing_by_aggregate: HashMap<Uuid, Vec<ProviderId>> = HashMap::new();
+        for p in state.sharing_providers() {
+            sharing.insert(p.id());
+            for agg in &p.aggregates {
+                sharing_by_aggregate.entry(*agg).or_default().push(p.id());
+            }
+        }
+        Prepared {
+            state,
+            query,
+            classes,
+            groups,
+            same_subtrees,
+            one_provider_per_tree,
+            sharing,
+            sharing_by_aggregate,
+        }
+    }
+
+    /// Whether a provider shares its inventory through aggregates.
+    pub fn is_sharing(&self, id: ProviderId) -> bool {
+        self.sharing.contains(&id)
+    }
+
+    /// Whether some group can never match anything, whatever the anchor.
+    pub fn hopeless(&self) -> bool {
+        self.groups.iter().any(|g| {
+            g.in_tree == InTree::Missing
+                || (g.demands.is_empty()
+                    && g.request.required.is_empty()
+                    && g.request.member_of.is_empty())
+        })
+    }
+
+    /// The anchors worth visiting, in creation order, lazily: every root, or only one
+    /// when the unsuffixed group is pinned to a tree (it cannot use sharing providers
+    /// then).
+    pub fn anchors(&self) -> Box<dyn Iterator<Item = &'s Provider> + 's> {
+        let pinned = self.groups.iter().find_map(|g| match g.in_tree {
+            InTree::Root(root) if !g.granular && !g.demands.is_empty() => Some(root),
+            _ => None,
+        });
+        match pinned {
+            Some(root) => Box::new(self.state.provider(root).into_iter()),
+            None => Box::new(self.state.providers().filter(|p| p.row.parent.is_none())),
+        }
+    }
+
+    /// Whether a root passes `root_required`.
+    pub fn root_allowed(&self, root: &Provider) -> bool {
+        self.query
+            .root_required
+            .iter()
+            .all(|t| root.traits.contains(t.as_str()))
+            && !self
+                .query
+                .root_forbidden
+                .iter()
+                .any(|t| root.traits.contains(t.as_str()))
+    }
+
+    /// The slots of a candidate anchored at `anchor`, each with its providers, or None
+    /// when some slot has no provider there (no candidate is anchored here).
+    pub fn slots_at(&self, anchor: &Provider) -> Option<Vec<Slot>> {
+        if !self.root_allowed(anchor) {
+            return None;
+        }
+        let state = self.state;
+        let tree: Vec<&Provider> = if anchor.children.is_empty() {
+            vec![anchor]
+        } else {
+            state
+                .subtree(anchor.id())
+                .into_iter()
+                .filter_map(|id| state.provider(id))
+                .collect()
+        };
+        let tied = self.tied_sharing(anchor.id(), &tree);
+
+        let mut slots = Vec::new();
+        for (gi, g) in self.groups.iter().enumerate() {
+            let req = g.request;
+            if g.granular {
+                // A provider of the anchor's tree, or a sharing provider tied to it.
+                let candidates = tree.iter().copied().chain(tied.iter().copied());
+                let options: Vec<ProviderId> = candidates
+                    .filter(|p| self.serves_whole_group(g, p))
+                    .map(Provider::id)
+                    .collect();
+                if options.is_empty() {
+                    return None;
+                }
+                slots.push(Slot {
+                    group: gi,
+                    demands: g.demands.clone(),
+                    granular: true,
+                    options,
+                });
+                continue;
+            }
+            // The unsuffixed group: one slot per class.
+            let anchor_in_aggs = in_all(anchor, &req.member_of);
+            let anchor_forbidden = in_any(anchor, &req.forbidden_aggregates);
+            if anchor_forbidden {
+                return None;
+            }
+            let in_tree_ok = match g.in_tree {
+                InTree::Anywhere => true,
+                InTree::Root(root) => root == anchor.id(),
+                InTree::Missing => false,
+            };
+            if !in_tree_ok {
+                return None;
+            }
+            for &(class, amount) in &g.demands {
+                let class_name = self.classes[class];
+                let usable = |p: &Provider, own_tree: bool| {
+                    state.has_room(p, class_name, amount)
+                        && !req
+                            .forbidden
+                            .iter()
+                            .any(|t| p.traits.contains(t.as_str()))
+                        && !in_any(p, &req.forbidden_aggregates)
+                        && (req.member_of.is_empty()
+                            || in_all(p, &req.member_of)
+                            || (own_tree && anchor_in_aggs))
+                };
+                let mut options: Vec<ProviderId> = tree
+                    .iter()
+                    .filter(|p| usable(p, true))
+                    .map(|p| p.id())
+                    .collect();
+                if g.in_tree == InTree::Anywhere {
+                    options.extend(tied.iter().filter(|p| usable(p, false)).map(|p| p.id()));
+                }
+                if options.is_empty() {
+                    return None;
+                }
+                slots.push(Slot {
+                    group: gi,
+                    demands: vec![(class, amount)],
+                    granular: false,
+                    options,
+                });
+            }
+        }
+        Some(slots)
+    }
+
+    /// Whether `p` can serve the whole of suffixed group `g` (the anchor aside).
+    fn serves_whole_group(&self, g: &Group<'_>, p: &Provider) -> bool {
+        let req = g.request;
+        if !g.demands.is_empty() {
+            match g.in_tree {
+                InTree::Anywhere => {}
+                InTree::Root(root) if p.row.root == root => {}
+                _ => return false,
+            }
+            let room = g
+                .demands
+                .iter()
+                .all(|&(class, amount)| self.state.has_room(p, self.classes[class], amount));
+            if !room {
+                return false;
+            }
+        } else if req.required.is_empty() && req.member_of.is_empty() {
+            // A group with neither resources, traits nor aggregates selects nothing
+            // (Placement's behaviour; such a group is only legal with same_subtree).
+            return false;
+        }
+        has_traits(p, &req.required)
+            && !req
+                .forbidden
+                .iter()
+                .any(|t| p.traits.contains(t.as_str()))
+            && in_all(p, &req.member_of)
+            && !in_any(p, &req.forbidden_aggregates)
+    }
+
+    /// The sharing providers outside the anchor's tree that share an aggregate with a
+    /// provider of the tree, in id order.
+    fn tied_sharing<'a>(&'a self, anchor: ProviderId, tree: &[&'a Provider]) -> Vec<&'s Provider> {
+        if self.sharing_by_aggregate.is_empty() {
+            return Vec::new();
+        }
+        let mut ids: Vec<ProviderId> = Vec::new();
+        for p in tree {
+            for agg in &p.aggregates {
+                if let Some(list) = self.sharing_by_aggregate.get(agg) {
+                    ids.extend(list.iter().copied());
+                }
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .filter_map(|id| self.state.provider(id))
+            .filter(|p| p.row.root != anchor)
+            .collect()
+    }
+}
+
+/// Whether `p` has at least one trait of every any-of set.
+pub(super) fn has_traits(p: &Provider, required: &[Vec<String>]) -> bool {
+    required
+        .iter()
+        .all(|any| any.iter().any(|t| p.traits.contains(t.as_str())))
+}
+
+/// Whether `p` is in at least one aggregate of every any-of set.
+pub(super) fn in_all(p: &Provider, member_of: &[Vec<Uuid>]) -> bool {
+    member_of
+        .iter()
+        .all(|any| any.iter().any(|a| p.aggregates.contains(a)))
+}
+
+/// Whether `p` is in any of the aggregates.
+pub(super) fn in_any(p: &Provider, aggregates: &[Uuid]) -> bool {
+    aggregates.iter().any(|a| p.aggregates.contains(a))
+}

@@ -1,0 +1,720 @@
+//! The search at one anchor: which provider takes each slot.
+//!
+//! # Interchangeable providers
+//!
+//! Many clouds have trees of identical devices (sixteen one-`VGPU` children). Trying
+//! every provider for every slot would explore `16!/8!` assignments for eight slots
+//! before learning anything, and far more when the request cannot fit. So providers
+//! that no rule of the request can tell apart are put in one *class*: same slots they
+//! may take, same free capacity and `max_unit` for every requested class, same
+//! standing against the required traits of the unsuffixed group and, when the tree's
+//! shape matters to the request (`same_subtree`, or one provider per tree before
+//! 1.29), same parent and no children, so that swapping two of them is a symmetry of
+//! the whole tree. Every rule then gives the same verdict before and after such a
+//! swap.
+//!
+//! The search walks *canonical* assignments only: within a class, a slot may take a
+//! member already used by an earlier slot of this candidate, or the first member not
+//! used yet, never a later one. Each assignment of concrete providers has exactly one
+//! canonical form (name members in the order slots first use them), so the walk
+//! decides feasibility once per class-level shape, and a request that cannot fit on
+//! sixteen identical children fails after sixteen steps, not sixteen factorial.
+//!
+//! Each canonical assignment that passes every rule is then *expanded* lazily: the
+//! `k` members it uses in a class of `n` are replaced by each ordered choice of `k`
+//! distinct members (`n!/(n-k)!` of them), which are distinct candidates (their
+//! mappings differ) and all valid. The caller stops pulling when it has enough.
+//!
+//! # Pruning
+//!
+//! Before going deeper the walk checks that every remaining slot still has a member
+//! that fits, that the remaining demand of each class does not exceed what the
+//! remaining slots' providers have free, and, with `group_policy=isolate`, that the
+//! remaining suffixed slots can still be given distinct providers (a bipartite
+//! matching). A step budget bounds what is left of the worst case.
+
+use crate::model::ProviderId;
+
+use super::filter::{Prepared, Slot};
+use super::{AllocationRequest, Rng};
+
+/// A rule checked once all its slots have a provider.
+#[derive(Debug, Clone)]
+enum Check {
+    /// One of these slots' providers is an ancestor (or the same) of all the others.
+    SameSubtree(Vec<usize>),
+    /// The providers of these (unsuffixed) slots have, together, at least one trait
+    /// of every required any-of set.
+    Traits(Vec<usize>),
+}
+
+/// What stops a walk early.
+pub(super) struct Budget {
+    /// Steps left (one step: one provider tried for one slot).
+    pub steps_left: u64,
+    /// Set when the budget ran out.
+    pub exhausted: bool,
+}
+
+/// The search at one anchor, resumable: each call to [`AnchorSearch::next`] gives the
+/// next candidate.
+pub(super) struct AnchorSearch<'p, 's, 'q> {
+    prep: &'p Prepared<'s, 'q>,
+    /// The slots, in the order the walk decides them.
+    slots: Vec<Slot>,
+    /// Involved providers, class by class.
+    members: Vec<ProviderId>,
+    /// Class `c` owns `members[class_start[c]..class_start[c + 1]]`.
+    class_start: Vec<usize>,
+    /// For each slot, the classes whose members may take it.
+    slot_classes: Vec<Vec<usize>>,
+    /// Number of requested resource classes (the width of the tables below).
+    width: usize,
+    /// Free capacity, by member and requested class (negative: over-committed).
+    free: Vec<i64>,
+    /// `max_unit`, by member and requested class.
+    max_unit: Vec<u64>,
+    /// Required-trait coverage of each member, `trait_words` words per member.
+    trait_mask: Vec<u64>,
+    trait_words: usize,
+    trait_sets: usize,
+    /// The root of each member (for one provider per tree).
+    root_of: Vec<ProviderId>,
+    isolate: bool,
+    /// Rules to check when the walk has decided slot `d`.
+    checks_at: Vec<Vec<Check>>,
+
+    // ---- the walk ----
+    /// Members opened so far in each class.
+    opened: Vec<usize>,
+    /// Amounts taken so far, by member and requested class.
+    consumed: Vec<u64>,
+    /// Suffixed slots placed on each member.
+    granular_taken: Vec<u32>,
+    /// The choice at each decided depth: (class, index within the class).
+    choice: Vec<(usize, usize)>,
+    /// Whether the choice at each depth opened a new member.
+    opened_here: Vec<bool>,
+    /// The next choice to try at each depth: (position in `slot_classes`, index).
+    cursor: Vec<(usize, usize)>,
+    depth: usize,
+    started: bool,
+    finished: bool,
+
+    // ---- the expansion of the current canonical assignment ----
+    expanding: bool,
+    /// Classes used by the current assignment.
+    used_classes: Vec<usize>,
+    /// For each class, the current ordering of its members (the first `opened[c]`
+    /// stand for the members the canonical assignment used).
+    perms: Vec<Vec<usize>>,
+}
+
+impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
+    /// Sets up the search for the slots of one anchor.
+    pub fn new(prep: &'p Prepared<'s, 'q>, mut slots: Vec<Slot>, rng: Option<&mut Rng>) -> Self {
+        let state = prep.state;
+        let width = prep.classes.len();
+        let unsuffixed_required: &[Vec<String>] = prep
+            .groups
+            .iter()
+            .find(|g| !g.granular)
+            .map(|g| g.request.required.as_slice())
+            .unwrap_or(&[]);
+        let trait_sets = unsuffixed_required.len();
+        let trait_words = trait_sets.div_ceil(64);
+        let structure_matters = !prep.same_subtrees.is_empty() || prep.one_provider_per_tree;
+        let isolate = prep.query.isolate;
+
+        // Decide the most constrained slots first.
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        order.sort_by_key(|&i| slots[i].options.len());
+        slots = order.iter().map(|&i| slots[i].clone()).collect();
+        let n_slots = slots.len();
+        let slot_words = n_slots.div_ceil(64).max(1);
+
+        // Every involved provider once, with the slots it may take.
+        let mut involved: Vec<(ProviderId, Vec<u64>)> = Vec::new();
+        for (s, slot) in slots.iter().enumerate() {
+            for &id in &slot.options {
+                let entry = match involved.iter().position(|(p, _)| *p == id) {
+                    Some(i) => i,
+                    None => {
+                        involved.push((id, vec![0; slot_words]));
+                        involved.len() - 1
+                    }
+                };
+                involved[entry].1[s / 64] |= 1 << (s % 64);
+            }
+        }
+        involved.sort_by_key(|(id, _)| *id);
+
+        // What tells providers apart, and the tables the walk reads.
+        #[derive(PartialEq, Eq, Hash)]
+        struct Key {
+            slots: Vec<u64>,
+            capacity: Vec<(i64, u64)>,
+            traits: Vec<u64>,
+            place: Option<(Option<ProviderId>, Option<ProviderId>)>,
+        }
+        let mut keys: Vec<Key> = Vec::with_capacity(involved.len());
+        for (id, slot_bits) in &involved {
+            let p = state.provider(*id).expect("options are existing providers");
+            let capacity = (0..width)
+                .map(|k| match p.inventories.get(prep.classes[k]) {
+                    Some(inv) => {
+                        let cap = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio)
+                            .floor() as i64;
+                        let used = state.usage(*id, prep.classes[k]) as i64;
+                        (cap.saturating_sub(used), inv.max_unit)
+                    }
+                    None => (i64::MIN, 0),
+                })
+                .collect();
+            let mut traits = vec![0u64; trait_words];
+            for (i, any) in unsuffixed_required.iter().enumerate() {
+                if any.iter().any(|t| p.traits.contains(t.as_str())) {
+                    traits[i / 64] |= 1 << (i % 64);
+                }
+            }
+            let place = structure_matters.then(|| {
+                let leaf = p.children.is_empty();
+                (p.row.parent, if leaf { None } else { Some(*id) })
+            });
+            keys.push(Key {
+                slots: slot_bits.clone(),
+                capacity,
+                traits,
+                place,
+            });
+        }
+        let mut class_of_key: Vec<usize> = Vec::with_capacity(keys.len());
+        let mut distinct: Vec<usize> = Vec::new(); // index into keys of each class's first
+        {
+            let mut seen: std::collections::HashMap<&Key, usize> =
+                std::collections::HashMap::new();
+            for (i, key) in keys.iter().enumerate() {
+                let c = *seen.entry(key).or_insert_with(|| {
+                    distinct.push(i);
+                    distinct.len() - 1
+                });
+                class_of_key.push(c);
+            }
+        }
+        let n_classes = distinct.len();
+        let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); n_classes];
+        for (i, &c) in class_of_key.iter().enumerate() {
+            by_class[c].push(i);
+        }
+        let mut rng = rng;
+        if let Some(rng) = rng.as_deref_mut() {
+            for list in &mut by_class {
+                rng.shuffle(list);
+            }
+        }
+        let mut members = Vec::with_capacity(involved.len());
+        let mut class_start = Vec::with_capacity(n_classes + 1);
+        let mut free = Vec::with_capacity(involved.len() * width);
+        let mut max_unit = Vec::with_capacity(involved.len() * width);
+        let mut trait_mask = Vec::with_capacity(involved.len() * trait_words);
+        let mut root_of = Vec::with_capacity(involved.len());
+        for list in &by_class {
+            class_start.push(members.len());
+            for &i in list {
+                let id = involved[i].0;
+                members.push(id);
+                for &(f, m) in &keys[i].capacity {
+                    free.push(f);
+                    max_unit.push(m);
+                }
+                trait_mask.extend_from_slice(&keys[i].traits);
+                root_of.push(state.provider(id).map_or(id, |p| p.row.root));
+            }
+        }
+        class_start.push(members.len());
+        let mut slot_classes: Vec<Vec<usize>> = (0..n_slots)
+            .map(|s| {
+                (0..n_classes)
+                    .filter(|&c| keys[distinct[c]].slots[s / 64] & (1 << (s % 64)) != 0)
+                    .collect()
+            })
+            .collect();
+        if let Some(rng) = rng.as_deref_mut() {
+            for list in &mut slot_classes {
+                rng.shuffle(list);
+            }
+        }
+
+        // Rules checked once their last slot is decided.
+        let mut checks_at: Vec<Vec<Check>> = vec![Vec::new(); n_slots];
+        for set in &prep.same_subtrees {
+            let positions: Vec<usize> = (0..n_slots)
+                .filter(|&s| set.contains(&slots[s].group))
+                .collect();
+            if let Some(&last) = positions.last() {
+                checks_at[last].push(Check::SameSubtree(positions));
+            }
+        }
+        if trait_sets > 0 {
+            let positions: Vec<usize> = (0..n_slots).filter(|&s| !slots[s].granular).collect();
+            if let Some(&last) = positions.last() {
+                checks_at[last].push(Check::Traits(positions));
+            }
+        }
+
+        let n_members = members.len();
+        AnchorSearch {
+            prep,
+            slots,
+            members,
+            class_start,
+            slot_classes,
+            width,
+            free,
+            max_unit,
+            trait_mask,
+            trait_words,
+            trait_sets,
+            root_of,
+            isolate,
+            checks_at,
+            opened: vec![0; n_classes],
+            consumed: vec![0; n_members * width],
+            granular_taken: vec![0; n_members],
+            choice: vec![(0, 0); n_slots],
+            opened_here: vec![false; n_slots],
+            cursor: vec![(0, 0); n_slots],
+            depth: 0,
+            started: false,
+            finished: false,
+            expanding: false,
+            used_classes: Vec::new(),
+            perms: (0..n_classes).map(|_| Vec::new()).collect(),
+        }
+    }
+
+    fn class_len(&self, c: usize) -> usize {
+        self.class_start[c + 1] - self.class_start[c]
+    }
+
+    /// The member index (into `members`) of canonical choice `(c, j)`.
+    fn member(&self, c: usize, j: usize) -> usize {
+        self.class_start[c] + j
+    }
+
+    /// Whether member `m` can take slot `s` now.
+    fn fits(&self, s: usize, m: usize) -> bool {
+        let slot = &self.slots[s];
+        if self.isolate && slot.granular && self.granular_taken[m] > 0 {
+            return false;
+        }
+        slot.demands.iter().all(|&(k, amount)| {
+            let after = self.consumed[m * self.width + k] + amount;
+            (after as i128) <= self.free[m * self.width + k] as i128
+                && after <= self.max_unit[m * self.width + k]
+        })
+    }
+
+    fn place(&mut self, s: usize, m: usize, sign: bool) {
+        let slot = &self.slots[s];
+        for &(k, amount) in &slot.demands {
+            let cell = &mut self.consumed[m * self.width + k];
+            if sign {
+                *cell += amount;
+            } else {
+                *cell -= amount;
+            }
+        }
+        if slot.granular {
+            if sign {
+                self.granular_taken[m] += 1;
+            } else {
+                self.granular_taken[m] -= 1;
+            }
+        }
+    }
+
+    /// Takes the next choice at depth `d` from its cursor, applies it and returns
+    /// true; false when depth `d` has no choice left.
+    fn try_next_choice(&mut self, d: usize, budget: &mut Budget) -> bool {
+        loop {
+            let (ci, j) = self.cursor[d];
+            if ci >= self.slot_classes[d].len() {
+                return false;
+            }
+            let c = self.slot_classes[d][ci];
+            let opened = self.opened[c];
+            // Members already used in this class, then the first unused one.
+            let limit = if opened < self.class_len(c) {
+                opened + 1
+            } else {
+                opened
+            };
+            if j >= limit {
+                self.cursor[d] = (ci + 1, 0);
+                continue;
+            }
+            self.cursor[d] = (ci, j + 1);
+            if budget.steps_left == 0 {
+                budget.exhausted = true;
+                return false;
+            }
+            budget.steps_left -= 1;
+            let m = self.member(c, j);
+            if !self.fits(d, m) {
+                continue;
+            }
+            if self.prep.one_provider_per_tree
+                && !self.slots[d].demands.is_empty()
+                && (0..d).any(|e| {
+                    let (ce, je) = self.choice[e];
+                    let other = self.member(ce, je);
+                    other != m
+                        && !self.slots[e].demands.is_empty()
+                        && self.root_of[other] == self.root_of[m]
+                })
+            {
+                continue;
+            }
+            self.choice[d] = (c, j);
+            self.opened_here[d] = j == opened;
+            if j == opened {
+                self.opened[c] += 1;
+            }
+            self.place(d, m, true);
+            if self.checks_pass(d) && self.rest_feasible(d + 1) {
+                return true;
+            }
+            self.undo(d);
+        }
+    }
+
+    fn undo(&mut self, d: usize) {
+        let (c, j) = self.choice[d];
+        let m = self.member(c, j);
+        self.place(d, m, false);
+        if self.opened_here[d] {
+            self.opened[c] -= 1;
+        }
+    }
+
+    /// The rules whose last slot is `d`.
+    fn checks_pass(&self, d: usize) -> bool {
+        self.checks_at[d].iter().all(|check| match check {
+            Check::SameSubtree(positions) => {
+                let mut ids: Vec<ProviderId> = positions
+                    .iter()
+                    .map(|&s| {
+                        let (c, j) = self.choice[s];
+                        self.members[self.member(c, j)]
+                    })
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids.len() <= 1
+                    || ids
+                        .iter()
+                        .any(|&top| ids.iter().all(|&p| self.is_ancestor_or_self(top, p)))
+            }
+            Check::Traits(positions) => {
+                let mut have = vec![0u64; self.trait_words];
+                for &s in positions {
+                    let (c, j) = self.choice[s];
+                    let m = self.member(c, j);
+                    for (w, word) in have.iter_mut().enumerate() {
+                        *word |= self.trait_mask[m * self.trait_words + w];
+                    }
+                }
+                (0..self.trait_sets).all(|i| have[i / 64] & (1 << (i % 64)) != 0)
+            }
+        })
+    }
+
+    fn is_ancestor_or_self(&self, top: ProviderId, mut p: ProviderId) -> bool {
+        loop {
+            if p == top {
+                return true;
+            }
+            match self.prep.state.provider(p).and_then(|x| x.row.parent) {
+                Some(parent) => p = parent,
+                None => return false,
+            }
+        }
+    }
+
+    /// Whether the slots from `from` on can still be filled, by necessary conditions.
+    fn rest_feasible(&self, from: usize) -> bool {
+        let n = self.slots.len();
+        if from >= n {
+            return true;
+        }
+        // Every remaining slot has a member that fits now.
+        for s in from..n {
+            let any = self.slot_classes[s].iter().any(|&c| {
+                let opened = self.opened[c];
+                (0..opened).any(|j| self.fits(s, self.member(c, j)))
+                    || (opened < self.class_len(c) && self.fits(s, self.member(c, opened)))
+            });
+            if !any {
+                return false;
+            }
+        }
+        // The remaining demand of each class fits in what their providers have free.
+        for k in 0..self.width {
+            let need: u64 = (from..n)
+                .flat_map(|s| self.slots[s].demands.iter())
+                .filter(|(kk, _)| *kk == k)
+                .map(|(_, a)| *a)
+                .sum();
+            if need == 0 {
+                continue;
+            }
+            let mut free: i128 = 0;
+            for c in 0..self.class_len_count() {
+                let wanted = (from..n).any(|s| {
+                    self.slots[s].demands.iter().any(|(kk, _)| *kk == k)
+                        && self.slot_classes[s].contains(&c)
+                });
+                if !wanted {
+                    continue;
+                }
+                for m in self.class_start[c]..self.class_start[c + 1] {
+                    let left = self.free[m * self.width + k] as i128
+                        - self.consumed[m * self.width + k] as i128;
+                    free += left.max(0);
+                }
+                if free >= need as i128 {
+                    break;
+                }
+            }
+            if free < need as i128 {
+                return false;
+            }
+        }
+        // With isolation, the remaining suffixed slots need distinct free members.
+        if self.isolate {
+            let pending: Vec<usize> = (from..n).filter(|&s| self.slots[s].granular).collect();
+            if pending.len() > 1 && !self.distinct_members_exist(&pending) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn class_len_count(&self) -> usize {
+        self.class_start.len() - 1
+    }
+
+    /// Kuhn's matching: can each pending suffixed slot get its own member that fits?
+    fn distinct_members_exist(&self, pending: &[usize]) -> bool {
+        let edges: Vec<Vec<usize>> = pending
+            .iter()
+            .map(|&s| {
+                self.slot_classes[s]
+                    .iter()
+                    .flat_map(|&c| self.class_start[c]..self.class_start[c + 1])
+                    .filter(|&m| self.fits(s, m))
+                    .collect()
+            })
+            .collect();
+        let mut owner: Vec<Option<usize>> = vec![None; self.members.len()];
+        fn augment(
+            i: usize,
+            edges: &[Vec<usize>],
+            owner: &mut [Option<usize>],
+            seen: &mut [bool],
+        ) -> bool {
+            for &m in &edges[i] {
+                if seen[m] {
+                    continue;
+                }
+                seen[m] = true;
+                if owner[m].is_none_or(|o| augment(o, edges, owner, seen)) {
+                    owner[m] = Some(i);
+                    return true;
+                }
+            }
+            false
+        }
+        for i in 0..pending.len() {
+            let mut seen = vec![false; self.members.len()];
+            if !augment(i, &edges, &mut owner, &mut seen) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Finds the next complete canonical assignment; false when there is none.
+    fn advance_walk(&mut self, budget: &mut Budget) -> bool {
+        let n = self.slots.len();
+        if n == 0 {
+            // Cannot happen (every request has a group with resources), but an empty
+            // request has exactly one, empty, answer.
+            if self.started {
+                return false;
+            }
+            self.started = true;
+            return true;
+        }
+        if !self.started {
+            self.started = true;
+            self.depth = 0;
+            self.cursor[0] = (0, 0);
+            if !self.rest_feasible(0) {
+                return false;
+            }
+        } else {
+            // Resume after the last complete assignment: retract its deepest choice.
+            self.depth = n - 1;
+            self.undo(n - 1);
+        }
+        loop {
+            let d = self.depth;
+            if self.try_next_choice(d, budget) {
+                if d + 1 == n {
+                    return true;
+                }
+                self.depth = d + 1;
+                self.cursor[d + 1] = (0, 0);
+            } else {
+                if d == 0 || budget.exhausted {
+                    return false;
+                }
+                self.depth = d - 1;
+                self.undo(d - 1);
+            }
+        }
+    }
+
+    /// The next candidate of this anchor, or None when there are no more.
+    pub fn next(&mut self, budget: &mut Budget) -> Option<AllocationRequest> {
+        if self.finished {
+            return None;
+        }
+        if self.expanding && self.next_expansion() {
+            return Some(self.emit());
+        }
+        self.expanding = false;
+        if !self.advance_walk(budget) {
+            self.finished = true;
+            return None;
+        }
+        // Start expanding this canonical assignment from itself.
+        self.used_classes.clear();
+        for c in 0..self.class_len_count() {
+            if self.opened[c] > 0 {
+                self.used_classes.push(c);
+                self.perms[c] = (0..self.class_len(c)).collect();
+            }
+        }
+        self.expanding = true;
+        Some(self.emit())
+    }
+
+    /// Moves to the next ordering of the used members; false when all were given.
+    fn next_expansion(&mut self) -> bool {
+        for i in (0..self.used_classes.len()).rev() {
+            let c = self.used_classes[i];
+            let k = self.opened[c];
+            if next_k_permutation(&mut self.perms[c], k) {
+                return true;
+            }
+            // This class wrapped around to its first ordering: carry to the previous.
+        }
+        false
+    }
+
+    /// The concrete candidate of the current assignment and ordering.
+    fn emit(&self) -> AllocationRequest {
+        let n_groups = self.prep.groups.len();
+        let mut allocations: Vec<(ProviderId, usize, u64)> = Vec::new();
+        let mut mappings: Vec<Vec<ProviderId>> = vec![Vec::new(); n_groups];
+        for (s, slot) in self.slots.iter().enumerate() {
+            let (c, j) = self.choice[s];
+            let m = self.class_start[c] + self.perms[c].get(j).copied().unwrap_or(j);
+            let id = self.members[m];
+            for &(k, amount) in &slot.demands {
+                allocations.push((id, k, amount));
+            }
+            mappings[slot.group].push(id);
+        }
+        allocations.sort_unstable();
+        let mut merged: Vec<(ProviderId, usize, u64)> = Vec::with_capacity(allocations.len());
+        for (id, k, amount) in allocations {
+            match merged.last_mut() {
+                Some(last) if last.0 == id && last.1 == k => last.2 += amount,
+                _ => merged.push((id, k, amount)),
+            }
+        }
+        for list in &mut mappings {
+            list.sort_unstable();
+            list.dedup();
+        }
+        AllocationRequest {
+            allocations: merged,
+            mappings,
+        }
+    }
+}
+
+/// Advances `a` (a permutation of `0..a.len()`) to the next ordering of its first `k`
+/// elements in lexicographic order; on the last one, resets `a` to the identity and
+/// returns false.
+pub(super) fn next_k_permutation(a: &mut [usize], k: usize) -> bool {
+    if k < a.len() {
+        a[k..].reverse();
+    }
+    next_permutation(a)
+}
+
+fn next_permutation(a: &mut [usize]) -> bool {
+    let n = a.len();
+    if n < 2 {
+        return false;
+    }
+    let mut i = n - 1;
+    while i > 0 && a[i - 1] >= a[i] {
+        i -= 1;
+    }
+    if i == 0 {
+        a.reverse();
+        return false;
+    }
+    let mut j = n - 1;
+    while a[j] <= a[i - 1] {
+        j -= 1;
+    }
+    a.swap(i - 1, j);
+    a[i..].reverse();
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_permutations_in_order() {
+        let mut a: Vec<usize> = (0..4).collect();
+        let mut seen = vec![a[..2].to_vec()];
+        while next_k_permutation(&mut a, 2) {
+            seen.push(a[..2].to_vec());
+        }
+        assert_eq!(seen.len(), 12);
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, seen, "lexicographic and distinct");
+        assert_eq!(a, vec![0, 1, 2, 3], "back to the identity");
+
+        let mut b: Vec<usize> = (0..3).collect();
+        let mut n = 1;
+        while next_k_permutation(&mut b, 3) {
+            n += 1;
+        }
+        assert_eq!(n, 6);
+        let mut one = vec![0];
+        assert!(!next_k_permutation(&mut one, 1));
+    }
+}

@@ -1,0 +1,69 @@
+//! Provider summaries: what a candidate's providers have and use, for the client to
+//! weigh candidates.
+
+use uuid::Uuid;
+
+use crate::model::ProviderId;
+use crate::state::State;
+
+/// One inventory of a summarised provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryResource<'s> {
+    /// The resource class.
+    pub class: &'s str,
+    /// `(total - reserved) * allocation_ratio`, truncated towards zero as Placement
+    /// computes it (negative if `reserved` exceeds `total`).
+    pub capacity: i64,
+    /// What allocations use.
+    pub used: u64,
+}
+
+/// What a candidate's client learns about one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSummary<'s> {
+    /// The provider.
+    pub uuid: Uuid,
+    /// Its parent, if nested.
+    pub parent_uuid: Option<Uuid>,
+    /// The root of its tree.
+    pub root_uuid: Uuid,
+    /// Every inventory, by class name.
+    pub resources: Vec<SummaryResource<'s>>,
+    /// Its traits, sorted.
+    pub traits: Vec<&'s str>,
+}
+
+impl State {
+    /// The summary of a provider (None if it does not exist).
+    pub fn provider_summary(&self, id: ProviderId) -> Option<ProviderSummary<'_>> {
+        let p = self.provider(id)?;
+        let resources = p
+            .inventories
+            .iter()
+            .map(|(class, inv)| SummaryResource {
+                class: class.as_str(),
+                capacity: ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio) as i64,
+                used: self.usage(id, class.as_str()),
+            })
+            .collect();
+        // Placement lists a provider's traits in the order of their ids: the standard
+        // traits (created at start-up) before the custom ones, which come in the order
+        // they were created. Clients (and Placement's tests) see that order.
+        let mut traits: Vec<(bool, i64, &str)> = p
+            .traits
+            .iter()
+            .map(|t| {
+                let created = self.custom_trait(t.as_str()).map(|r| r.created_at);
+                (created.is_some(), created.unwrap_or(0), t.as_str())
+            })
+            .collect();
+        traits.sort_unstable();
+        Some(ProviderSummary {
+            uuid: p.uuid(),
+            parent_uuid: p.row.parent.map(|parent| self.uuid_of(parent)),
+            root_uuid: self.uuid_of(p.row.root),
+            resources,
+            traits: traits.into_iter().map(|(_, _, t)| t).collect(),
+        })
+    }
+}

@@ -1,0 +1,795 @@
+//! Tests of the candidate search: worked examples, and a comparison with a brute-force
+//! enumeration on many small random clouds.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use uuid::Uuid;
+
+use super::filter::Prepared;
+use super::*;
+use crate::change::Change;
+use crate::model::{Allocation, ConsumerRow, Inventory};
+use crate::names::{ResourceClass, TraitName};
+
+/// A cloud built for tests, providers named by short strings.
+struct World {
+    state: State,
+    next: u128,
+}
+
+impl World {
+    fn new() -> Self {
+        let mut state = State::new();
+        for t in ["CUSTOM_A", "CUSTOM_B"] {
+            state.apply(&[Change::PutTrait(crate::model::TraitRecord {
+                name: TraitName::new_unchecked(t),
+                created_at: 0,
+            })]);
+        }
+        World { state, next: 1 }
+    }
+
+    fn uuid(name: &str) -> Uuid {
+        Uuid::new_v5(&Uuid::NAMESPACE_OID, name.as_bytes())
+    }
+
+    fn id(&self, name: &str) -> ProviderId {
+        self.state.provider_by_name(name).unwrap().id()
+    }
+
+    fn provider(&mut self, name: &str, parent: Option<&str>) -> &mut Self {
+        let parent = parent.map(|p| Self::uuid(p).to_string());
+        let (_, c) = self
+            .state
+            .create_provider(Self::uuid(name), name, parent.as_deref(), 0)
+            .unwrap();
+        self.state.apply(&c);
+        self
+    }
+
+    fn inventory(&mut self, name: &str, class: &str, inv: Inventory) -> &mut Self {
+        let id = self.id(name);
+        let mut all: Vec<(ResourceClass, Inventory)> = self
+            .state
+            .provider(id)
+            .unwrap()
+            .inventories
+            .iter()
+            .map(|(c, i)| (c.clone(), *i))
+            .collect();
+        all.push((ResourceClass::new_unchecked(class), inv));
+        self.state.apply(&[Change::SetInventories(id, all)]);
+        self
+    }
+
+    fn total(&mut self, name: &str, class: &str, total: u64) -> &mut Self {
+        self.inventory(name, class, Inventory::with_total(total))
+    }
+
+    fn traits(&mut self, name: &str, traits: &[&str]) -> &mut Self {
+        let id = self.id(name);
+        let traits = traits.iter().map(|t| TraitName::new_unchecked(*t)).collect();
+        self.state.apply(&[Change::SetTraits(id, traits)]);
+        self
+    }
+
+    fn aggregates(&mut self, name: &str, aggs: &[Uuid]) -> &mut Self {
+        let id = self.id(name);
+        self.state
+            .apply(&[Change::SetAggregates(id, aggs.to_vec())]);
+        self
+    }
+
+    fn allocate(&mut self, name: &str, class: &str, used: u64) -> &mut Self {
+        let consumer = Uuid::from_u128(0xc0_0000 + self.next);
+        self.next += 1;
+        let row = ConsumerRow {
+            uuid: consumer,
+            project_id: "p".into(),
+            user_id: "u".into(),
+            consumer_type: None,
+            generation: 0,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let allocation = Allocation {
+            provider: self.id(name),
+            class: ResourceClass::new_unchecked(class),
+            used,
+        };
+        self.state.apply(&[
+            Change::PutConsumer {
+                row,
+                previous_generation: None,
+            },
+            Change::SetAllocations(consumer, vec![allocation]),
+        ]);
+        self
+    }
+
+    fn name(&self, id: ProviderId) -> String {
+        self.state.provider(id).unwrap().row.name.clone()
+    }
+}
+
+fn group(suffix: &str, resources: &[(&str, u64)]) -> RequestGroup {
+    RequestGroup {
+        suffix: suffix.into(),
+        resources: resources.iter().map(|(c, a)| (c.to_string(), *a)).collect(),
+        ..Default::default()
+    }
+}
+
+fn query(groups: Vec<RequestGroup>) -> CandidateQuery {
+    CandidateQuery {
+        groups,
+        nested_aware: true,
+        ..Default::default()
+    }
+}
+
+fn run(w: &World, q: &CandidateQuery) -> Candidates {
+    w.state
+        .allocation_candidates(q, &SearchOptions::default())
+        .unwrap()
+}
+
+/// A candidate as sorted text: "provider:CLASS=amount ..." then "| suffix=providers".
+fn show(w: &World, c: &Candidates, q: &CandidateQuery, r: &AllocationRequest) -> String {
+    let allocs: Vec<String> = r
+        .allocations
+        .iter()
+        .map(|(id, k, a)| format!("{}:{}={}", w.name(*id), c.class_name(*k), a))
+        .collect();
+    let maps: Vec<String> = r
+        .mappings
+        .iter()
+        .enumerate()
+        .map(|(g, ids)| {
+            let names: Vec<String> = ids.iter().map(|id| w.name(*id)).collect();
+            format!("{}={}", q.groups[g].suffix, names.join(","))
+        })
+        .collect();
+    format!("{} | {}", allocs.join(" "), maps.join(" "))
+}
+
+fn shown(w: &World, q: &CandidateQuery) -> Vec<String> {
+    let c = run(w, q);
+    let mut v: Vec<String> = c.requests.iter().map(|r| show(w, &c, q, r)).collect();
+    v.sort();
+    v
+}
+
+/// A root with `n` children of one VGPU each.
+fn gpu_tree(w: &mut World, root: &str, n: usize) {
+    w.provider(root, None).total(root, "VCPU", 64);
+    for g in 0..n {
+        let child = format!("{root}-gpu{g}");
+        w.provider(&child, Some(root)).total(&child, "VGPU", 1);
+    }
+}
+
+#[test]
+fn four_single_vgpu_children_two_groups_give_twelve() {
+    let mut w = World::new();
+    gpu_tree(&mut w, "cn", 4);
+    for isolate in [false, true] {
+        let mut q = query(vec![group("1", &[("VGPU", 1)]), group("2", &[("VGPU", 1)])]);
+        q.isolate = isolate;
+        let got = shown(&w, &q);
+        assert_eq!(got.len(), 12, "{got:#?}");
+        let sets: BTreeSet<String> = got
+            .iter()
+            .map(|s| s.split(" | ").next().unwrap().to_owned())
+            .collect();
+        assert_eq!(sets.len(), 6);
+    }
+}
+
+#[test]
+fn one_class_is_never_split_across_providers() {
+    let mut w = World::new();
+    gpu_tree(&mut w, "cn", 4);
+    assert!(shown(&w, &query(vec![group("", &[("VGPU", 2)])])).is_empty());
+    assert_eq!(shown(&w, &query(vec![group("", &[("VGPU", 1)])])).len(), 4);
+    // Both classes from the tree, from different providers.
+    assert_eq!(
+        shown(&w, &query(vec![group("", &[("VCPU", 2), ("VGPU", 1)])])).len(),
+        4
+    );
+}
+
+#[test]
+fn wide_tree_limit_and_impossible_requests_are_fast() {
+    let mut w = World::new();
+    for r in 0..3 {
+        gpu_tree(&mut w, &format!("cn{r}"), 16);
+    }
+    let groups: Vec<RequestGroup> = (1..=8)
+        .map(|i| group(&i.to_string(), &[("VGPU", 1)]))
+        .collect();
+    let mut q = query(groups);
+    q.isolate = true;
+    q.limit = Some(100);
+    let c = run(&w, &q);
+    assert_eq!(c.requests.len(), 100);
+    let distinct: HashSet<&AllocationRequest> = c.requests.iter().collect();
+    assert_eq!(distinct.len(), 100);
+    for r in &c.requests {
+        assert_eq!(r.allocations.len(), 8);
+    }
+    // Only the first tree is summarised: 17 providers.
+    assert_eq!(c.summaries.len(), 17);
+
+    // Seventeen groups on sixteen devices: nothing, and quickly.
+    let groups: Vec<RequestGroup> = (1..=17)
+        .map(|i| group(&i.to_string(), &[("VGPU", 1)]))
+        .collect();
+    for isolate in [true, false] {
+        let mut q = query(groups.clone());
+        q.isolate = isolate;
+        let options = SearchOptions {
+            step_budget: 100_000,
+            ..Default::default()
+        };
+        let c = w.state.allocation_candidates(&q, &options).unwrap();
+        assert!(c.requests.is_empty());
+        assert!(!c.truncated, "decided without exhausting the budget");
+    }
+}
+
+#[test]
+fn distinct_devices_that_cannot_fit_are_refused_without_search() {
+    // Sixteen children all different (different usage), seventeen groups.
+    let mut w = World::new();
+    w.provider("cn", None);
+    for g in 0..16 {
+        let child = format!("gpu{g}");
+        w.provider(&child, Some("cn")).total(&child, "VGPU", 2 + g);
+        if g > 0 {
+            w.allocate(&child, "VGPU", g);
+        }
+    }
+    let groups: Vec<RequestGroup> = (1..=17)
+        .map(|i| group(&i.to_string(), &[("VGPU", 2)]))
+        .collect();
+    let mut q = query(groups);
+    q.isolate = true;
+    let options = SearchOptions {
+        step_budget: 100_000,
+        ..Default::default()
+    };
+    let c = w.state.allocation_candidates(&q, &options).unwrap();
+    assert!(c.requests.is_empty());
+    assert!(!c.truncated);
+}
+
+fn shared_world() -> World {
+    // cn1 (VCPU), cn2 (VCPU, DISK), ss (DISK, sharing) with cn1 and cn2 in agg A.
+    let a = Uuid::from_u128(0xa);
+    let mut w = World::new();
+    w.provider("cn1", None)
+        .total("cn1", "VCPU", 8)
+        .aggregates("cn1", &[a]);
+    w.provider("cn2", None)
+        .total("cn2", "VCPU", 8)
+        .total("cn2", "DISK_GB", 100)
+        .aggregates("cn2", &[a]);
+    w.provider("ss", None)
+        .total("ss", "DISK_GB", 1000)
+        .traits("ss", &[SHARING_TRAIT])
+        .aggregates("ss", &[a]);
+    w
+}
+
+#[test]
+fn sharing_providers() {
+    let w = shared_world();
+    let q = query(vec![group("", &[("VCPU", 1), ("DISK_GB", 10)])]);
+    assert_eq!(
+        shown(&w, &q),
+        vec![
+            "cn1:VCPU=1 ss:DISK_GB=10 | =cn1,ss",
+            "cn2:VCPU=1 cn2:DISK_GB=10 | =cn2",
+            "cn2:VCPU=1 ss:DISK_GB=10 | =cn2,ss",
+        ]
+    );
+    // A sharing provider that satisfies a whole group is one answer, not one per
+    // anchor it is tied to.
+    let q = query(vec![group("1", &[("DISK_GB", 500)])]);
+    assert_eq!(shown(&w, &q), vec!["ss:DISK_GB=500 | 1=ss"]);
+    let q = query(vec![group("", &[("DISK_GB", 500)])]);
+    assert_eq!(shown(&w, &q), vec!["ss:DISK_GB=500 | =ss"]);
+    // Summaries: every tree allocated from.
+    let c = run(&w, &query(vec![group("", &[("VCPU", 1), ("DISK_GB", 10)])]));
+    assert_eq!(c.summaries.len(), 3);
+}
+
+#[test]
+fn amounts_of_several_groups_add_up() {
+    let mut w = World::new();
+    w.provider("cn", None).total("cn", "VCPU", 4);
+    let q = query(vec![
+        group("", &[("VCPU", 2)]),
+        group("1", &[("VCPU", 2)]),
+    ]);
+    assert_eq!(shown(&w, &q), vec!["cn:VCPU=4 | =cn 1=cn"]);
+    let q = query(vec![
+        group("", &[("VCPU", 3)]),
+        group("1", &[("VCPU", 2)]),
+    ]);
+    assert!(shown(&w, &q).is_empty());
+    // max_unit applies to the sum.
+    let mut w = World::new();
+    w.provider("cn", None).inventory(
+        "cn",
+        "VCPU",
+        Inventory {
+            max_unit: 3,
+            ..Inventory::with_total(8)
+        },
+    );
+    let q = query(vec![
+        group("", &[("VCPU", 2)]),
+        group("1", &[("VCPU", 2)]),
+    ]);
+    assert!(shown(&w, &q).is_empty());
+}
+
+#[test]
+fn names_are_checked_in_placement_order() {
+    let w = shared_world();
+    let err = |q: &CandidateQuery| {
+        w.state
+            .allocation_candidates(q, &SearchOptions::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let q = query(vec![group("", &[("VCPU", 1), ("NOPE", 1)])]);
+    assert_eq!(
+        err(&q),
+        "Invalid resource class in resources parameter: No such resource class NOPE."
+    );
+    let mut g = group("", &[("VCPU", 1)]);
+    g.required = vec![vec!["CUSTOM_NOPE".into()]];
+    assert_eq!(err(&query(vec![g])), "No such trait(s): CUSTOM_NOPE.");
+    // An earlier group with no candidate makes the answer empty instead.
+    let q = query(vec![
+        group("1", &[("VCPU", 100)]),
+        group("2", &[("NOPE", 1)]),
+    ]);
+    assert!(run(&w, &q).requests.is_empty());
+    // A member_of nobody is in, before the traits of the same group.
+    let mut g = group("", &[("VCPU", 1)]);
+    g.member_of = vec![vec![Uuid::from_u128(0xdead)]];
+    g.forbidden = vec!["CUSTOM_NOPE".into()];
+    assert!(run(&w, &query(vec![g])).requests.is_empty());
+    // But not before the classes.
+    let mut g = group("", &[("NOPE", 1)]);
+    g.member_of = vec![vec![Uuid::from_u128(0xdead)]];
+    assert!(err(&query(vec![g])).contains("NOPE"));
+    // root_required: names first, then "no root has them".
+    let mut q = query(vec![group("", &[("NOPE", 1)])]);
+    q.root_required = vec!["HW_NUMA_ROOT".into()];
+    assert!(run(&w, &q).requests.is_empty());
+    q.root_required = vec!["CUSTOM_NOPE".into()];
+    assert_eq!(err(&q), "No such trait(s): CUSTOM_NOPE.");
+}
+
+#[test]
+fn nested_unaware_uses_one_provider_per_tree() {
+    let mut w = World::new();
+    w.provider("cn", None).total("cn", "VCPU", 8);
+    w.provider("pf", Some("cn")).total("pf", "SRIOV_NET_VF", 8);
+    let mut q = query(vec![group("", &[("VCPU", 1), ("SRIOV_NET_VF", 1)])]);
+    assert_eq!(run(&w, &q).requests.len(), 1);
+    q.nested_aware = false;
+    assert!(run(&w, &q).requests.is_empty());
+    let mut q = query(vec![group("", &[("SRIOV_NET_VF", 1)])]);
+    q.nested_aware = false;
+    let c = run(&w, &q);
+    assert_eq!(c.requests.len(), 1);
+    assert_eq!(c.summaries, vec![w.id("pf")]);
+}
+
+#[test]
+fn random_sampling_returns_valid_distinct_candidates() {
+    let mut w = World::new();
+    for r in 0..4 {
+        gpu_tree(&mut w, &format!("cn{r}"), 6);
+    }
+    let groups: Vec<RequestGroup> = (1..=3)
+        .map(|i| group(&i.to_string(), &[("VGPU", 1)]))
+        .collect();
+    let mut q = query(groups);
+    q.isolate = true;
+    let all: HashSet<AllocationRequest> = run(&w, &q).requests.into_iter().collect();
+    assert_eq!(all.len(), 4 * 6 * 5 * 4);
+    q.limit = Some(10);
+    let mut roots_seen = BTreeSet::new();
+    for seed in 0..20 {
+        let options = SearchOptions {
+            random_seed: Some(seed),
+            ..Default::default()
+        };
+        let c = w.state.allocation_candidates(&q, &options).unwrap();
+        assert_eq!(c.requests.len(), 10);
+        let distinct: HashSet<&AllocationRequest> = c.requests.iter().collect();
+        assert_eq!(distinct.len(), 10);
+        for r in &c.requests {
+            assert!(all.contains(r));
+            roots_seen.insert(w.state.provider(r.allocations[0].0).unwrap().row.root);
+        }
+    }
+    assert_eq!(roots_seen.len(), 4, "samples come from every tree");
+}
+
+// ---------------------------------------------------------------------------
+// The brute-force reference.
+
+/// Every candidate by trying every provider for every slot, with the rules written
+/// out plainly, as sorted text.
+fn brute_force(state: &State, q: &CandidateQuery) -> BTreeSet<String> {
+    let prep = Prepared::new(state, q);
+    let mut out = BTreeSet::new();
+    if prep.hopeless() {
+        return out;
+    }
+    for anchor in prep.anchors() {
+        let Some(slots) = prep.slots_at(anchor) else {
+            continue;
+        };
+        let mut pick = vec![0usize; slots.len()];
+        loop {
+            let chosen: Vec<ProviderId> = slots
+                .iter()
+                .zip(&pick)
+                .map(|(s, &i)| s.options[i])
+                .collect();
+            if let Some(text) = judge(state, q, &prep, &slots, &chosen) {
+                out.insert(text);
+            }
+            // Odometer.
+            let mut i = slots.len();
+            loop {
+                if i == 0 {
+                    break;
+                }
+                i -= 1;
+                pick[i] += 1;
+                if pick[i] < slots[i].options.len() {
+                    break;
+                }
+                pick[i] = 0;
+                if i == 0 {
+                    i = usize::MAX;
+                    break;
+                }
+            }
+            if i == usize::MAX || slots.is_empty() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn judge(
+    state: &State,
+    q: &CandidateQuery,
+    prep: &Prepared<'_, '_>,
+    slots: &[filter::Slot],
+    chosen: &[ProviderId],
+) -> Option<String> {
+    // Isolation.
+    if q.isolate {
+        let granular: Vec<ProviderId> = slots
+            .iter()
+            .zip(chosen)
+            .filter(|(s, _)| s.granular)
+            .map(|(_, p)| *p)
+            .collect();
+        let distinct: BTreeSet<_> = granular.iter().collect();
+        if distinct.len() != granular.len() {
+            return None;
+        }
+    }
+    // Capacity of the sums.
+    let mut sums: BTreeMap<(ProviderId, usize), u64> = BTreeMap::new();
+    for (s, p) in slots.iter().zip(chosen) {
+        for &(k, a) in &s.demands {
+            *sums.entry((*p, k)).or_default() += a;
+        }
+    }
+    for (&(p, k), &sum) in &sums {
+        let provider = state.provider(p).unwrap();
+        let inv = provider.inventories.get(prep.classes[k])?;
+        let cap = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio) as i64;
+        if state.usage(p, prep.classes[k]) as i64 + sum as i64 > cap || sum > inv.max_unit {
+            return None;
+        }
+    }
+    // Required traits of the unsuffixed group, together.
+    if let Some(gi) = q.groups.iter().position(|g| g.suffix.is_empty()) {
+        let traits: BTreeSet<&str> = slots
+            .iter()
+            .zip(chosen)
+            .filter(|(s, _)| s.group == gi)
+            .flat_map(|(_, p)| state.provider(*p).unwrap().traits.iter().map(|t| t.as_str()))
+            .collect();
+        if !q.groups[gi]
+            .required
+            .iter()
+            .all(|any| any.iter().any(|t| traits.contains(t.as_str())))
+        {
+            return None;
+        }
+    }
+    // same_subtree.
+    for set in &q.same_subtrees {
+        let ids: BTreeSet<ProviderId> = slots
+            .iter()
+            .zip(chosen)
+            .filter(|(s, _)| set.contains(&q.groups[s.group].suffix))
+            .map(|(_, p)| *p)
+            .collect();
+        let ancestors = |mut p: ProviderId| {
+            let mut v = vec![p];
+            while let Some(parent) = state.provider(p).unwrap().row.parent {
+                v.push(parent);
+                p = parent;
+            }
+            v
+        };
+        if ids.len() > 1
+            && !ids
+                .iter()
+                .any(|top| ids.iter().all(|p| ancestors(*p).contains(top)))
+        {
+            return None;
+        }
+    }
+    // One provider per tree.
+    if prep.one_provider_per_tree {
+        let used: BTreeSet<ProviderId> = sums.keys().map(|(p, _)| *p).collect();
+        let roots: BTreeSet<ProviderId> = used
+            .iter()
+            .map(|p| state.provider(*p).unwrap().row.root)
+            .collect();
+        if roots.len() != used.len() {
+            return None;
+        }
+    }
+    let mut maps: Vec<BTreeSet<ProviderId>> = vec![BTreeSet::new(); q.groups.len()];
+    for (s, p) in slots.iter().zip(chosen) {
+        maps[s.group].insert(*p);
+    }
+    let allocs: Vec<String> = sums
+        .iter()
+        .map(|((p, k), a)| format!("{}:{}={}", p.0, prep.classes[*k], a))
+        .collect();
+    let maps: Vec<String> = maps
+        .iter()
+        .map(|m| m.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(","))
+        .collect();
+    Some(format!("{} | {}", allocs.join(" "), maps.join(" ")))
+}
+
+fn searched(state: &State, q: &CandidateQuery) -> BTreeSet<String> {
+    let c = state
+        .allocation_candidates(q, &SearchOptions::default())
+        .unwrap();
+    let texts: Vec<String> = c
+        .requests
+        .iter()
+        .map(|r| {
+            let allocs: Vec<String> = r
+                .allocations
+                .iter()
+                .map(|(p, k, a)| format!("{}:{}={}", p.0, c.classes[*k], a))
+                .collect();
+            let maps: Vec<String> = r
+                .mappings
+                .iter()
+                .map(|m| m.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(","))
+                .collect();
+            format!("{} | {}", allocs.join(" "), maps.join(" "))
+        })
+        .collect();
+    let set: BTreeSet<String> = texts.iter().cloned().collect();
+    assert_eq!(set.len(), texts.len(), "no candidate twice");
+    set
+}
+
+/// A random small cloud: a few trees of depth up to 3, many identical leaves, some
+/// sharing providers, some usage.
+fn random_world(rng: &mut Rng) -> World {
+    let aggs = [Uuid::from_u128(0xa1), Uuid::from_u128(0xa2)];
+    let classes = ["VCPU", "VGPU", "DISK_GB"];
+    let traits = ["CUSTOM_A", "CUSTOM_B", "HW_NUMA_ROOT"];
+    let mut w = World::new();
+    let mut n = 0;
+    let mut name = || {
+        n += 1;
+        format!("p{n}")
+    };
+    for _ in 0..1 + rng.below(3) {
+        let root = name();
+        w.provider(&root, None);
+        let mut level = vec![root];
+        for _depth in 0..rng.below(3) {
+            let mut next = Vec::new();
+            for parent in &level {
+                // Often several identical children.
+                let kids = rng.below(4);
+                let shape = rng.below(3);
+                for _ in 0..kids {
+                    let child = name();
+                    w.provider(&child, Some(parent));
+                    if shape > 0 {
+                        w.total(&child, classes[shape], 1 + (rng.below(3) as u64));
+                    }
+                    next.push(child);
+                }
+            }
+            level = next;
+        }
+    }
+    for _ in 0..rng.below(3) {
+        let s = name();
+        w.provider(&s, None)
+            .total(&s, "DISK_GB", 1 + rng.below(4) as u64)
+            .traits(&s, &[SHARING_TRAIT]);
+        let a = aggs[rng.below(2)];
+        w.aggregates(&s, &[a]);
+    }
+    // Sprinkle inventories, traits, aggregates and usage.
+    let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
+    for name in &names {
+        if rng.below(2) == 0 {
+            let class = classes[rng.below(3)];
+            if !w.state.provider_by_name(name).unwrap().inventories.contains_key(class) {
+                w.total(name, class, 1 + rng.below(4) as u64);
+            }
+        }
+        if rng.below(3) == 0 && !w.state.provider_by_name(name).unwrap().traits.contains(SHARING_TRAIT) {
+            w.traits(name, &[traits[rng.below(3)]]);
+        }
+        if rng.below(4) == 0 {
+            let a = aggs[rng.below(2)];
+            let mut existing: Vec<Uuid> = w
+                .state
+                .provider_by_name(name)
+                .unwrap()
+                .aggregates
+                .iter()
+                .copied()
+                .collect();
+            existing.push(a);
+            existing.sort();
+            existing.dedup();
+            w.aggregates(name, &existing);
+        }
+        let invs: Vec<String> = w
+            .state
+            .provider_by_name(name)
+            .unwrap()
+            .inventories
+            .keys()
+            .map(|c| c.as_str().to_owned())
+            .collect();
+        for class in invs {
+            if rng.below(5) == 0 {
+                w.allocate(name, &class, 1);
+            }
+        }
+    }
+    w
+}
+
+fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
+    let classes = ["VCPU", "VGPU", "DISK_GB"];
+    let traits = ["CUSTOM_A", "CUSTOM_B", "HW_NUMA_ROOT"];
+    let aggs = [Uuid::from_u128(0xa1), Uuid::from_u128(0xa2)];
+    let mut groups = Vec::new();
+    if rng.below(2) == 0 {
+        let mut g = group("", &[]);
+        for c in classes {
+            if rng.below(2) == 0 {
+                g.resources.push((c.into(), 1 + rng.below(2) as u64));
+            }
+        }
+        if g.resources.is_empty() {
+            g.resources.push(("VGPU".into(), 1));
+        }
+        if rng.below(5) == 0 {
+            g.required.push(vec![traits[rng.below(3)].into()]);
+        }
+        if rng.below(6) == 0 {
+            g.forbidden.push(traits[rng.below(3)].into());
+        }
+        if rng.below(6) == 0 {
+            g.member_of.push(vec![aggs[rng.below(2)]]);
+        }
+        groups.push(g);
+    }
+    let n = rng.below(4) + usize::from(groups.is_empty());
+    for i in 0..n {
+        let mut g = group(&format!("_{i}"), &[]);
+        if rng.below(6) > 0 {
+            g.resources.push((classes[rng.below(3)].into(), 1 + rng.below(2) as u64));
+        } else {
+            g.required.push(vec![traits[rng.below(3)].into()]);
+        }
+        if rng.below(5) == 0 {
+            g.required.push(vec![traits[rng.below(3)].into(), traits[rng.below(3)].into()]);
+        }
+        if rng.below(6) == 0 {
+            g.forbidden.push(traits[rng.below(3)].into());
+        }
+        if rng.below(6) == 0 {
+            g.member_of.push(vec![aggs[rng.below(2)]]);
+        }
+        if rng.below(8) == 0 {
+            let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
+            let pick = &names[rng.below(names.len())];
+            g.in_tree = Some(World::uuid(pick).to_string());
+        }
+        groups.push(g);
+    }
+    let suffixes: Vec<String> = groups
+        .iter()
+        .filter(|g| !g.suffix.is_empty())
+        .map(|g| g.suffix.clone())
+        .collect();
+    let mut same_subtrees = Vec::new();
+    let resourceless: Vec<String> = groups
+        .iter()
+        .filter(|g| g.resources.is_empty())
+        .map(|g| g.suffix.clone())
+        .collect();
+    if !resourceless.is_empty() || rng.below(3) == 0 {
+        let mut set: Vec<String> = resourceless;
+        for s in &suffixes {
+            if rng.below(2) == 0 && !set.contains(s) {
+                set.push(s.clone());
+            }
+        }
+        same_subtrees.push(set);
+    }
+    CandidateQuery {
+        groups,
+        isolate: rng.below(2) == 0,
+        limit: None,
+        root_required: Vec::new(),
+        root_forbidden: Vec::new(),
+        same_subtrees,
+        nested_aware: rng.below(5) > 0,
+    }
+}
+
+#[test]
+fn search_agrees_with_brute_force() {
+    // CANDIDATES_SEED=n runs other cases.
+    let seed = std::env::var("CANDIDATES_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let mut rng = Rng::new(seed);
+    let mut nonempty = 0;
+    let mut big = 0;
+    for case in 0..3000 {
+        let w = random_world(&mut rng);
+        let q = random_query(&mut rng, &w);
+        let want = brute_force(&w.state, &q);
+        let got = searched(&w.state, &q);
+        if !want.is_empty() {
+            nonempty += 1;
+        }
+        big = big.max(want.len());
+        assert_eq!(got, want, "case {case}: {q:#?}");
+    }
+    eprintln!("{nonempty} cases with candidates, at most {big}");
+    assert!(nonempty > 400, "the cases exercise the search ({nonempty})");
+    assert!(big > 50);
+}

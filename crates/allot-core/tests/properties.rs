@@ -1,0 +1,538 @@
+//! Property tests of the rules: whatever sequence of requests clients make, claims never
+//! over-commit an inventory, refused writes change nothing, and the usage index always
+//! equals the sum of the allocation records.
+//!
+//! Each case is a random sequence of operations (see `support`): classes, providers and
+//! inventories created, changed and deleted, and allocation writes (single and
+//! multi-consumer, with and without consumer generations) and releases. Every
+//! operation is planned against the state; an accepted plan's changes are applied, a
+//! refused one is dropped, and after every step the invariants are checked. Allocation
+//! writes are also compared with an independent model of the rules (`model_write`):
+//! the rules must accept exactly what the model accepts, and produce what it predicts.
+//!
+//! 64 cases by default; `PROPTEST_CASES=10000 cargo test -p allot-core --test
+//! properties --release` for a long run.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite};
+use allot_core::{ProviderId, State, Uuid};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use support::{consumer_uuid, consumer_writes, plan, release, Op};
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64)
+}
+
+fn config() -> Config {
+    Config {
+        cases: cases(),
+        // Failures are reported with their minimal case; no need to write them down.
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// What a consumer holds: amount per (provider, class).
+type Holdings = BTreeMap<(ProviderId, String), u64>;
+
+/// What happened over a run, to check that the generator reaches the cases that
+/// matter (see `the_generator_reaches_the_interesting_cases`).
+#[derive(Debug, Default)]
+struct Stats {
+    writes_accepted: usize,
+    writes_refused_for_capacity: usize,
+    multi_consumer_writes_accepted: usize,
+    over_committed_states: usize,
+    accepted_on_over_committed: usize,
+    no_worse_writes_on_over_committed: usize,
+    releases_of_held: usize,
+    refusals: BTreeMap<String, usize>,
+}
+
+/// Why the model refuses a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    DuplicateConsumer,
+    Generation,
+    UnknownProvider,
+    NoInventory,
+    Constraints,
+    Capacity,
+}
+
+/// An independent model of `write_allocations`: what each written consumer holds
+/// afterwards, or why the write is refused. Written from the rules as documented, not
+/// from the code: generations; providers, inventories and min/max/step per amount;
+/// then capacity over the final usage of everyone, where a (provider, class) may end
+/// above its capacity only if its usage does not go up.
+fn model_write(
+    state: &State,
+    writes: &[ConsumerWrite],
+) -> Result<BTreeMap<Uuid, Holdings>, Refusal> {
+    let mut out = BTreeMap::new();
+    let distinct: BTreeSet<Uuid> = writes.iter().map(|w| w.consumer).collect();
+    if distinct.len() != writes.len() {
+        return Err(Refusal::DuplicateConsumer);
+    }
+    for w in writes {
+        let existing = state.consumer(&w.consumer).map(|c| c.row.generation);
+        let generation_ok = match w.generation {
+            ConsumerGeneration::Unchecked => true,
+            ConsumerGeneration::New => existing.is_none(),
+            ConsumerGeneration::Is(g) => existing == Some(g),
+        };
+        if !generation_ok {
+            return Err(Refusal::Generation);
+        }
+        // Every provider named must exist, even for a zero amount.
+        if w.allocations
+            .iter()
+            .any(|r| state.provider_by_uuid(&r.provider).is_none())
+        {
+            return Err(Refusal::UnknownProvider);
+        }
+        // Amounts of the same provider and class are merged, then checked.
+        let mut holdings = Holdings::new();
+        for r in w.allocations.iter().filter(|r| r.used > 0) {
+            let p = state.provider_by_uuid(&r.provider).unwrap();
+            *holdings
+                .entry((p.id(), r.class.as_str().to_owned()))
+                .or_default() += r.used;
+        }
+        for ((p, class), used) in &holdings {
+            let inv = state
+                .provider(*p)
+                .unwrap()
+                .inventories
+                .get(class.as_str())
+                .ok_or(Refusal::NoInventory)?;
+            if *used < inv.min_unit || *used > inv.max_unit || *used % inv.step_size != 0 {
+                return Err(Refusal::Constraints);
+            }
+        }
+        out.insert(w.consumer, holdings);
+    }
+    let mut after = Holdings::new();
+    for c in state.consumers().filter(|c| !out.contains_key(&c.row.uuid)) {
+        for a in &c.allocations {
+            *after
+                .entry((a.provider, a.class.as_str().to_owned()))
+                .or_default() += a.used;
+        }
+    }
+    for holdings in out.values() {
+        for (key, used) in holdings {
+            *after.entry(key.clone()).or_default() += used;
+        }
+    }
+    for ((p, class), used) in &after {
+        let capacity = state.provider(*p).unwrap().inventories[class.as_str()].capacity();
+        if *used > capacity && *used > state.usage(*p, class) {
+            return Err(Refusal::Capacity);
+        }
+    }
+    Ok(out)
+}
+
+fn holdings_of(state: &State, consumer: &Uuid) -> Option<Holdings> {
+    state.consumer(consumer).map(|c| {
+        c.allocations
+            .iter()
+            .map(|a| ((a.provider, a.class.as_str().to_owned()), a.used))
+            .collect()
+    })
+}
+
+/// (d) and (e), and the referential rules that keep them meaningful.
+fn check_invariants(state: &State) {
+    assert!(state.check_usage_index(), "usage index out of step");
+    let mut sums = Holdings::new();
+    let mut holders: BTreeMap<ProviderId, BTreeSet<Uuid>> = BTreeMap::new();
+    for c in state.consumers() {
+        for a in &c.allocations {
+            assert!(a.used > 0, "zero allocation kept: {a:?}");
+            let p = state
+                .provider(a.provider)
+                .unwrap_or_else(|| panic!("allocation on a deleted provider: {a:?}"));
+            assert!(
+                p.inventories.contains_key(a.class.as_str()),
+                "allocation without inventory: {a:?}"
+            );
+            assert!(
+                state.class_exists(a.class.as_str()),
+                "allocation of a class that does not exist: {a:?}"
+            );
+            *sums
+                .entry((a.provider, a.class.as_str().to_owned()))
+                .or_default() += a.used;
+            holders.entry(a.provider).or_default().insert(c.row.uuid);
+        }
+    }
+    for p in state.providers() {
+        for class in p.inventories.keys() {
+            assert!(
+                state.class_exists(class.as_str()),
+                "inventory of a class that does not exist: {class} on {}",
+                p.uuid()
+            );
+        }
+        let index = state.provider_usage_index(p.id());
+        let mut seen = BTreeSet::new();
+        for ((q, class), used) in sums.range((p.id(), String::new())..) {
+            if *q != p.id() {
+                break;
+            }
+            seen.insert(class.clone());
+            assert_eq!(state.usage(p.id(), class), *used, "usage of {class}");
+        }
+        if let Some(index) = index {
+            let classes: BTreeSet<String> = index
+                .by_class
+                .keys()
+                .map(|c| c.as_str().to_owned())
+                .collect();
+            assert_eq!(classes, seen, "classes in the usage index");
+            assert_eq!(
+                Some(&index.consumers),
+                holders.get(&p.id()),
+                "consumers in the usage index"
+            );
+        } else {
+            assert!(
+                seen.is_empty(),
+                "no usage index for a provider with allocations"
+            );
+        }
+    }
+}
+
+/// (a): after a step, an inventory is above its capacity only if its usage did not go
+/// up, and (unless the step changed that inventory) it was above before.
+fn check_no_worse(before: &State, after: &State) {
+    for p in after.providers() {
+        for (class, inv) in &p.inventories {
+            let used = after.usage(p.id(), class.as_str());
+            if used <= inv.capacity() {
+                continue;
+            }
+            let used_before = before.usage(p.id(), class.as_str());
+            assert!(
+                used <= used_before,
+                "{class} on {} is over capacity ({used} > {}) and went up from {used_before}",
+                p.uuid(),
+                inv.capacity()
+            );
+            let inv_before = before
+                .provider(p.id())
+                .and_then(|q| q.inventories.get(class.as_str()));
+            if inv_before == Some(inv) {
+                assert!(
+                    used_before > inv.capacity(),
+                    "{class} on {} became over capacity ({used} > {})",
+                    p.uuid(),
+                    inv.capacity()
+                );
+            }
+        }
+    }
+}
+
+fn over_committed(state: &State) -> bool {
+    state.providers().any(|p| {
+        p.inventories
+            .iter()
+            .any(|(c, inv)| state.usage(p.id(), c.as_str()) > inv.capacity())
+    })
+}
+
+/// Checks what an accepted write did against the model's prediction and the
+/// documented consumer and generation rules: a consumer is *touched* when it gets
+/// allocations or is emptied of some; a touched consumer's generation goes up by one
+/// (a new one starts at 0 before that), and an emptied one is deleted; an untouched
+/// one is only created or has its row updated. Providers that receive allocations,
+/// and those an emptied consumer leaves, have their generation bumped; no other
+/// provider changes.
+fn check_write(
+    before: &State,
+    after: &State,
+    expected: &BTreeMap<Uuid, Holdings>,
+    writes: &[ConsumerWrite],
+) {
+    let mut bumped = BTreeSet::new();
+    for w in writes {
+        let holdings = &expected[&w.consumer];
+        bumped.extend(holdings.keys().map(|(p, _)| *p));
+        let old = before.consumer(&w.consumer);
+        let held = old.is_some_and(|c| !c.allocations.is_empty());
+        let touched = held || !holdings.is_empty();
+        if holdings.is_empty() && held {
+            bumped.extend(old.unwrap().allocations.iter().map(|a| a.provider));
+            assert!(
+                after.consumer(&w.consumer).is_none(),
+                "emptied consumer {} kept",
+                w.consumer
+            );
+            continue;
+        }
+        let c = after
+            .consumer(&w.consumer)
+            .unwrap_or_else(|| panic!("consumer {} missing", w.consumer));
+        assert_eq!(holdings_of(after, &w.consumer).as_ref(), Some(holdings));
+        assert_eq!(
+            c.row.generation,
+            old.map_or(0, |o| o.row.generation) + u64::from(touched),
+            "generation of consumer {}",
+            w.consumer
+        );
+        assert_eq!(
+            c.row.consumer_type,
+            w.consumer_type
+                .clone()
+                .or_else(|| old.and_then(|o| o.row.consumer_type.clone()))
+        );
+        assert_eq!(c.row.project_id, w.project_id);
+        assert_eq!(c.row.user_id, w.user_id);
+    }
+    for c in before.consumers() {
+        if !expected.contains_key(&c.row.uuid) {
+            assert_eq!(after.consumer(&c.row.uuid), Some(c), "bystander changed");
+        }
+    }
+    assert_eq!(
+        after.consumers().count(),
+        before
+            .consumers()
+            .filter(|c| !expected.contains_key(&c.row.uuid))
+            .count()
+            + expected
+                .keys()
+                .filter(|u| after.consumer(u).is_some())
+                .count()
+    );
+    for p in before.providers() {
+        let bump = u64::from(bumped.contains(&p.id()));
+        assert_eq!(
+            after.provider(p.id()).unwrap().row.generation,
+            p.row.generation + bump,
+            "generation of provider {}",
+            p.uuid()
+        );
+    }
+}
+
+/// Only a consumer's row may change: nothing anyone holds, no usage, no provider.
+fn check_harmless(before: &State, after: &State) {
+    let holdings = |s: &State| -> BTreeMap<Uuid, Holdings> {
+        s.consumers()
+            .filter(|c| !c.allocations.is_empty())
+            .map(|c| (c.row.uuid, holdings_of(s, &c.row.uuid).unwrap()))
+            .collect()
+    };
+    assert_eq!(holdings(before), holdings(after));
+    for p in before.providers() {
+        assert_eq!(after.provider(p.id()), Some(p));
+        assert_eq!(
+            after.provider_usage_index(p.id()),
+            before.provider_usage_index(p.id())
+        );
+    }
+    assert_eq!(after.providers().count(), before.providers().count());
+}
+
+/// Runs one sequence, checking everything after every step.
+fn run(ops: &[Op], stats: &mut Stats) {
+    let mut state = State::new();
+    for (step, op) in ops.iter().enumerate() {
+        let now = step as i64 + 1;
+        let writes = match op {
+            Op::Write {
+                writes,
+                keep_duplicates,
+            } => Some(consumer_writes(&state, writes, *keep_duplicates)),
+            Op::Release(c) => Some(vec![release(*c)]),
+            _ => support::derived_writes(&state, op),
+        };
+        let model = writes.as_ref().map(|w| model_write(&state, w));
+        let planned = plan(&state, op, now);
+        if let Op::Delete(c) = op {
+            let holds = state
+                .consumer(&consumer_uuid(*c))
+                .is_some_and(|c| !c.allocations.is_empty());
+            assert_eq!(planned.is_ok(), holds, "step {step}: delete {planned:?}");
+        }
+        if let Some(model) = &model {
+            assert_eq!(
+                planned.is_ok(),
+                model.is_ok(),
+                "step {step}: rules say {planned:?}, model says {model:?}"
+            );
+        }
+        let changes = match planned {
+            // (b): a refused plan is dropped; planning takes `&State`, so the state
+            // cannot have changed.
+            Err(_) => {
+                if model == Some(Err(Refusal::Capacity)) {
+                    stats.writes_refused_for_capacity += 1;
+                }
+                if let Some(Err(why)) = model {
+                    *stats.refusals.entry(format!("{why:?}")).or_default() += 1;
+                }
+                check_invariants(&state);
+                continue;
+            }
+            Ok(changes) => changes,
+        };
+        let was_over = over_committed(&state);
+        let before = state.clone();
+        state.apply(&changes);
+        check_invariants(&state);
+        check_no_worse(&before, &state);
+        if let (Some(writes), Some(Ok(expected))) = (&writes, &model) {
+            check_write(&before, &state, expected, writes);
+            let keeps_over = expected.values().flat_map(|h| h.keys()).any(|(p, class)| {
+                let inv = state.provider(*p).unwrap().inventories[class.as_str()];
+                state.usage(*p, class) > inv.capacity()
+            });
+            if keeps_over {
+                stats.no_worse_writes_on_over_committed += 1;
+            }
+            stats.writes_accepted += 1;
+            if writes.len() > 1 {
+                stats.multi_consumer_writes_accepted += 1;
+            }
+            if was_over {
+                stats.accepted_on_over_committed += 1;
+            }
+        }
+        if let Op::Release(c) = op {
+            // (c): releasing again changes nothing anyone holds (a consumer that held
+            // nothing may be recorded, with nothing, as Placement does).
+            let uuid = consumer_uuid(*c);
+            if before
+                .consumer(&uuid)
+                .is_some_and(|c| !c.allocations.is_empty())
+            {
+                stats.releases_of_held += 1;
+            }
+            assert!(
+                holdings_of(&state, &uuid).unwrap_or_default().is_empty(),
+                "released consumer still holds allocations"
+            );
+            let (_, again) = state
+                .write_allocations(&[release(*c)], now)
+                .expect("a second release is accepted");
+            let mut twice = state.clone();
+            twice.apply(&again);
+            check_harmless(&state, &twice);
+            check_invariants(&twice);
+        }
+        if let Op::Delete(c) = op {
+            // `DELETE /allocations/{c}`: the consumer is gone, no generation moves,
+            // and deleting again is refused (404) without changes.
+            let uuid = consumer_uuid(*c);
+            assert!(state.consumer(&uuid).is_none());
+            for p in before.providers() {
+                assert_eq!(
+                    state.provider(p.id()).unwrap().row.generation,
+                    p.row.generation
+                );
+            }
+            assert!(state.delete_allocations(&uuid).is_err());
+        }
+        if over_committed(&state) {
+            stats.over_committed_states += 1;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Claims never over-commit, whatever the sequence (classes are not renamed: see
+    /// `renaming_a_class_in_use_orphans_its_inventory`).
+    #[test]
+    fn claims_never_over_commit(ops in support::ops(80, false)) {
+        run(&ops, &mut Stats::default());
+    }
+}
+
+/// The property is only as good as the cases it sees: over a fixed-seed run, writes
+/// must be accepted and refused for capacity, multi-consumer writes accepted,
+/// inventories over-committed (by shrinking them under their allocations) and written
+/// to while they are.
+#[test]
+fn the_generator_reaches_the_interesting_cases() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = support::ops(80, false);
+    let mut stats = Stats::default();
+    for _ in 0..64 {
+        let ops = strategy.new_tree(&mut runner).unwrap().current();
+        run(&ops, &mut stats);
+    }
+    eprintln!("{stats:#?}");
+    assert!(stats.writes_accepted > 250, "{stats:?}");
+    assert!(stats.writes_refused_for_capacity > 20, "{stats:?}");
+    assert!(stats.multi_consumer_writes_accepted > 40, "{stats:?}");
+    assert!(stats.over_committed_states > 20, "{stats:?}");
+    assert!(stats.accepted_on_over_committed > 10, "{stats:?}");
+    assert!(stats.no_worse_writes_on_over_committed > 5, "{stats:?}");
+    assert!(stats.releases_of_held > 3, "{stats:?}");
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The same with class renames (the 1.2–1.6 `PUT /resource_classes/{name}`).
+    #[test]
+    fn claims_never_over_commit_with_renames(ops in support::ops(80, true)) {
+        run(&ops, &mut Stats::default());
+    }
+}
+
+/// Regression: Placement refers to classes by id, so a rename carries the
+/// inventories and allocations of the class along. They once stayed under a name that
+/// no longer existed (and `delete_class` of the new name, or `create_class` of the old
+/// one, then succeeded under them).
+#[test]
+fn renaming_a_class_in_use_keeps_its_inventory() {
+    use support::{InvSpec, WriteSpec};
+    let inventory = InvSpec {
+        total: 4,
+        reserved: 0,
+        min_unit: 1,
+        max_unit: 4,
+        step_size: 1,
+        allocation_ratio: 1.0,
+    };
+    let ops = [
+        Op::CreateClass(2),
+        Op::CreateProvider {
+            slot: 0,
+            parent: None,
+        },
+        Op::AddInventory {
+            slot: 0,
+            class: 2,
+            inventory,
+        },
+        Op::Write {
+            writes: vec![WriteSpec {
+                consumer: 0,
+                generation: support::Gen::New,
+                consumer_type: None,
+                allocations: vec![(0, 2, 2)],
+            }],
+            keep_duplicates: false,
+        },
+        Op::RenameClass { from: 2, to: 3 },
+    ];
+    run(&ops, &mut Stats::default());
+}

@@ -1,0 +1,162 @@
+//! What the binary's tests share: the real `allot serve` on an ephemeral port, and a
+//! tiny HTTP/1.1 client on `std` (one connection per request).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `allot serve` on an ephemeral port.
+pub struct Server {
+    child: Child,
+    /// `host:port` it listens on.
+    pub addr: String,
+}
+
+impl Server {
+    /// Starts the binary on a SQLite database (created if need be) and waits until it
+    /// listens.
+    pub fn start(db: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--database"])
+            .arg(format!("sqlite:{}", db.display()))
+            .env("ALLOT_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start allot");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("allot exited before listening")
+                .expect("read stderr");
+            if let Some(addr) = line.strip_prefix("allot: listening on http://") {
+                break addr.to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, addr }
+    }
+
+    /// A client for this server (cheap; clients can go to other threads).
+    pub fn client(&self) -> Client {
+        Client {
+            addr: self.addr.clone(),
+        }
+    }
+
+    /// One request as admin at the latest microversion; returns (status, body).
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        self.client().call(method, path, body)
+    }
+
+    /// Stops the server with SIGTERM and checks that it exits cleanly.
+    pub fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(
+            exit.success(),
+            "graceful shutdown should exit 0, got {exit:?}"
+        );
+    }
+
+    /// Kills the server with SIGKILL: no chance to flush or clean up.
+    pub fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A test that fails half-way must not leave a server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny HTTP/1.1 client: one connection per request, `connection: close`.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// `host:port`.
+    pub addr: String,
+}
+
+impl Client {
+    /// One request as admin at the latest microversion; returns (status, body).
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        self.request(method, path, body, "latest")
+    }
+
+    /// One request as admin at microversion `version` (`1.39`, `latest`); returns
+    /// (status, body).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        version: &str,
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let body = body.unwrap_or("");
+        let content_type = if body.is_empty() {
+            ""
+        } else {
+            "content-type: application/json\r\n"
+        };
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nhost: {}\r\nx-auth-token: admin\r\n\
+             openstack-api-version: placement {version}\r\naccept: application/json\r\n\
+             {content_type}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).expect("read response");
+        let response = String::from_utf8(response).expect("utf-8 response");
+        let status = response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("status line");
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let chunked = head
+            .lines()
+            .any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        (status, body)
+    }
+}
+
+/// Decodes a chunked body.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size =
+            usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).expect("chunk size");
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].strip_prefix("\r\n").unwrap_or(&rest[size..]);
+    }
+    out
+}

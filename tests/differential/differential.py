@@ -1,0 +1,581 @@
+#!/usr/bin/env python3
+"""Randomized differential test: the real OpenStack Placement against allot.
+
+Both servers get the same random world through the HTTP API, then the same
+random queries and write sequences; their normalized answers must agree.
+See README.md beside this file. Stdlib only; the real Placement runs from the
+venv that scripts/differential makes.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import normalize  # noqa: E402
+import queries  # noqa: E402
+from servers import Server, ServerDied  # noqa: E402
+from world import CGEN, GEN, Call, World  # noqa: E402
+
+DEFAULT_SEED = 1
+
+# The whole world is compared status by status while it is being built, so a
+# divergence there is reported on the call that diverged.
+
+
+class Pair:
+    """The reference (always the real Placement) and the server under test."""
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+        self.features = {}
+        self.died = False
+
+    def send(self, server, call):
+        body = resolve(server, call.body)
+        resp = server.request(call.method, call.path, body, call.version)
+        return resp, body
+
+    def run(self, call):
+        """Send `call` to both; their normal forms, and the body sent to A.
+        A server that dies is restarted (on a fresh database) and its answer
+        is {'status': 'died'}; `self.died` tells the caller."""
+        reps = []
+        body_a = None
+        for server in (self.a, self.b):
+            try:
+                resp, body = self.send(server, call)
+                reps.append(normalize.normalize(call, resp))
+            except ServerDied as e:
+                print('differential: %s died on %s %s: %s'
+                      % (server.label, call.method, call.path, e), flush=True)
+                self.died = True
+                reps.append({'status': 'died'})
+                body = None
+                server.restart(keep=True)
+            if server is self.a:
+                body_a = body
+        return reps[0], reps[1], body_a
+
+    def reset(self):
+        for server in (self.a, self.b):
+            reset(server, self.features.get(server.label, {}))
+
+
+def resolve(server, body):
+    """Replace GEN/CGEN placeholders with this server's current values."""
+    if isinstance(body, dict):
+        return {k: resolve(server, v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [resolve(server, v) for v in body]
+    if isinstance(body, str):
+        if body.startswith(GEN):
+            r = server.request('GET', '/resource_providers/' + body[len(GEN):],
+                               None, '1.14')
+            if r.status == 200 and isinstance(r.body, dict):
+                return r.body.get('generation', 0)
+            return 0
+        if body.startswith(CGEN):
+            r = server.request('GET', '/allocations/' + body[len(CGEN):],
+                               None, '1.28')
+            if r.status == 200 and isinstance(r.body, dict):
+                return r.body.get('consumer_generation')
+            return None
+    return body
+
+
+def probe(server):
+    """Which families this server answers at all (not whether correctly)."""
+    u = '00000000-0000-4000-8000-0000000000ff'
+    feats = {}
+    r = server.request('GET', '/allocations/' + u, None, '1.28')
+    feats['allocations'] = r.status == 200
+    r = server.request('GET', '/usages?project_id=' + u, None, '1.9')
+    feats['usages'] = r.status == 200
+    r = server.request('GET', '/allocation_candidates?resources=VCPU:1', None,
+                       '1.10')
+    feats['candidates'] = r.status == 200
+    return feats
+
+
+def reset(server, feats):
+    """Empty a server through the API; restart it on a fresh database if
+    anything is left."""
+    try:
+        r = server.request('GET', '/resource_providers', None, '1.14')
+        provs = r.body.get('resource_providers', []) if r.status == 200 else []
+        if feats.get('allocations', True):
+            consumers = set()
+            for p in provs:
+                r = server.request('GET', '/resource_providers/%s/allocations'
+                                   % p['uuid'], None, '1.0')
+                if r.status == 200:
+                    consumers |= set(r.body.get('allocations', {}))
+            for c in sorted(consumers):
+                server.request('DELETE', '/allocations/' + c, None, '1.0')
+        depth = {}
+        by_uuid = {p['uuid']: p for p in provs}
+
+        def d(u):
+            if u not in depth:
+                parent = by_uuid.get(u, {}).get('parent_provider_uuid')
+                depth[u] = 0 if not parent or parent not in by_uuid else (
+                    d(parent) + 1)
+            return depth[u]
+        for p in sorted(provs, key=lambda p: -d(p['uuid'])):
+            server.request('DELETE', '/resource_providers/' + p['uuid'], None,
+                           '1.0')
+        r = server.request('GET', '/traits?name=startswith:CUSTOM_', None,
+                           '1.6')
+        if r.status == 200:
+            for t in r.body.get('traits', []):
+                server.request('DELETE', '/traits/' + t, None, '1.6')
+        r = server.request('GET', '/resource_classes', None, '1.2')
+        if r.status == 200:
+            for rc in r.body.get('resource_classes', []):
+                if rc['name'].startswith('CUSTOM_'):
+                    server.request('DELETE', '/resource_classes/' + rc['name'],
+                                   None, '1.2')
+        r1 = server.request('GET', '/resource_providers', None, '1.14')
+        r2 = server.request('GET', '/traits?name=startswith:CUSTOM_', None,
+                            '1.6')
+        r3 = server.request('GET', '/resource_classes', None, '1.2')
+        clean = (r1.status == 200 and not r1.body['resource_providers']
+                 and r2.status == 200 and not r2.body['traits']
+                 and r3.status == 200 and not any(
+                     rc['name'].startswith('CUSTOM_')
+                     for rc in r3.body['resource_classes']))
+    except (ServerDied, OSError, KeyError, AttributeError, TypeError):
+        clean = False
+    if not clean:
+        server.restart()
+
+
+UUID_RE = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
+
+
+class UuidMap:
+    """A consistent renaming of uuids, and its inverse."""
+
+    def __init__(self, attempt):
+        self.rng = random.Random('replay:%d' % attempt)
+        self.fwd = {}
+        self.inv = {}
+
+    def _new(self, m):
+        old = m.group(0)
+        if old not in self.fwd:
+            new = str(uuidlib.UUID(int=self.rng.getrandbits(128), version=4))
+            self.fwd[old] = new
+            self.inv[new] = old
+        return self.fwd[old]
+
+    def _sub(self, x, fn):
+        if isinstance(x, dict):
+            return {self._sub(k, fn): self._sub(v, fn) for k, v in x.items()}
+        if isinstance(x, list):
+            return [self._sub(v, fn) for v in x]
+        if isinstance(x, str):
+            return UUID_RE.sub(fn, x)
+        return x
+
+    def call(self, call):
+        return Call(call.method, self._sub(call.path, self._new),
+                    self._sub(call.body, self._new), call.version, call.kind)
+
+    def back(self, x):
+        return self._sub(x, lambda m: self.inv.get(m.group(0), m.group(0)))
+
+
+class Failure:
+    def __init__(self, seed, world, family, history, final, rep_a, rep_b,
+                 bodies):
+        self.seed = seed
+        self.world = world
+        self.family = family
+        self.history = list(history)  # [(Call, resolved body on A, status)]
+        self.final = final
+        self.final_body = bodies
+        self.rep_a = rep_a
+        self.rep_b = rep_b
+        self.sig = normalize.signature(final, rep_a, rep_b)
+        self.count = 1
+        self.shrunk = None
+
+
+class Runner:
+    def __init__(self, args, pair):
+        self.args = args
+        self.pair = pair
+        self.passed = 0
+        self.failed = 0
+        self.failures = {}  # signature -> Failure (first of its kind)
+        self.order = []
+        self.per_family = {}
+        self.trace = open(args.trace, 'w') if args.trace else None
+        self.attempt = 0
+
+    def tally(self, family, ok):
+        fam = self.per_family.setdefault(family, [0, 0])
+        if ok:
+            self.passed += 1
+            fam[0] += 1
+        else:
+            self.failed += 1
+            fam[1] += 1
+
+    def record(self, family, wid, history, call, rep_a, rep_b, body):
+        f = Failure(self.args.seed, wid, family, history, call, rep_a, rep_b,
+                    body)
+        if f.sig in self.failures:
+            self.failures[f.sig].count += 1
+        else:
+            self.failures[f.sig] = f
+            self.order.append(f.sig)
+            if self.args.verbose:
+                print('  mismatch: %s' % f.sig, flush=True)
+
+    def compare(self, family, wid, history, call):
+        t0 = time.monotonic()
+        rep_a, rep_b, body = self.pair.run(call)
+        ok = normalize.same(rep_a, rep_b)
+        self.tally(family, ok)
+        if self.trace:
+            self.trace.write(json.dumps({
+                'world': wid, 'family': family, 'ok': ok,
+                'call': '%s %s @%s' % (call.method, call.path, call.version),
+                'status': rep_a['status'], 'code': rep_a.get('code'),
+                'size': size(rep_a),
+                'ms': int((time.monotonic() - t0) * 1000)}) + '\n')
+        if not ok:
+            self.record(family, wid, history, call, rep_a, rep_b, body)
+        return ok, rep_a, body
+
+    def world(self, wid):
+        args = self.args
+        rng = random.Random('%d:%d' % (args.seed, wid))
+        world = World(rng, allocations=args.world_allocations).build()
+        history = []
+        for call in world.calls:
+            ok, rep_a, body = self.compare('setup', wid, history, call)
+            history.append((call, body, rep_a['status']))
+            if not ok or self.pair.died:
+                return  # the worlds differ from here on: abandon this one
+        qrng = random.Random('%d:%d:queries' % (args.seed, wid))
+        gens = {
+            'providers': lambda: queries.providers_query(qrng, world),
+            'usages': lambda: queries.usages_query(qrng, world),
+            'candidates': lambda: queries.candidates_query(qrng, world),
+        }
+        fams = [f for f in args.families if f in gens]
+        for _ in range(args.queries if fams else 0):
+            fam = qrng.choice(fams)
+            call = gens[fam]()
+            if (fam == 'usages' and not args.usage_allocations
+                    and 'allocations' in call.path):
+                continue
+            self.compare(fam, wid, history, call)
+            if self.pair.died:
+                return
+        if 'writes' not in args.families:
+            return
+        for _ in range(args.writes):
+            seq = queries.write_sequence(qrng, world, args.world_allocations)
+            for call in seq:
+                ok, rep_a, body = self.compare('writes', wid, history, call)
+                history.append((call, body, rep_a['status']))
+                if not ok:
+                    return
+            for call in queries.state_queries(
+                    world, args.world_allocations,
+                    'usages' in args.families or args.usage_allocations):
+                ok, _, _ = self.compare('writes', wid, history, call)
+                if not ok or self.pair.died:
+                    return
+
+    # -- shrinking --------------------------------------------------------
+
+    def reproduces(self, f, calls, final):
+        """Replay `calls` on emptied servers; the replay if they agree on
+        every call and `final` still mismatches the same way, else None.
+
+        Every uuid is replaced by a fresh one for the replay: emptying a
+        server through the API leaves records the API cannot delete
+        (consumers, projects, users), which must not meet the replay.
+        """
+        self.pair.reset()
+        self.attempt += 1
+        fwd = UuidMap(self.attempt)
+        executed = []
+        for call in calls:
+            rep_a, rep_b, body = self.pair.run(fwd.call(call))
+            if not normalize.same(rep_a, rep_b):
+                return None
+            executed.append((call, fwd.back(body), rep_a['status']))
+        rep_a, rep_b, body = self.pair.run(fwd.call(final))
+        if normalize.same(rep_a, rep_b):
+            return None
+        if normalize.signature(final, rep_a, rep_b) != f.sig:
+            return None
+        return (executed, final, fwd.back(rep_a), fwd.back(rep_b),
+                fwd.back(body))
+
+    def shrink(self, f, deadline):
+        calls = [c for c, _, _ in f.history]
+        final = f.final
+        best = self.reproduces(f, calls, final)
+        if best is None:
+            return None  # not reproducible from scratch (ordering? state?)
+        n = 2
+        while len(calls) >= 1 and time.monotonic() < deadline:
+            chunk = max(1, len(calls) // n)
+            removed_any = False
+            i = 0
+            while i < len(calls) and time.monotonic() < deadline:
+                trial = calls[:i] + calls[i + chunk:]
+                got = self.reproduces(f, trial, final)
+                if got is not None:
+                    calls, best = trial, got
+                    removed_any = True
+                else:
+                    i += chunk
+            if chunk == 1 and not removed_any:
+                break
+            if not removed_any:
+                n = min(len(calls), n * 2)
+        # Drop query parameters that do not matter.
+        if final.method == 'GET' and '?' in final.path:
+            path, _, query = final.path.partition('?')
+            params = query.split('&')
+            i = 0
+            while i < len(params) and time.monotonic() < deadline:
+                trial = params[:i] + params[i + 1:]
+                fc = Call('GET', path + ('?' + '&'.join(trial) if trial
+                                         else ''), None, final.version,
+                          final.kind)
+                got = self.reproduces(f, calls, fc)
+                if got is not None:
+                    params, final, best = trial, fc, got
+                else:
+                    i += 1
+        return best
+
+    # -- report -----------------------------------------------------------
+
+    def report(self, out):
+        args = self.args
+        a, b = self.pair.a.label, self.pair.b.label
+        deadline = time.monotonic() + args.shrink_time
+        for k, sig in enumerate(self.order[:args.max_reports]):
+            f = self.failures[sig]
+            executed, final = f.history, f.final
+            rep_a, rep_b, body = f.rep_a, f.rep_b, f.final_body
+            note = 'not minimized'
+            if args.shrink_time > 0 and time.monotonic() < deadline:
+                per = max(5.0, (deadline - time.monotonic())
+                          / max(1, min(len(self.order), args.max_reports) - k))
+                try:
+                    got = self.shrink(f, min(deadline, time.monotonic() + per))
+                except ServerDied as e:
+                    got = None
+                    print('  (shrinking stopped: %s)' % e, file=out)
+                    self.pair.a.restart()
+                    self.pair.b.restart()
+                if got is not None:
+                    note = 'minimized from %d calls' % len(f.history)
+                    executed, final, rep_a, rep_b, body = got
+                else:
+                    note = 'not reproduced from an empty start; full history'
+            print('', file=out)
+            print('=== mismatch %d/%d [%s] x%d: %s' % (
+                k + 1, len(self.order), f.family, f.count, sig), file=out)
+            print('seed %d, world %d; rerun: scripts/differential --seed %d '
+                  '--world %d --iterations 1 --against %s'
+                  % (f.seed, f.world, f.seed, f.world, args.against), file=out)
+            print('calls before the query (%s), as sent to %s:'
+                  % (note, a), file=out)
+            for call, sent, status in executed:
+                print('  ' + fmt_call(call, sent) + '  -> %s' % status,
+                      file=out)
+            print('the call that differs:', file=out)
+            print('  ' + fmt_call(final, body), file=out)
+            print('%s: %s   %s: %s' % (a, short(rep_a), b, short(rep_b)),
+                  file=out)
+            for line in normalize.diff(rep_a, rep_b, a, b):
+                print('  ' + line, file=out)
+        if len(self.order) > args.max_reports:
+            print('\n... and %d more kinds of mismatch:' % (
+                len(self.order) - args.max_reports), file=out)
+            for sig in self.order[args.max_reports:]:
+                print('  x%d %s' % (self.failures[sig].count, sig), file=out)
+
+
+def size(rep):
+    body = rep.get('body')
+    if isinstance(body, dict):
+        for key in ('allocation_requests', 'resource_providers', 'usages',
+                    'allocations', 'inventories', 'traits', 'aggregates'):
+            if key in body:
+                return len(body[key])
+    return None
+
+
+def fmt_call(call, body):
+    s = '%s %s  [placement %s]' % (call.method, call.path, call.version)
+    if body is not None:
+        s += '  ' + json.dumps(body, sort_keys=True)
+    return s
+
+
+def short(rep):
+    s = str(rep['status'])
+    if 'code' in rep:
+        s += ' ' + str(rep['code'])
+    return s
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--seed', type=int, default=DEFAULT_SEED)
+    p.add_argument('--iterations', type=int, default=None,
+                   help='worlds to build (default 10; with --duration, '
+                   'unbounded)')
+    p.add_argument('--duration', type=float, default=None,
+                   help='stop starting new worlds after S seconds')
+    p.add_argument('--world', type=int, default=0,
+                   help='index of the first world (to rerun one)')
+    p.add_argument('--queries', type=int, default=40,
+                   help='random queries per world')
+    p.add_argument('--writes', type=int, default=2,
+                   help='write sequences per world')
+    p.add_argument('--only', default='auto',
+                   help='comma list of families: providers,usages,candidates,'
+                   'writes; "auto" (default) leaves out those the server '
+                   'under test does not answer at all')
+    p.add_argument('--allocations', choices=['auto', 'on', 'off'],
+                   default='auto', help='allocations in worlds and writes')
+    p.add_argument('--against', choices=['allot', 'placement'],
+                   default='allot', help='the server under test (placement: '
+                   'a second real Placement, a self-test of the harness)')
+    p.add_argument('--placement-venv', required=True)
+    p.add_argument('--allot-bin')
+    p.add_argument('--shrink-time', type=float, default=120,
+                   help='seconds in all to minimize reproductions')
+    p.add_argument('--max-reports', type=int, default=8)
+    p.add_argument('--workdir', help='where server databases and logs go')
+    p.add_argument('--keep-workdir', action='store_true')
+    p.add_argument('--trace', help='write every compared call, one JSON '
+                   'line each, to this file')
+    p.add_argument('-v', '--verbose', action='store_true')
+    args = p.parse_args(argv)
+    if args.iterations is None:
+        args.iterations = 10 if args.duration is None else 10 ** 9
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    started = time.monotonic()
+    workroot = args.workdir or tempfile.mkdtemp(prefix='allot-differential-')
+    os.makedirs(workroot, exist_ok=True)
+    a = Server('placement', 'placement', workroot,
+               placement_venv=args.placement_venv)
+    if args.against == 'allot':
+        b = Server('allot', 'allot', workroot, allot_bin=args.allot_bin)
+    else:
+        b = Server('placement', 'placement-2', workroot,
+                   placement_venv=args.placement_venv)
+    status = 1
+    try:
+        a.start()
+        b.start()
+        print('differential: %s on :%d, %s on :%d (started in %.1fs), seed %d'
+              % (a.label, a.port, b.label, b.port, time.monotonic() - started,
+                 args.seed), flush=True)
+        pair = Pair(a, b)
+        feats_b = probe(b)
+        pair.features = {a.label: probe(a), b.label: feats_b}
+        missing = [k for k, v in feats_b.items() if not v]
+        if missing:
+            print('differential: %s does not answer: %s'
+                  % (b.label, ', '.join(missing)), flush=True)
+        if args.allocations == 'auto':
+            args.world_allocations = feats_b['allocations']
+        else:
+            args.world_allocations = args.allocations == 'on'
+        args.usage_allocations = args.world_allocations
+        if args.only == 'auto':
+            fams = ['providers', 'writes']
+            if feats_b['usages']:
+                fams.append('usages')
+            if feats_b['candidates']:
+                fams.append('candidates')
+        else:
+            fams = [f.strip() for f in args.only.split(',') if f.strip()]
+            bad = [f for f in fams if f not in queries.FAMILIES]
+            if bad:
+                print('differential: unknown family %s' % ', '.join(bad),
+                      file=sys.stderr)
+                return 2
+        args.families = fams
+        print('differential: families %s; allocations in worlds: %s'
+              % (','.join(fams), 'yes' if args.world_allocations else 'no'),
+              flush=True)
+        runner = Runner(args, pair)
+        wid = args.world
+        done = 0
+        while done < args.iterations:
+            if (args.duration is not None
+                    and time.monotonic() - started > args.duration):
+                break
+            if done:
+                pair.reset()
+            pair.died = False
+            before = (runner.passed, runner.failed)
+            t0 = time.monotonic()
+            runner.world(wid)
+            if args.verbose:
+                print('world %d: %d passed, %d failed, %.1fs' % (
+                    wid, runner.passed - before[0], runner.failed - before[1],
+                    time.monotonic() - t0), flush=True)
+            wid += 1
+            done += 1
+        print('differential: %d worlds in %.1fs (%d requests to %s, %d to %s)'
+              % (done, time.monotonic() - started, a.requests, a.label,
+                 b.requests, b.label), flush=True)
+        fam_line = ', '.join('%s %d/%d' % (k, v[0], v[0] + v[1])
+                             for k, v in sorted(runner.per_family.items()))
+        print('differential: agreed per family: %s' % fam_line)
+        if runner.failed:
+            runner.report(sys.stdout)
+            print('\nserver logs: %s' % workroot)
+            args.keep_workdir = True
+        status = 1 if runner.failed else 0
+        print('differential: %d passed, %d failed'
+              % (runner.passed, runner.failed), flush=True)
+    except ServerDied as e:
+        print('differential: server failure: %s' % e, file=sys.stderr)
+        print('differential: 0 passed, 1 failed')
+        args.keep_workdir = True
+        status = 1
+    finally:
+        a.stop()
+        b.stop()
+        if not args.keep_workdir and not args.workdir:
+            shutil.rmtree(workroot, ignore_errors=True)
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
