@@ -11,6 +11,9 @@ from world import CGEN, GEN, Call, valid_inventory
 
 FAMILIES = ('providers', 'usages', 'candidates', 'writes')
 
+# Placement's project and user of consumers written before 1.8 without them.
+INCOMPLETE = '00000000-0000-0000-0000-000000000000'
+
 
 def qs(params):
     """A query string; ':' ',' '!' stay readable (Placement decodes them)."""
@@ -231,7 +234,8 @@ def provider_list_query(rng, world):
 def usages_query(rng, world):
     r = rng.random()
     if r < 0.35:
-        params = [('project_id', rng.choice(world.projects + [world.uuid()]))]
+        params = [('project_id', rng.choice(
+            world.projects + [world.uuid(), INCOMPLETE]))]
         need = 9
         if rng.random() < 0.4:
             params.append(('user_id', rng.choice(world.users)))
@@ -521,6 +525,6 @@ def state_queries(world, allocations=True, usages=True):
         for c in sorted(world.consumers):
             out.append(q('/allocations/' + c, '1.39'))
     if usages:
-        for proj in world.projects:
+        for proj in world.projects + [INCOMPLETE]:
             out.append(q('/usages?project_id=' + proj, '1.39'))
     return out

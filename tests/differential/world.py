@@ -302,10 +302,12 @@ class World:
         minor = int(version.split('.')[1])
         c = self.consumers[consumer]
         if minor < 12:
-            return {'allocations': [
+            body = {'allocations': [
                 {'resource_provider': {'uuid': rp}, 'resources': res}
-                for rp, res in allocs.items()],
-                'project_id': c['project'], 'user_id': c['user']}
+                for rp, res in allocs.items()]}
+            if minor >= 8:
+                body.update(project_id=c['project'], user_id=c['user'])
+            return body
         body = {'allocations': {rp: {'resources': res}
                                 for rp, res in allocs.items()},
                 'project_id': c['project'], 'user_id': c['user']}
@@ -327,8 +329,9 @@ class World:
                              'type': rng.choice(['INSTANCE', 'MIGRATION',
                                                  'INSTANCE']),
                              'allocs': allocs}
-        version = rng.choice(['1.12', '1.28', '1.38', '1.39', '1.39'])
-        if version in ('1.12', '1.28'):
+        version = rng.choice(['1.0', '1.8', '1.12', '1.28', '1.38', '1.39',
+                              '1.39'])
+        if version not in ('1.38', '1.39'):
             self.consumers[c]['type'] = None
         self.call('PUT', '/allocations/' + c,
                   self.allocation_body(c, allocs, version, None), version)

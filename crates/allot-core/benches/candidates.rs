@@ -5,6 +5,9 @@
 //! Run: `cargo bench -p allot-core --bench candidates` (a filter such as `wide/` picks
 //! some). `ALLOT_BENCH_FLAT_ROOTS` changes the size of `flat` (default 10,000).
 
+// criterion's macros define undocumented items.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 
 use allot_core::candidates::{CandidateQuery, RequestGroup, SearchOptions};
@@ -57,7 +60,10 @@ impl Builder {
     }
 
     fn traits(&mut self, id: ProviderId, traits: &[&str]) {
-        let traits = traits.iter().map(|t| TraitName::new_unchecked(*t)).collect();
+        let traits = traits
+            .iter()
+            .map(|t| TraitName::new_unchecked(*t))
+            .collect();
         self.state.apply(&[Change::SetTraits(id, traits)]);
     }
 
@@ -203,7 +209,10 @@ fn nested(n: usize) -> State {
                 pf,
                 &[
                     ("SRIOV_NET_VF", Inventory::with_total(64)),
-                    ("NET_BW_EGR_KILOBIT_PER_SEC", Inventory::with_total(10_000_000)),
+                    (
+                        "NET_BW_EGR_KILOBIT_PER_SEC",
+                        Inventory::with_total(10_000_000),
+                    ),
                 ],
             );
             let physnet = if k == 0 {

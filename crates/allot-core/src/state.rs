@@ -109,16 +109,10 @@ impl State {
                         if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
                             p.children.insert(id);
                         }
-                        let mut provider = Provider::new(row.clone());
-                        // Children loaded before their parent (a store may return rows
-                        // in any order) are linked here.
-                        provider.children = self
-                            .providers
-                            .values()
-                            .filter(|c| c.row.parent == Some(id))
-                            .map(|c| c.row.id)
-                            .collect();
-                        self.providers.insert(id, provider);
+                        // A parent always exists before its children are created, so
+                        // a new provider has no children yet. (A store loading rows in
+                        // another order calls `relink_children` afterwards.)
+                        self.providers.insert(id, Provider::new(row.clone()));
                     }
                 }
             }
@@ -247,6 +241,25 @@ impl State {
         fresh == self.usage
     }
 
+    /// Rebuilds every provider's `children` from the children's `parent`, in one pass.
+    /// For stores that load provider rows in an order where a child may come before its
+    /// parent (after a re-parenting, ids are not in tree order).
+    pub fn relink_children(&mut self) {
+        let links: Vec<(ProviderId, ProviderId)> = self
+            .providers
+            .values()
+            .filter_map(|p| p.row.parent.map(|parent| (parent, p.row.id)))
+            .collect();
+        for p in self.providers.values_mut() {
+            p.children.clear();
+        }
+        for (parent, child) in links {
+            if let Some(p) = self.providers.get_mut(&parent) {
+                p.children.insert(child);
+            }
+        }
+    }
+
     // ----- lookups -----
 
     /// A provider by internal id.
@@ -364,6 +377,42 @@ impl State {
 
 #[cfg(test)]
 mod tests {
+    use crate::model::ProviderRow;
+
+    fn row(id: u64, parent: Option<u64>) -> Change {
+        let row = ProviderRow {
+            id: ProviderId(id),
+            uuid: Uuid::from_u128(id as u128),
+            name: format!("p{id}"),
+            generation: 0,
+            parent: parent.map(ProviderId),
+            root: ProviderId(parent.unwrap_or(id)),
+            created_at: 0,
+            updated_at: 0,
+        };
+        Change::PutProvider {
+            row,
+            previous_generation: None,
+        }
+    }
+
+    #[test]
+    fn children_loaded_before_their_parent_are_relinked() {
+        // After a re-parenting, a child may have a smaller id than its parent.
+        let mut s = State::new();
+        s.apply(&[row(1, Some(2)), row(2, None), row(3, Some(2))]);
+        s.relink_children();
+        let children: Vec<u64> = s
+            .provider(ProviderId(2))
+            .unwrap()
+            .children
+            .iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(children, vec![1, 3]);
+        assert!(s.provider(ProviderId(1)).unwrap().children.is_empty());
+    }
+
     use super::*;
 
     #[test]

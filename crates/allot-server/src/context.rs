@@ -295,10 +295,18 @@ mod identity_tests {
         h
     }
 
+    /// Headers in, then the expected user, project, roles and system scope.
+    type IdentityCase<'a> = (
+        &'a [(&'a str, &'a str)],
+        &'a str,
+        Option<&'a str>,
+        &'a [&'a str],
+        bool,
+    );
+
     #[test]
     fn noauth2_identities() {
-        // (headers, user, project, roles, system scope)
-        let cases: &[(&[(&str, &str)], &str, Option<&str>, &[&str], bool)] = &[
+        let cases: &[IdentityCase] = &[
             (
                 &[("x-auth-token", "admin")],
                 "admin",

@@ -370,6 +370,65 @@ pub fn allocations_post(minor: u16) -> Value {
     })
 }
 
+/// The query string of `GET /allocation_candidates` at microversion `1.minor` (each
+/// parameter's last value), as Placement's schemas for 1.10, 1.16, 1.17, 1.21, 1.25,
+/// 1.31, 1.33, 1.35 and 1.36 have it: from 1.25 `resources`, `required`, `member_of`
+/// (and from 1.31 `in_tree`) may carry a group suffix, a number before 1.33 and up to
+/// 64 of `[a-zA-Z0-9_-]` from 1.33.
+pub fn allocation_candidates_query(minor: u16) -> Value {
+    let string = json!({"type": "string"});
+    let mut properties = serde_json::Map::new();
+    let mut schema = json!({"type": "object", "additionalProperties": false});
+    if minor >= 16 {
+        properties.insert(
+            "limit".into(),
+            json!({
+                "type": ["integer", "string"],
+                "pattern": "^[1-9][0-9]*$",
+                "minimum": 1,
+                "minLength": 1,
+            }),
+        );
+    }
+    if minor < 25 {
+        properties.insert("resources".into(), string.clone());
+        if minor >= 17 {
+            properties.insert("required".into(), string.clone());
+        }
+        if minor >= 21 {
+            properties.insert("member_of".into(), string.clone());
+        }
+        schema["required"] = json!(["resources"]);
+    } else {
+        let suffix = if minor >= 33 {
+            "[a-zA-Z0-9_-]{1,64}"
+        } else {
+            "[1-9][0-9]*"
+        };
+        let mut patterns = serde_json::Map::new();
+        let mut prefixes = vec!["resources", "required", "member_of"];
+        if minor >= 31 {
+            prefixes.push("in_tree");
+        }
+        for prefix in prefixes {
+            patterns.insert(format!("^{prefix}({suffix})?$"), string.clone());
+        }
+        schema["patternProperties"] = Value::Object(patterns);
+        properties.insert(
+            "group_policy".into(),
+            json!({"type": "string", "enum": ["none", "isolate"]}),
+        );
+        if minor >= 35 {
+            properties.insert("root_required".into(), json!({"type": ["string"]}));
+        }
+        if minor >= 36 {
+            properties.insert("same_subtree".into(), json!({"type": ["string"]}));
+        }
+    }
+    schema["properties"] = Value::Object(properties);
+    schema
+}
+
 #[cfg(test)]
 mod membership_schema_tests {
     use super::*;
@@ -434,63 +493,4 @@ mod membership_schema_tests {
             "Additional properties are not allowed ('x' was unexpected)"
         );
     }
-}
-
-/// The query string of `GET /allocation_candidates` at microversion `1.minor` (each
-/// parameter's last value), as Placement's schemas for 1.10, 1.16, 1.17, 1.21, 1.25,
-/// 1.31, 1.33, 1.35 and 1.36 have it: from 1.25 `resources`, `required`, `member_of`
-/// (and from 1.31 `in_tree`) may carry a group suffix, a number before 1.33 and up to
-/// 64 of `[a-zA-Z0-9_-]` from 1.33.
-pub fn allocation_candidates_query(minor: u16) -> Value {
-    let string = json!({"type": "string"});
-    let mut properties = serde_json::Map::new();
-    let mut schema = json!({"type": "object", "additionalProperties": false});
-    if minor >= 16 {
-        properties.insert(
-            "limit".into(),
-            json!({
-                "type": ["integer", "string"],
-                "pattern": "^[1-9][0-9]*$",
-                "minimum": 1,
-                "minLength": 1,
-            }),
-        );
-    }
-    if minor < 25 {
-        properties.insert("resources".into(), string.clone());
-        if minor >= 17 {
-            properties.insert("required".into(), string.clone());
-        }
-        if minor >= 21 {
-            properties.insert("member_of".into(), string.clone());
-        }
-        schema["required"] = json!(["resources"]);
-    } else {
-        let suffix = if minor >= 33 {
-            "[a-zA-Z0-9_-]{1,64}"
-        } else {
-            "[1-9][0-9]*"
-        };
-        let mut patterns = serde_json::Map::new();
-        let mut prefixes = vec!["resources", "required", "member_of"];
-        if minor >= 31 {
-            prefixes.push("in_tree");
-        }
-        for prefix in prefixes {
-            patterns.insert(format!("^{prefix}({suffix})?$"), string.clone());
-        }
-        schema["patternProperties"] = Value::Object(patterns);
-        properties.insert(
-            "group_policy".into(),
-            json!({"type": "string", "enum": ["none", "isolate"]}),
-        );
-        if minor >= 35 {
-            properties.insert("root_required".into(), json!({"type": ["string"]}));
-        }
-        if minor >= 36 {
-            properties.insert("same_subtree".into(), json!({"type": ["string"]}));
-        }
-    }
-    schema["properties"] = Value::Object(properties);
-    schema
 }

@@ -43,15 +43,53 @@ const PATHS: &[&str] = &[
 const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"];
 
 const QUERY_KEYS: &[&str] = &[
-    "name", "uuid", "member_of", "in_tree", "required", "resources", "limit", "project_id",
-    "user_id", "consumer_type", "group_policy", "resources1", "required1", "member_of1",
-    "same_subtree", "root_required", "associated", "in_tree1", "resources_X",
+    "name",
+    "uuid",
+    "member_of",
+    "in_tree",
+    "required",
+    "resources",
+    "limit",
+    "project_id",
+    "user_id",
+    "consumer_type",
+    "group_policy",
+    "resources1",
+    "required1",
+    "member_of1",
+    "same_subtree",
+    "root_required",
+    "associated",
+    "in_tree1",
+    "resources_X",
 ];
 
 const QUERY_VALUES: &[&str] = &[
-    "", "x", "in:", "!", "!in:", "in:a,b", "VCPU:1", "VCPU:-1", "VCPU:99999999999999999999",
-    "VCPU", ":", "CUSTOM_X:1,VCPU:1", "HW_CPU_X86_AVX2,!CUSTOM_T", "in:HW_CPU_X86_AVX2,CUSTOM_T",
-    RP, "true", "nope", "0", "-1", "1,2", "isolate", "none", "%ff", "1", "_X",
+    "",
+    "x",
+    "in:",
+    "!",
+    "!in:",
+    "in:a,b",
+    "VCPU:1",
+    "VCPU:-1",
+    "VCPU:99999999999999999999",
+    "VCPU",
+    ":",
+    "CUSTOM_X:1,VCPU:1",
+    "HW_CPU_X86_AVX2,!CUSTOM_T",
+    "in:HW_CPU_X86_AVX2,CUSTOM_T",
+    RP,
+    "true",
+    "nope",
+    "0",
+    "-1",
+    "1,2",
+    "isolate",
+    "none",
+    "%ff",
+    "1",
+    "_X",
 ];
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -59,23 +97,53 @@ fn arb_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         prop::sample::select(vec![
-            "", "x", RP, "VCPU", "CUSTOM_X", "HW_CPU_X86_AVX2", "in:", "INSTANCE", "☃",
+            "",
+            "x",
+            RP,
+            "VCPU",
+            "CUSTOM_X",
+            "HW_CPU_X86_AVX2",
+            "in:",
+            "INSTANCE",
+            "☃",
         ])
         .prop_map(Value::from),
     ];
     let keys = prop::sample::select(vec![
-        "name", "uuid", "parent_provider_uuid", "total", "reserved", "min_unit", "max_unit",
-        "step_size", "allocation_ratio", "inventories", "resource_provider_generation",
-        "aggregates", "traits", "allocations", "resources", "project_id", "user_id",
-        "consumer_generation", "consumer_type", "mappings", "VCPU", RP, "x",
+        "name",
+        "uuid",
+        "parent_provider_uuid",
+        "total",
+        "reserved",
+        "min_unit",
+        "max_unit",
+        "step_size",
+        "allocation_ratio",
+        "inventories",
+        "resource_provider_generation",
+        "aggregates",
+        "traits",
+        "allocations",
+        "resources",
+        "project_id",
+        "user_id",
+        "consumer_generation",
+        "consumer_type",
+        "mappings",
+        "VCPU",
+        RP,
+        "x",
     ]);
     leaf.prop_recursive(4, 32, 6, move |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            prop::collection::btree_map(keys.clone(), inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            prop::collection::btree_map(keys.clone(), inner, 0..5).prop_map(|m| Value::Object(
+                m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            )),
         ]
     })
 }
@@ -100,25 +168,37 @@ fn arb_case() -> impl Strategy<Value = Case> {
     (
         prop::sample::select(METHODS),
         prop::sample::select(PATHS),
-        prop::collection::vec((prop::sample::select(QUERY_KEYS), prop::sample::select(QUERY_VALUES)), 0..4),
+        prop::collection::vec(
+            (
+                prop::sample::select(QUERY_KEYS),
+                prop::sample::select(QUERY_VALUES),
+            ),
+            0..4,
+        ),
         prop::option::of(prop_oneof![
             (0u16..45).prop_map(|m| format!("placement 1.{m}")),
             Just("placement latest".to_owned()),
             Just("placement 1.x".to_owned()),
         ]),
-        prop::option::of(prop::sample::select(vec!["application/json", "text/plain", "application/json; charset=utf-8"])),
+        prop::option::of(prop::sample::select(vec![
+            "application/json",
+            "text/plain",
+            "application/json; charset=utf-8",
+        ])),
         body,
         prop::sample::select(vec!["admin", "user", "admin:p1"]),
     )
-        .prop_map(|(method, path, query, version, content_type, body, token)| Case {
-            method,
-            path: path.replace("{rp}", RP),
-            query,
-            version,
-            content_type,
-            body,
-            token,
-        })
+        .prop_map(
+            |(method, path, query, version, content_type, body, token)| Case {
+                method,
+                path: path.replace("{rp}", RP),
+                query,
+                version,
+                content_type,
+                body,
+                token,
+            },
+        )
 }
 
 /// A server with one provider, an inventory, a custom class and trait, and an
@@ -128,9 +208,16 @@ fn seeded_app(rt: &tokio::runtime::Runtime) -> (axum::Router, tempfile::TempDir)
     let url = format!("sqlite:{}", dir.path().join("allot.db").display());
     let store = allot_store::Store::open(&url).unwrap();
     let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
-    let app = router(AppState { host, config: Arc::new(Config::default()) });
+    let app = router(AppState {
+        host,
+        config: Arc::new(Config::default()),
+    });
     let seed = [
-        ("POST", "/resource_providers".to_owned(), json!({"name": "cn1", "uuid": RP})),
+        (
+            "POST",
+            "/resource_providers".to_owned(),
+            json!({"name": "cn1", "uuid": RP}),
+        ),
         (
             "PUT",
             format!("/resource_providers/{RP}/inventories"),

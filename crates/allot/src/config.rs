@@ -192,6 +192,36 @@ mod tests {
     }
 
     #[test]
+    fn candidate_settings() {
+        let s = ServeArgs::default().resolve().unwrap();
+        assert!(!s.randomize_allocation_candidates);
+        assert_eq!(
+            s.max_allocation_candidates,
+            allot_core::candidates::DEFAULT_MAX_CANDIDATES
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.toml");
+        std::fs::write(
+            &path,
+            "randomize_allocation_candidates = true\nmax_allocation_candidates = 500\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(path),
+            max_allocation_candidates: Some(20),
+            ..Default::default()
+        };
+        let s = args.resolve().unwrap();
+        assert!(s.randomize_allocation_candidates);
+        assert_eq!(s.max_allocation_candidates, 20);
+        let zero = ServeArgs {
+            max_allocation_candidates: Some(0),
+            ..Default::default()
+        };
+        assert!(zero.resolve().is_err());
+    }
+
+    #[test]
     fn unknown_file_keys_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("allot.toml");

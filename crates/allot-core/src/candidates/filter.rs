@@ -13,6 +13,12 @@
 //!   judged on the provider *or the anchor*, forbidden traits on every provider used,
 //!   and required traits on the providers used *together* (checked by the search).
 //!
+//! A sharing provider is *tied* to an anchor when it shares an aggregate with any
+//! provider of the anchor's tree. `in_tree` pins a suffixed group's provider to a
+//! tree (a sharing provider of that tree may still serve other anchors), and pins the
+//! unsuffixed group to that tree without sharing providers; a suffixed group without
+//! resources ignores it, and selects nothing unless it has traits or aggregates.
+//!
 //! These are Placement's rules, read from its behaviour; the rest (how slots combine)
 //! is the search's business (`super::search`).
 
@@ -84,8 +90,50 @@ pub(super) struct Slot {
     pub demands: Vec<(usize, u64)>,
     /// Whether the group is suffixed (isolation applies to these).
     pub granular: bool,
-    /// The providers that may be chosen, by id.
-    pub options: Vec<ProviderId>,
+    /// The providers that may be chosen, as indices into [`AnchorSlots::providers`].
+    pub options: Vec<usize>,
+}
+
+/// What one provider has of one requested class, looked up once per anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Capacity {
+    /// `(total - reserved) * allocation_ratio` (rounded down) minus what is used;
+    /// `i64::MIN` without an inventory of the class.
+    pub free: i64,
+    /// The inventory's `max_unit`.
+    pub max_unit: u64,
+    /// The inventory's `min_unit`.
+    pub min_unit: u64,
+    /// The inventory's `step_size`.
+    pub step_size: u64,
+}
+
+impl Capacity {
+    const NONE: Capacity = Capacity {
+        free: i64::MIN,
+        max_unit: 0,
+        min_unit: u64::MAX,
+        step_size: 0,
+    };
+
+    /// Whether one more allocation of `amount` fits (Placement's per-class test:
+    /// room, `min_unit`, `max_unit`, `step_size`).
+    pub fn admits(&self, amount: u64) -> bool {
+        i128::from(amount) <= i128::from(self.free)
+            && self.min_unit <= amount
+            && amount <= self.max_unit
+            && amount.checked_rem(self.step_size) == Some(0)
+    }
+}
+
+/// The slots of one anchor and the providers they may use.
+pub(super) struct AnchorSlots<'s> {
+    /// The slots.
+    pub slots: Vec<Slot>,
+    /// The providers of the anchor's tree, then the sharing providers tied to it.
+    pub providers: Vec<&'s Provider>,
+    /// What each provider has of each requested class: `capacity[p * classes + k]`.
+    pub capacity: Vec<Capacity>,
 }
 
 impl<'s, 'q> Prepared<'s, 'q> {
@@ -160,14 +208,16 @@ impl<'s, 'q> Prepared<'s, 'q> {
         self.sharing.contains(&id)
     }
 
-    /// Whether some group can never match anything, whatever the anchor.
+    /// Whether some group can never match anything, whatever the anchor (or there is
+    /// no group with resources, which the API never sends).
     pub fn hopeless(&self) -> bool {
-        self.groups.iter().any(|g| {
-            g.in_tree == InTree::Missing
-                || (g.demands.is_empty()
-                    && g.request.required.is_empty()
-                    && g.request.member_of.is_empty())
-        })
+        self.groups.iter().all(|g| g.demands.is_empty())
+            || self.groups.iter().any(|g| {
+                g.in_tree == InTree::Missing
+                    || (g.demands.is_empty()
+                        && g.request.required.is_empty()
+                        && g.request.member_of.is_empty())
+            })
     }
 
     /// The anchors worth visiting, in creation order, lazily: every root, or only one
@@ -197,14 +247,38 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 .any(|t| root.traits.contains(t.as_str()))
     }
 
+    /// What `p` has of each requested class.
+    fn capacities(&self, p: &Provider, out: &mut Vec<Capacity>) {
+        let usage = self.state.provider_usage_index(p.id());
+        for class in &self.classes {
+            out.push(match p.inventories.get(*class) {
+                None => Capacity::NONE,
+                Some(inv) => {
+                    let capacity = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio)
+                        .floor() as i64;
+                    let used = usage
+                        .and_then(|u| u.by_class.get(*class))
+                        .copied()
+                        .unwrap_or(0);
+                    Capacity {
+                        free: capacity.saturating_sub(i64::try_from(used).unwrap_or(i64::MAX)),
+                        max_unit: inv.max_unit,
+                        min_unit: inv.min_unit,
+                        step_size: inv.step_size,
+                    }
+                }
+            });
+        }
+    }
+
     /// The slots of a candidate anchored at `anchor`, each with its providers, or None
     /// when some slot has no provider there (no candidate is anchored here).
-    pub fn slots_at(&self, anchor: &Provider) -> Option<Vec<Slot>> {
+    pub fn slots_at(&self, anchor: &'s Provider) -> Option<AnchorSlots<'s>> {
         if !self.root_allowed(anchor) {
             return None;
         }
         let state = self.state;
-        let tree: Vec<&Provider> = if anchor.children.is_empty() {
+        let mut providers: Vec<&'s Provider> = if anchor.children.is_empty() {
             vec![anchor]
         } else {
             state
@@ -213,17 +287,27 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 .filter_map(|id| state.provider(id))
                 .collect()
         };
-        let tied = self.tied_sharing(anchor.id(), &tree);
+        let in_tree = providers.len();
+        let tied = self.tied_sharing(anchor.id(), &providers);
+        providers.extend(tied);
+        let width = self.classes.len();
+        let mut capacity = Vec::with_capacity(providers.len() * width);
+        for p in &providers {
+            self.capacities(p, &mut capacity);
+        }
+        let admits =
+            |i: usize, class: usize, amount: u64| capacity[i * width + class].admits(amount);
 
         let mut slots = Vec::new();
         for (gi, g) in self.groups.iter().enumerate() {
             let req = g.request;
             if g.granular {
                 // A provider of the anchor's tree, or a sharing provider tied to it.
-                let candidates = tree.iter().copied().chain(tied.iter().copied());
-                let options: Vec<ProviderId> = candidates
-                    .filter(|p| self.serves_whole_group(g, p))
-                    .map(Provider::id)
+                let options: Vec<usize> = (0..providers.len())
+                    .filter(|&i| {
+                        g.demands.iter().all(|&(k, a)| admits(i, k, a))
+                            && self.serves_whole_group(g, providers[i])
+                    })
                     .collect();
                 if options.is_empty() {
                     return None;
@@ -238,8 +322,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
             }
             // The unsuffixed group: one slot per class.
             let anchor_in_aggs = in_all(anchor, &req.member_of);
-            let anchor_forbidden = in_any(anchor, &req.forbidden_aggregates);
-            if anchor_forbidden {
+            if in_any(anchor, &req.forbidden_aggregates) {
                 return None;
             }
             let in_tree_ok = match g.in_tree {
@@ -251,26 +334,19 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 return None;
             }
             for &(class, amount) in &g.demands {
-                let class_name = self.classes[class];
-                let usable = |p: &Provider, own_tree: bool| {
-                    state.has_room(p, class_name, amount)
-                        && !req
-                            .forbidden
-                            .iter()
-                            .any(|t| p.traits.contains(t.as_str()))
+                let usable = |i: usize| {
+                    let p = providers[i];
+                    // Sharing providers of other trees only when not pinned to a tree.
+                    let own_tree = i < in_tree;
+                    (own_tree || g.in_tree == InTree::Anywhere)
+                        && admits(i, class, amount)
+                        && !req.forbidden.iter().any(|t| p.traits.contains(t.as_str()))
                         && !in_any(p, &req.forbidden_aggregates)
                         && (req.member_of.is_empty()
                             || in_all(p, &req.member_of)
                             || (own_tree && anchor_in_aggs))
                 };
-                let mut options: Vec<ProviderId> = tree
-                    .iter()
-                    .filter(|p| usable(p, true))
-                    .map(|p| p.id())
-                    .collect();
-                if g.in_tree == InTree::Anywhere {
-                    options.extend(tied.iter().filter(|p| usable(p, false)).map(|p| p.id()));
-                }
+                let options: Vec<usize> = (0..providers.len()).filter(|&i| usable(i)).collect();
                 if options.is_empty() {
                     return None;
                 }
@@ -282,10 +358,15 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 });
             }
         }
-        Some(slots)
+        Some(AnchorSlots {
+            slots,
+            providers,
+            capacity,
+        })
     }
 
-    /// Whether `p` can serve the whole of suffixed group `g` (the anchor aside).
+    /// Whether `p` can serve the whole of suffixed group `g` (the anchor and
+    /// capacity aside).
     fn serves_whole_group(&self, g: &Group<'_>, p: &Provider) -> bool {
         let req = g.request;
         if !g.demands.is_empty() {
@@ -294,30 +375,20 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 InTree::Root(root) if p.row.root == root => {}
                 _ => return false,
             }
-            let room = g
-                .demands
-                .iter()
-                .all(|&(class, amount)| self.state.has_room(p, self.classes[class], amount));
-            if !room {
-                return false;
-            }
         } else if req.required.is_empty() && req.member_of.is_empty() {
             // A group with neither resources, traits nor aggregates selects nothing
             // (Placement's behaviour; such a group is only legal with same_subtree).
             return false;
         }
         has_traits(p, &req.required)
-            && !req
-                .forbidden
-                .iter()
-                .any(|t| p.traits.contains(t.as_str()))
+            && !req.forbidden.iter().any(|t| p.traits.contains(t.as_str()))
             && in_all(p, &req.member_of)
             && !in_any(p, &req.forbidden_aggregates)
     }
 
     /// The sharing providers outside the anchor's tree that share an aggregate with a
     /// provider of the tree, in id order.
-    fn tied_sharing<'a>(&'a self, anchor: ProviderId, tree: &[&'a Provider]) -> Vec<&'s Provider> {
+    fn tied_sharing(&self, anchor: ProviderId, tree: &[&'s Provider]) -> Vec<&'s Provider> {
         if self.sharing_by_aggregate.is_empty() {
             return Vec::new();
         }

@@ -286,7 +286,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
 
     fn search_at(
         &self,
-        anchor: &Provider,
+        anchor: &'s Provider,
         rng: Option<&mut Rng>,
     ) -> Option<AnchorSearch<'p, 's, 'q>> {
         let slots = self.prep.slots_at(anchor)?;
@@ -327,15 +327,15 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
         budget: &mut Budget,
         mut rng: Rng,
     ) -> (Vec<AllocationRequest>, bool) {
-        let mut anchors: Vec<&Provider> = self.prep.anchors().collect();
+        let mut anchors: Vec<&'s Provider> = self.prep.anchors().collect();
         rng.shuffle(&mut anchors);
         let quota = (bound / anchors.len().max(1)).max(16);
         let mut pool: Vec<AllocationRequest> = Vec::new();
         let mut pending: Vec<AnchorSearch<'p, 's, 'q>> = Vec::new();
         let take = |search: &mut AnchorSearch<'p, 's, 'q>,
-                        pool: &mut Vec<AllocationRequest>,
-                        this: &mut Self,
-                        budget: &mut Budget|
+                    pool: &mut Vec<AllocationRequest>,
+                    this: &mut Self,
+                    budget: &mut Budget|
          -> bool {
             // Returns whether the search may have more.
             for _ in 0..quota {

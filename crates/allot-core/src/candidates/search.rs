@@ -35,7 +35,7 @@
 
 use crate::model::ProviderId;
 
-use super::filter::{Prepared, Slot};
+use super::filter::{AnchorSlots, Prepared, Slot};
 use super::{AllocationRequest, Rng};
 
 /// A rule checked once all its slots have a provider.
@@ -112,8 +112,7 @@ pub(super) struct AnchorSearch<'p, 's, 'q> {
 
 impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     /// Sets up the search for the slots of one anchor.
-    pub fn new(prep: &'p Prepared<'s, 'q>, mut slots: Vec<Slot>, rng: Option<&mut Rng>) -> Self {
-        let state = prep.state;
+    pub fn new(prep: &'p Prepared<'s, 'q>, anchor: AnchorSlots<'s>, rng: Option<&mut Rng>) -> Self {
         let width = prep.classes.len();
         let unsuffixed_required: &[Vec<String>] = prep
             .groups
@@ -125,64 +124,59 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         let trait_words = trait_sets.div_ceil(64);
         let structure_matters = !prep.same_subtrees.is_empty() || prep.one_provider_per_tree;
         let isolate = prep.query.isolate;
+        let AnchorSlots {
+            slots: mut given,
+            providers,
+            capacity,
+        } = anchor;
 
         // Decide the most constrained slots first.
-        let mut order: Vec<usize> = (0..slots.len()).collect();
-        order.sort_by_key(|&i| slots[i].options.len());
-        slots = order.iter().map(|&i| slots[i].clone()).collect();
+        given.sort_by_key(|slot| slot.options.len());
+        let slots = given;
         let n_slots = slots.len();
         let slot_words = n_slots.div_ceil(64).max(1);
 
-        // Every involved provider once, with the slots it may take.
-        let mut involved: Vec<(ProviderId, Vec<u64>)> = Vec::new();
+        // Every involved provider once (in the anchor's order), with the slots it may
+        // take.
+        let mut slot_bits: Vec<u64> = vec![0; providers.len() * slot_words];
+        let mut is_involved = vec![false; providers.len()];
         for (s, slot) in slots.iter().enumerate() {
-            for &id in &slot.options {
-                let entry = match involved.iter().position(|(p, _)| *p == id) {
-                    Some(i) => i,
-                    None => {
-                        involved.push((id, vec![0; slot_words]));
-                        involved.len() - 1
-                    }
-                };
-                involved[entry].1[s / 64] |= 1 << (s % 64);
+            for &i in &slot.options {
+                is_involved[i] = true;
+                slot_bits[i * slot_words + s / 64] |= 1 << (s % 64);
             }
         }
-        involved.sort_by_key(|(id, _)| *id);
+        let involved: Vec<usize> = (0..providers.len()).filter(|&i| is_involved[i]).collect();
 
-        // What tells providers apart, and the tables the walk reads.
+        // What tells providers apart: the slots they may take, their free capacity
+        // and max_unit, their standing against the unsuffixed group's required traits,
+        // and, when the tree's shape matters, their place in it.
         #[derive(PartialEq, Eq, Hash)]
-        struct Key {
-            slots: Vec<u64>,
+        struct Key<'a> {
+            slots: &'a [u64],
             capacity: Vec<(i64, u64)>,
             traits: Vec<u64>,
             place: Option<(Option<ProviderId>, Option<ProviderId>)>,
         }
-        let mut keys: Vec<Key> = Vec::with_capacity(involved.len());
-        for (id, slot_bits) in &involved {
-            let p = state.provider(*id).expect("options are existing providers");
-            let capacity = (0..width)
-                .map(|k| match p.inventories.get(prep.classes[k]) {
-                    Some(inv) => {
-                        let cap = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio)
-                            .floor() as i64;
-                        let used = state.usage(*id, prep.classes[k]) as i64;
-                        (cap.saturating_sub(used), inv.max_unit)
-                    }
-                    None => (i64::MIN, 0),
-                })
+        let mut keys: Vec<Key<'_>> = Vec::with_capacity(involved.len());
+        for &i in &involved {
+            let p = providers[i];
+            let capacity = capacity[i * width..(i + 1) * width]
+                .iter()
+                .map(|c| (c.free, c.max_unit))
                 .collect();
             let mut traits = vec![0u64; trait_words];
-            for (i, any) in unsuffixed_required.iter().enumerate() {
-                if any.iter().any(|t| p.traits.contains(t.as_str())) {
-                    traits[i / 64] |= 1 << (i % 64);
+            for (t, any) in unsuffixed_required.iter().enumerate() {
+                if any.iter().any(|name| p.traits.contains(name.as_str())) {
+                    traits[t / 64] |= 1 << (t % 64);
                 }
             }
             let place = structure_matters.then(|| {
                 let leaf = p.children.is_empty();
-                (p.row.parent, if leaf { None } else { Some(*id) })
+                (p.row.parent, if leaf { None } else { Some(p.id()) })
             });
             keys.push(Key {
-                slots: slot_bits.clone(),
+                slots: &slot_bits[i * slot_words..(i + 1) * slot_words],
                 capacity,
                 traits,
                 place,
@@ -190,8 +184,19 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         }
         let mut class_of_key: Vec<usize> = Vec::with_capacity(keys.len());
         let mut distinct: Vec<usize> = Vec::new(); // index into keys of each class's first
-        {
-            let mut seen: std::collections::HashMap<&Key, usize> =
+        if keys.len() <= 16 {
+            for (i, key) in keys.iter().enumerate() {
+                let c = match distinct.iter().position(|&d| keys[d] == *key) {
+                    Some(c) => c,
+                    None => {
+                        distinct.push(i);
+                        distinct.len() - 1
+                    }
+                };
+                class_of_key.push(c);
+            }
+        } else {
+            let mut seen: std::collections::HashMap<&Key<'_>, usize> =
                 std::collections::HashMap::new();
             for (i, key) in keys.iter().enumerate() {
                 let c = *seen.entry(key).or_insert_with(|| {
@@ -220,15 +225,15 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         let mut root_of = Vec::with_capacity(involved.len());
         for list in &by_class {
             class_start.push(members.len());
-            for &i in list {
-                let id = involved[i].0;
-                members.push(id);
-                for &(f, m) in &keys[i].capacity {
+            for &k in list {
+                let p = providers[involved[k]];
+                members.push(p.id());
+                for &(f, m) in &keys[k].capacity {
                     free.push(f);
                     max_unit.push(m);
                 }
-                trait_mask.extend_from_slice(&keys[i].traits);
-                root_of.push(state.provider(id).map_or(id, |p| p.row.root));
+                trait_mask.extend_from_slice(&keys[k].traits);
+                root_of.push(p.row.root);
             }
         }
         class_start.push(members.len());
@@ -239,7 +244,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                     .collect()
             })
             .collect();
-        if let Some(rng) = rng.as_deref_mut() {
+        if let Some(rng) = rng {
             for list in &mut slot_classes {
                 rng.shuffle(list);
             }
@@ -309,7 +314,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             return false;
         }
         slot.demands.iter().all(|&(k, amount)| {
-            let after = self.consumed[m * self.width + k] + amount;
+            let after = self.consumed[m * self.width + k].saturating_add(amount);
             (after as i128) <= self.free[m * self.width + k] as i128
                 && after <= self.max_unit[m * self.width + k]
         })
@@ -459,35 +464,50 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 return false;
             }
         }
-        // The remaining demand of each class fits in what their providers have free.
+        // The remaining demand of each class fits in what their providers have free,
+        // and there are enough places for the slots that want it: a member can take
+        // at most `left / smallest demand` of them.
         for k in 0..self.width {
-            let need: u64 = (from..n)
-                .flat_map(|s| self.slots[s].demands.iter())
-                .filter(|(kk, _)| *kk == k)
-                .map(|(_, a)| *a)
-                .sum();
+            let mut need: u64 = 0;
+            let mut slots_wanting = 0u64;
+            let mut smallest = u64::MAX;
+            for s in from..n {
+                for &(kk, amount) in &self.slots[s].demands {
+                    if kk == k {
+                        need = need.saturating_add(amount);
+                        slots_wanting += 1;
+                        smallest = smallest.min(amount);
+                    }
+                }
+            }
             if need == 0 {
                 continue;
             }
+            let mut wanted = vec![false; self.class_len_count()];
+            for s in from..n {
+                if self.slots[s].demands.iter().any(|(kk, _)| *kk == k) {
+                    for &c in &self.slot_classes[s] {
+                        wanted[c] = true;
+                    }
+                }
+            }
             let mut free: i128 = 0;
-            for c in 0..self.class_len_count() {
-                let wanted = (from..n).any(|s| {
-                    self.slots[s].demands.iter().any(|(kk, _)| *kk == k)
-                        && self.slot_classes[s].contains(&c)
-                });
-                if !wanted {
-                    continue;
-                }
+            let mut places: u64 = 0;
+            for c in (0..wanted.len()).filter(|&c| wanted[c]) {
                 for m in self.class_start[c]..self.class_start[c + 1] {
-                    let left = self.free[m * self.width + k] as i128
-                        - self.consumed[m * self.width + k] as i128;
-                    free += left.max(0);
+                    let cell = m * self.width + k;
+                    let consumed = self.consumed[cell] as i128;
+                    let left = (self.free[cell] as i128 - consumed)
+                        .min(self.max_unit[cell] as i128 - consumed)
+                        .max(0);
+                    free += left;
+                    places = places.saturating_add((left / smallest.max(1) as i128) as u64);
                 }
-                if free >= need as i128 {
+                if free >= need as i128 && places >= slots_wanting {
                     break;
                 }
             }
-            if free < need as i128 {
+            if free < need as i128 || places < slots_wanting {
                 return false;
             }
         }

@@ -68,7 +68,10 @@ impl World {
 
     fn traits(&mut self, name: &str, traits: &[&str]) -> &mut Self {
         let id = self.id(name);
-        let traits = traits.iter().map(|t| TraitName::new_unchecked(*t)).collect();
+        let traits = traits
+            .iter()
+            .map(|t| TraitName::new_unchecked(*t))
+            .collect();
         self.state.apply(&[Change::SetTraits(id, traits)]);
         self
     }
@@ -264,6 +267,53 @@ fn distinct_devices_that_cannot_fit_are_refused_without_search() {
     assert!(!c.truncated);
 }
 
+#[test]
+fn several_classes_of_identical_devices_that_cannot_fit_are_refused_quickly() {
+    // Three kinds of device (3, 4 or 5 free), six of each; twenty groups that each
+    // need most of a device.
+    let mut w = World::new();
+    w.provider("cn", None);
+    for g in 0..18 {
+        let child = format!("gpu{g}");
+        w.provider(&child, Some("cn"))
+            .total(&child, "VGPU", 3 + (g % 3) as u64);
+    }
+    let groups: Vec<RequestGroup> = (1..=20)
+        .map(|i| group(&i.to_string(), &[("VGPU", 3)]))
+        .collect();
+    let q = query(groups);
+    let options = SearchOptions {
+        step_budget: 10_000,
+        ..Default::default()
+    };
+    let c = w.state.allocation_candidates(&q, &options).unwrap();
+    assert!(c.requests.is_empty());
+    assert!(!c.truncated);
+}
+
+#[test]
+fn the_bound_applies_without_a_limit_and_within_one() {
+    let mut w = World::new();
+    gpu_tree(&mut w, "cn", 8);
+    let mut q = query(vec![group("1", &[("VGPU", 1)]), group("2", &[("VGPU", 1)])]);
+    q.isolate = true;
+    let bounded = SearchOptions {
+        max_candidates: 10,
+        ..Default::default()
+    };
+    let c = w.state.allocation_candidates(&q, &bounded).unwrap();
+    assert_eq!((c.requests.len(), c.truncated), (10, true));
+    q.limit = Some(5);
+    let c = w.state.allocation_candidates(&q, &bounded).unwrap();
+    assert_eq!((c.requests.len(), c.truncated), (5, false));
+    q.limit = Some(500);
+    let c = w.state.allocation_candidates(&q, &bounded).unwrap();
+    assert_eq!((c.requests.len(), c.truncated), (10, true));
+    q.limit = None;
+    assert_eq!(run(&w, &q).requests.len(), 56);
+    assert!(!run(&w, &q).truncated);
+}
+
 fn shared_world() -> World {
     // cn1 (VCPU), cn2 (VCPU, DISK), ss (DISK, sharing) with cn1 and cn2 in agg A.
     let a = Uuid::from_u128(0xa);
@@ -309,15 +359,9 @@ fn sharing_providers() {
 fn amounts_of_several_groups_add_up() {
     let mut w = World::new();
     w.provider("cn", None).total("cn", "VCPU", 4);
-    let q = query(vec![
-        group("", &[("VCPU", 2)]),
-        group("1", &[("VCPU", 2)]),
-    ]);
+    let q = query(vec![group("", &[("VCPU", 2)]), group("1", &[("VCPU", 2)])]);
     assert_eq!(shown(&w, &q), vec!["cn:VCPU=4 | =cn 1=cn"]);
-    let q = query(vec![
-        group("", &[("VCPU", 3)]),
-        group("1", &[("VCPU", 2)]),
-    ]);
+    let q = query(vec![group("", &[("VCPU", 3)]), group("1", &[("VCPU", 2)])]);
     assert!(shown(&w, &q).is_empty());
     // max_unit applies to the sum.
     let mut w = World::new();
@@ -329,10 +373,7 @@ fn amounts_of_several_groups_add_up() {
             ..Inventory::with_total(8)
         },
     );
-    let q = query(vec![
-        group("", &[("VCPU", 2)]),
-        group("1", &[("VCPU", 2)]),
-    ]);
+    let q = query(vec![group("", &[("VCPU", 2)]), group("1", &[("VCPU", 2)])]);
     assert!(shown(&w, &q).is_empty());
 }
 
@@ -436,25 +477,24 @@ fn brute_force(state: &State, q: &CandidateQuery) -> BTreeSet<String> {
         return out;
     }
     for anchor in prep.anchors() {
-        let Some(slots) = prep.slots_at(anchor) else {
+        let Some(at) = prep.slots_at(anchor) else {
             continue;
         };
+        let slots = &at.slots;
         let mut pick = vec![0usize; slots.len()];
         loop {
             let chosen: Vec<ProviderId> = slots
                 .iter()
                 .zip(&pick)
-                .map(|(s, &i)| s.options[i])
+                .map(|(s, &i)| at.providers[s.options[i]].id())
                 .collect();
-            if let Some(text) = judge(state, q, &prep, &slots, &chosen) {
+            if let Some(text) = judge(state, q, &prep, slots, &chosen) {
                 out.insert(text);
             }
-            // Odometer.
+            // Odometer; done when the first slot wraps.
             let mut i = slots.len();
-            loop {
-                if i == 0 {
-                    break;
-                }
+            let mut done = slots.is_empty();
+            while i > 0 {
                 i -= 1;
                 pick[i] += 1;
                 if pick[i] < slots[i].options.len() {
@@ -462,11 +502,10 @@ fn brute_force(state: &State, q: &CandidateQuery) -> BTreeSet<String> {
                 }
                 pick[i] = 0;
                 if i == 0 {
-                    i = usize::MAX;
-                    break;
+                    done = true;
                 }
             }
-            if i == usize::MAX || slots.is_empty() {
+            if done {
                 break;
             }
         }
@@ -515,7 +554,14 @@ fn judge(
             .iter()
             .zip(chosen)
             .filter(|(s, _)| s.group == gi)
-            .flat_map(|(_, p)| state.provider(*p).unwrap().traits.iter().map(|t| t.as_str()))
+            .flat_map(|(_, p)| {
+                state
+                    .provider(*p)
+                    .unwrap()
+                    .traits
+                    .iter()
+                    .map(|t| t.as_str())
+            })
             .collect();
         if !q.groups[gi]
             .required
@@ -570,7 +616,12 @@ fn judge(
         .collect();
     let maps: Vec<String> = maps
         .iter()
-        .map(|m| m.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(","))
+        .map(|m| {
+            m.iter()
+                .map(|p| p.0.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .collect();
     Some(format!("{} | {}", allocs.join(" "), maps.join(" ")))
 }
@@ -591,7 +642,12 @@ fn searched(state: &State, q: &CandidateQuery) -> BTreeSet<String> {
             let maps: Vec<String> = r
                 .mappings
                 .iter()
-                .map(|m| m.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(","))
+                .map(|m| {
+                    m.iter()
+                        .map(|p| p.0.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
                 .collect();
             format!("{} | {}", allocs.join(" "), maps.join(" "))
         })
@@ -648,11 +704,24 @@ fn random_world(rng: &mut Rng) -> World {
     for name in &names {
         if rng.below(2) == 0 {
             let class = classes[rng.below(3)];
-            if !w.state.provider_by_name(name).unwrap().inventories.contains_key(class) {
+            if !w
+                .state
+                .provider_by_name(name)
+                .unwrap()
+                .inventories
+                .contains_key(class)
+            {
                 w.total(name, class, 1 + rng.below(4) as u64);
             }
         }
-        if rng.below(3) == 0 && !w.state.provider_by_name(name).unwrap().traits.contains(SHARING_TRAIT) {
+        if rng.below(3) == 0
+            && !w
+                .state
+                .provider_by_name(name)
+                .unwrap()
+                .traits
+                .contains(SHARING_TRAIT)
+        {
             w.traits(name, &[traits[rng.below(3)]]);
         }
         if rng.below(4) == 0 {
@@ -717,12 +786,16 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
     for i in 0..n {
         let mut g = group(&format!("_{i}"), &[]);
         if rng.below(6) > 0 {
-            g.resources.push((classes[rng.below(3)].into(), 1 + rng.below(2) as u64));
+            g.resources
+                .push((classes[rng.below(3)].into(), 1 + rng.below(2) as u64));
         } else {
             g.required.push(vec![traits[rng.below(3)].into()]);
         }
         if rng.below(5) == 0 {
-            g.required.push(vec![traits[rng.below(3)].into(), traits[rng.below(3)].into()]);
+            g.required.push(vec![
+                traits[rng.below(3)].into(),
+                traits[rng.below(3)].into(),
+            ]);
         }
         if rng.below(6) == 0 {
             g.forbidden.push(traits[rng.below(3)].into());

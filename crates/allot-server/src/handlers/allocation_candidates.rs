@@ -267,13 +267,16 @@ fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, Ap
     })
 }
 
+/// Required aggregates (at least one of each list) and forbidden ones.
+type Aggregates = (Vec<Vec<Uuid>>, Vec<Uuid>);
+
 /// `member_ofS` values: Placement's checks of repeated (1.24) and forbidden (1.32)
 /// values, worded with the group's suffix, around the shared parser of one value.
 fn member_of_values(
     version: Version,
     suffix: &str,
     values: &[&str],
-) -> Result<(Vec<Vec<Uuid>>, Vec<Uuid>), ApiError> {
+) -> Result<Aggregates, ApiError> {
     if !version.at_least(24) && values.len() > 1 {
         return Err(ApiError::bad_request(format!(
             "Multiple member_of{suffix} parameters are not supported"
@@ -524,6 +527,150 @@ mod tests {
         assert_eq!(q.limit, Some(3));
         assert_eq!(q.same_subtrees, vec![vec!["_A", "1"]]);
         assert!(q.nested_aware);
+    }
+
+    /// A small cloud: a root with two NUMA children and their devices, a second root,
+    /// a sharing disk provider.
+    fn cloud() -> View {
+        use allot_core::{Change, Inventory, ResourceClass, TraitName};
+        let mut s = View::new();
+        let agg = Uuid::from_u128(0xa);
+        let add = |s: &mut View, n: u128, parent: Option<u128>| {
+            let parent = parent.map(|p| Uuid::from_u128(p).to_string());
+            let (_, c) = s
+                .create_provider(Uuid::from_u128(n), &format!("p{n}"), parent.as_deref(), 0)
+                .unwrap();
+            s.apply(&c);
+            s.provider_by_uuid(&Uuid::from_u128(n)).unwrap().id()
+        };
+        let root = add(&mut s, 1, None);
+        let numa = [add(&mut s, 2, Some(1)), add(&mut s, 3, Some(1))];
+        let gpus = [add(&mut s, 4, Some(2)), add(&mut s, 5, Some(2))];
+        let other = add(&mut s, 6, None);
+        let ss = add(&mut s, 7, None);
+        let inv = |c: &str, t: u64| (ResourceClass::new_unchecked(c), Inventory::with_total(t));
+        let mut changes = vec![
+            Change::SetInventories(root, vec![inv("DISK_GB", 100)]),
+            Change::SetInventories(other, vec![inv("VCPU", 4), inv("MEMORY_MB", 1024)]),
+            Change::SetInventories(ss, vec![inv("DISK_GB", 1000)]),
+            Change::SetTraits(
+                ss,
+                vec![TraitName::new_unchecked("MISC_SHARES_VIA_AGGREGATE")],
+            ),
+            Change::SetAggregates(ss, vec![agg]),
+            Change::SetAggregates(root, vec![agg]),
+            Change::SetTraits(root, vec![TraitName::new_unchecked("HW_CPU_X86_AVX2")]),
+        ];
+        for n in numa {
+            changes.push(Change::SetInventories(
+                n,
+                vec![inv("VCPU", 8), inv("MEMORY_MB", 4096)],
+            ));
+            changes.push(Change::SetTraits(
+                n,
+                vec![TraitName::new_unchecked("HW_NUMA_ROOT")],
+            ));
+        }
+        for g in gpus {
+            changes.push(Change::SetInventories(g, vec![inv("VGPU", 1)]));
+        }
+        s.apply(&changes);
+        s
+    }
+
+    /// Random query strings from the parameters' vocabulary never make the parser, the
+    /// search or the renderer panic, at any microversion.
+    #[test]
+    fn random_queries_never_panic() {
+        let view = cloud();
+        let keys = [
+            "resources",
+            "resources1",
+            "resources_A",
+            "resources2",
+            "required",
+            "required1",
+            "required_A",
+            "member_of",
+            "member_of1",
+            "in_tree",
+            "in_tree1",
+            "group_policy",
+            "limit",
+            "root_required",
+            "same_subtree",
+            "bogus",
+            "resources0",
+        ];
+        let values = [
+            "VCPU:1",
+            "VGPU:1",
+            "DISK_GB:10",
+            "VCPU:1,MEMORY_MB:512",
+            "VGPU:2",
+            "NOPE:1",
+            "VCPU:0",
+            "VCPU:-1",
+            "VCPU:99999999999999999999999",
+            "",
+            ",",
+            "VCPU",
+            "HW_NUMA_ROOT",
+            "!HW_NUMA_ROOT",
+            "in:HW_NUMA_ROOT,HW_CPU_X86_AVX2",
+            "CUSTOM_X",
+            "!!X",
+            "in:",
+            "none",
+            "isolate",
+            "1",
+            "0",
+            "7",
+            "_A,1",
+            "_A",
+            "1,2",
+            ",,",
+            "00000000-0000-0000-0000-00000000000a",
+            "!00000000-0000-0000-0000-00000000000a",
+            "in:00000000-0000-0000-0000-00000000000a,00000000-0000-0000-0000-00000000000b",
+            "00000000-0000-0000-0000-000000000002",
+            "00000000-0000-0000-0000-000000000001",
+            "not-a-uuid",
+            "%FF",
+            "18446744073709551616",
+        ];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let mut answered = 0;
+        for _ in 0..4000 {
+            let n = next(6);
+            let mut raw: Vec<String> = (0..n)
+                .map(|_| format!("{}={}", keys[next(keys.len())], values[next(values.len())]))
+                .collect();
+            // Mostly with resources that exist.
+            raw.insert(next(n + 1), format!("resources={}", values[next(4)]));
+            let raw = raw.join("&");
+            let version = Version(10 + next(30) as u16);
+            let Ok(query) = parse_query(version, Some(&raw)) else {
+                continue;
+            };
+            for seed in [None, Some(3)] {
+                let options = SearchOptions {
+                    random_seed: seed,
+                    ..Default::default()
+                };
+                if let Ok(found) = view.allocation_candidates(&query, &options) {
+                    answered += usize::from(!found.requests.is_empty());
+                    let _ = render(&view, version, &query, &found);
+                }
+            }
+        }
+        assert!(answered > 300, "the queries reach the search ({answered})");
     }
 
     #[test]

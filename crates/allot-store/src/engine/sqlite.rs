@@ -176,6 +176,7 @@ impl SqliteEngine {
 
         let mut state = State::new();
         state.apply(&changes);
+        state.relink_children();
         changes.clear();
 
         // Inventories, traits and aggregates are grouped per provider: rows come ordered
@@ -349,7 +350,9 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                 // Rows refer to classes by name: a rename carries them along.
                 for table in ["inventories", "allocations"] {
                     tx.execute(
-                        &format!("UPDATE {table} SET resource_class = ?2 WHERE resource_class = ?1"),
+                        &format!(
+                            "UPDATE {table} SET resource_class = ?2 WHERE resource_class = ?1"
+                        ),
                         [old.as_str(), record.name.as_str()],
                     )?;
                 }
