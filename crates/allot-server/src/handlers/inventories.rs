@@ -39,9 +39,10 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-/// One inventory as a request carries it; the schema has checked the bounds.
+/// One inventory as a request carries it (here and in the reshaper); the schema has
+/// checked the bounds.
 #[derive(Deserialize)]
-struct InventoryBody {
+pub(crate) struct InventoryBody {
     total: u64,
     reserved: Option<u64>,
     min_unit: Option<u64>,
@@ -56,7 +57,7 @@ struct InventoryBody {
 
 impl InventoryBody {
     /// The inventory, with Placement's defaults for what the request leaves out.
-    fn inventory(&self) -> Inventory {
+    pub(crate) fn inventory(&self) -> Inventory {
         let defaults = Inventory::with_total(self.total);
         Inventory {
             total: self.total,

@@ -23,6 +23,9 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+// Inventories come in the shape of `PUT .../inventories`, whose schema the reshaper's
+// reuses.
+use super::inventories::InventoryBody;
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
 use crate::policy::authorize;
@@ -33,36 +36,6 @@ const RESHAPE: &str = "placement:reshaper:reshape";
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new().route("/reshaper", post(reshape))
-}
-
-/// One inventory of the request; the schema has checked the fields of every class
-/// shaped like a class name.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InventoryBody {
-    total: u64,
-    reserved: Option<u64>,
-    min_unit: Option<u64>,
-    max_unit: Option<u64>,
-    step_size: Option<u64>,
-    allocation_ratio: Option<f64>,
-    #[allow(dead_code)]
-    resource_provider_generation: Option<Value>,
-}
-
-impl InventoryBody {
-    /// The inventory, with Placement's defaults for what the request leaves out.
-    fn inventory(&self) -> Inventory {
-        let defaults = Inventory::with_total(self.total);
-        Inventory {
-            total: self.total,
-            reserved: self.reserved.unwrap_or(defaults.reserved),
-            min_unit: self.min_unit.unwrap_or(defaults.min_unit),
-            max_unit: self.max_unit.unwrap_or(defaults.max_unit),
-            step_size: self.step_size.unwrap_or(defaults.step_size),
-            allocation_ratio: self.allocation_ratio.unwrap_or(defaults.allocation_ratio),
-        }
-    }
 }
 
 fn object(value: &Value) -> &Map<String, Value> {
