@@ -866,3 +866,31 @@ fn search_agrees_with_brute_force() {
     assert!(nonempty > 400, "the cases exercise the search ({nonempty})");
     assert!(big > 50);
 }
+
+#[test]
+fn resourceless_group_does_not_skip_unknown_class_error() {
+    // Placement 16.0 reaches the groups in query-string order and stops at the first
+    // that matches no provider; a resourceless group matches every provider with its
+    // traits, so the unknown class of the next group is still a 400.
+    let mut w = World::new();
+    w.provider("root", None)
+        .total("root", "VCPU", 4)
+        .traits("root", &["COMPUTE_VOLUME_MULTI_ATTACH"]);
+    let mut traits_only = group("1", &[]);
+    traits_only.required = vec![vec!["COMPUTE_VOLUME_MULTI_ATTACH".into()]];
+    let mut q = query(vec![traits_only, group("_ACCEL", &[("CUSTOM_NOPE", 3)])]);
+    q.same_subtrees = vec![vec!["_ACCEL".into(), "1".into()]];
+    let err = w
+        .state
+        .allocation_candidates(&q, &SearchOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE."
+    );
+    // Without a provider with the trait, the resourceless group matches nothing and
+    // the answer is empty before the unknown class is reached.
+    w.traits("root", &[]);
+    assert!(run(&w, &q).requests.is_empty());
+}

@@ -16,7 +16,7 @@
 use crate::error::Error;
 use crate::state::State;
 
-use super::filter::in_all;
+use super::filter::{in_all, Prepared};
 use super::{CandidateQuery, RequestGroup};
 
 /// Why a request gets no search.
@@ -125,5 +125,13 @@ fn group_matches_nothing(state: &State, query: &CandidateQuery, g: &RequestGroup
         same_subtrees: Vec::new(),
         nested_aware: true,
     };
+    if g.resources.is_empty() {
+        // A resourceless group (legal only with same_subtree) matches the providers
+        // that have its traits and aggregates, under a root that passes
+        // `root_required` (or sharing with one); `in_tree` is ignored. The search
+        // would call a query of it alone hopeless, so look at the providers directly.
+        let prep = Prepared::new(state, &alone);
+        return !prep.anchors().any(|anchor| prep.slots_at(anchor).is_some());
+    }
     !state.any_candidate(&alone)
 }
