@@ -23,6 +23,8 @@ pub mod ops;
 pub mod query;
 pub mod standard;
 pub mod state;
+#[cfg(test)]
+mod testing;
 pub mod usage;
 
 pub use change::Change;

@@ -377,23 +377,10 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::ProviderRow;
+    use crate::testing::new_provider;
 
     fn row(id: u64, parent: Option<u64>) -> Change {
-        let row = ProviderRow {
-            id: ProviderId(id),
-            uuid: Uuid::from_u128(id as u128),
-            name: format!("p{id}"),
-            generation: 0,
-            parent: parent.map(ProviderId),
-            root: ProviderId(parent.unwrap_or(id)),
-            created_at: 0,
-            updated_at: 0,
-        };
-        Change::PutProvider {
-            row,
-            previous_generation: None,
-        }
+        new_provider(id, Uuid::from_u128(id as u128), parent, 0)
     }
 
     #[test]

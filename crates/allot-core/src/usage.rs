@@ -155,7 +155,8 @@ fn add_allocations(totals: &mut BTreeMap<ResourceClass, u64>, consumer: &Consume
 mod tests {
     use super::*;
     use crate::change::Change;
-    use crate::model::{Allocation, ConsumerRow, Inventory, ProviderId, ProviderRow};
+    use crate::model::{Allocation, ConsumerRow, Inventory, ProviderId};
+    use crate::testing::new_provider;
 
     fn class(name: &str) -> ResourceClass {
         ResourceClass::new_unchecked(name)
@@ -167,21 +168,8 @@ mod tests {
     fn world(consumers: &[(u128, &str, &str, Option<&str>, &[(u64, &str, u64)])]) -> State {
         let mut s = State::new();
         for id in [1, 2] {
-            let row = ProviderRow {
-                id: ProviderId(id),
-                uuid: Uuid::from_u128(id as u128),
-                name: format!("p{id}"),
-                generation: 0,
-                parent: None,
-                root: ProviderId(id),
-                created_at: 0,
-                updated_at: 0,
-            };
             s.apply(&[
-                Change::PutProvider {
-                    row,
-                    previous_generation: None,
-                },
+                new_provider(id, Uuid::from_u128(id as u128), None, 0),
                 Change::SetInventories(
                     ProviderId(id),
                     vec![

@@ -72,6 +72,16 @@ impl Ctx {
     pub fn wants_cache_headers(&self) -> bool {
         self.version.at_least(15)
     }
+
+    /// The response with `last-modified` and `cache-control` when the microversion
+    /// wants them (1.15), unchanged otherwise.
+    pub fn cached(&self, response: Response, last_modified: allot_core::Timestamp) -> Response {
+        if self.wants_cache_headers() {
+            crate::http::cache_headers(response, last_modified)
+        } else {
+            response
+        }
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Ctx {

@@ -53,7 +53,8 @@ impl State {
 mod tests {
     use super::*;
     use crate::error::{ConflictCode, Error};
-    use crate::model::{ProviderId, ProviderRow};
+    use crate::model::ProviderId;
+    use crate::testing::new_provider;
 
     const RP: Uuid = Uuid::from_u128(0x1111);
     const A: Uuid = Uuid::from_u128(0xa);
@@ -61,20 +62,7 @@ mod tests {
 
     fn with_provider() -> State {
         let mut s = State::new();
-        let row = ProviderRow {
-            id: ProviderId(1),
-            uuid: RP,
-            name: "rp".into(),
-            generation: 0,
-            parent: None,
-            root: ProviderId(1),
-            created_at: 1,
-            updated_at: 1,
-        };
-        s.apply(&[Change::PutProvider {
-            row,
-            previous_generation: None,
-        }]);
+        s.apply(&[new_provider(1, RP, None, 1)]);
         s
     }
 

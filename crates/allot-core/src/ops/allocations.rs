@@ -568,28 +568,16 @@ fn consumer_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Inventory, ProviderRow};
+    use crate::model::Inventory;
+    use crate::testing::new_provider;
 
     fn vcpu() -> ResourceClass {
         ResourceClass::new_unchecked("VCPU")
     }
 
     fn add_provider(s: &mut State, n: u64, inventories: Vec<(&str, Inventory)>) {
-        let row = ProviderRow {
-            id: ProviderId(n),
-            uuid: Uuid::from_u128(n as u128),
-            name: format!("p{n}"),
-            generation: 0,
-            parent: None,
-            root: ProviderId(n),
-            created_at: 0,
-            updated_at: 0,
-        };
         s.apply(&[
-            Change::PutProvider {
-                row,
-                previous_generation: None,
-            },
+            new_provider(n, Uuid::from_u128(n as u128), None, 0),
             Change::SetInventories(
                 ProviderId(n),
                 inventories

@@ -297,26 +297,13 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ProviderRow;
+    use crate::testing::new_provider;
 
     const RP: Uuid = Uuid::from_u128(0x1234);
 
     fn state() -> State {
         let mut s = State::new();
-        let row = ProviderRow {
-            id: ProviderId(1),
-            uuid: RP,
-            name: "rp".into(),
-            generation: 0,
-            parent: None,
-            root: ProviderId(1),
-            created_at: 1,
-            updated_at: 1,
-        };
-        s.apply(&[Change::PutProvider {
-            row,
-            previous_generation: None,
-        }]);
+        s.apply(&[new_provider(1, RP, None, 1)]);
         s
     }
 

@@ -89,27 +89,15 @@ fn replace_traits(
 mod tests {
     use super::*;
     use crate::error::ConflictCode;
-    use crate::model::{ProviderId, ProviderRow, TraitRecord};
+    use crate::model::{ProviderId, TraitRecord};
+    use crate::testing::new_provider;
 
     const RP: Uuid = Uuid::from_u128(0x2222);
 
     fn state() -> State {
         let mut s = State::new();
-        let row = ProviderRow {
-            id: ProviderId(7),
-            uuid: RP,
-            name: "rp".into(),
-            generation: 0,
-            parent: None,
-            root: ProviderId(7),
-            created_at: 1,
-            updated_at: 1,
-        };
         s.apply(&[
-            Change::PutProvider {
-                row,
-                previous_generation: None,
-            },
+            new_provider(7, RP, None, 1),
             Change::PutTrait(TraitRecord {
                 name: TraitName::new_unchecked("CUSTOM_A"),
                 created_at: 1,

@@ -43,11 +43,7 @@ fn answer(ctx: &Ctx, app: &AppState, aggregates: Vec<String>, generation: u64) -
     }
     let response = http::json(StatusCode::OK, &body);
     // Memberships have no time of their own: like Placement, say "now".
-    if ctx.wants_cache_headers() {
-        http::cache_headers(response, app.host.now())
-    } else {
-        response
-    }
+    ctx.cached(response, app.host.now())
 }
 
 /// `GET /resource_providers/{uuid}/aggregates`.

@@ -77,11 +77,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     })??;
     let mut response = http::json(StatusCode::OK, &Value::Null);
     *response.body_mut() = axum::body::Body::from(body);
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, app.host.now())
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, app.host.now()))
 }
 
 fn invalid_query(message: impl std::fmt::Display) -> ApiError {

@@ -22,7 +22,6 @@ use allot_core::{ConflictCode, Error, ResourceClass, Timestamp, Uuid};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -403,15 +402,6 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<Strin
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
-/// Adds the 1.15 caching headers.
-fn cached(ctx: &Ctx, response: Response, last_modified: Timestamp) -> Response {
-    if ctx.wants_cache_headers() {
-        http::cache_headers(response, last_modified)
-    } else {
-        response
-    }
-}
-
 /// `GET /allocations/{consumer_uuid}`: what a consumer holds, by provider. An unknown
 /// consumer holds nothing (Placement cannot tell it from one that never allocated).
 pub async fn list_for_consumer(
@@ -464,11 +454,7 @@ pub async fn list_for_consumer(
         (body, last_modified)
     };
     let last_modified = last_modified.unwrap_or_else(|| app.host.now());
-    Ok(cached(
-        &ctx,
-        http::json(StatusCode::OK, &body),
-        last_modified,
-    ))
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), last_modified))
 }
 
 /// `GET /resource_providers/{uuid}/allocations`: what every consumer holds on a
@@ -512,11 +498,7 @@ pub async fn list_for_provider(
         (body, last_modified)
     };
     let last_modified = last_modified.unwrap_or_else(|| app.host.now());
-    Ok(cached(
-        &ctx,
-        http::json(StatusCode::OK, &body),
-        last_modified,
-    ))
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), last_modified))
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ fn cached(ctx: &Ctx, response: Response, last_modified: Option<Timestamp>) -> Re
         return response;
     }
     match last_modified {
-        Some(t) => http::cache_headers(response, t),
+        Some(t) => ctx.cached(response, t),
         None => {
             let mut response = response;
             response

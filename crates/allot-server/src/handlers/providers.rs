@@ -118,11 +118,7 @@ pub async fn show(
         view.provider_info(provider)
     };
     let response = http::json(StatusCode::OK, &serialize(ctx.version, &info));
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, info.updated_at)
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, info.updated_at))
 }
 
 #[derive(Deserialize)]
@@ -219,11 +215,7 @@ pub async fn update(
         })
         .await?;
     let response = http::json(StatusCode::OK, &serialize(ctx.version, &info));
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, previous_update)
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, previous_update))
 }
 
 /// `DELETE /resource_providers/{uuid}`.
@@ -264,11 +256,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         (infos, last_modified)
     };
     let response = http::json(StatusCode::OK, &json!({ "resource_providers": providers }));
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, last_modified.unwrap_or_else(|| app.host.now()))
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, last_modified.unwrap_or_else(|| app.host.now())))
 }
 
 fn invalid_query(message: impl std::fmt::Display) -> ApiError {

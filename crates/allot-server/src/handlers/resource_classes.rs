@@ -37,11 +37,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
     };
     let response = http::json(StatusCode::OK, &body);
     // The standard classes have no time of their own: like Placement, say "now".
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, app.host.now())
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, app.host.now()))
 }
 
 /// `POST /resource_classes`.
@@ -79,11 +75,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
         view.custom_class(&name).map(|c| c.updated_at)
     };
     let response = http::json(StatusCode::OK, &serialize(&name));
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, last_modified.unwrap_or_else(|| app.host.now()))
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, last_modified.unwrap_or_else(|| app.host.now())))
 }
 
 /// `PUT /resource_classes/{name}`: a rename with a body before 1.7, a bodiless

@@ -22,9 +22,5 @@ pub async fn home(ctx: Ctx, axum::extract::State(app): axum::extract::State<AppS
         }]
     });
     let response = http::json(StatusCode::OK, &body);
-    if ctx.wants_cache_headers() {
-        http::cache_headers(response, app.host.now())
-    } else {
-        response
-    }
+    ctx.cached(response, app.host.now())
 }

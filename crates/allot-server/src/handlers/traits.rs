@@ -69,11 +69,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         (names, app.host.now())
     };
     let response = http::json(StatusCode::OK, &json!({ "traits": names }));
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, last_modified)
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, last_modified))
 }
 
 enum NameFilter {
@@ -93,11 +89,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
         view.custom_trait(&name).map(|t| t.created_at)
     };
     let response = http::empty(StatusCode::NO_CONTENT);
-    Ok(if ctx.wants_cache_headers() {
-        http::cache_headers(response, created.unwrap_or_else(|| app.host.now()))
-    } else {
-        response
-    })
+    Ok(ctx.cached(response, created.unwrap_or_else(|| app.host.now())))
 }
 
 /// `PUT /traits/{name}`: create a custom trait (201) or confirm it exists (204).

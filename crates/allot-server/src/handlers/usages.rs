@@ -14,7 +14,6 @@ use allot_core::ResourceClass;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
@@ -33,15 +32,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/resource_providers/{uuid}/usages", get(provider_usages))
         .route("/usages", get(total_usages))
-}
-
-/// Adds the 1.15 caching headers, dated now.
-fn cached(ctx: &Ctx, app: &AppState, response: Response) -> Response {
-    if ctx.wants_cache_headers() {
-        http::cache_headers(response, app.host.now())
-    } else {
-        response
-    }
 }
 
 fn by_class<'a>(sums: impl IntoIterator<Item = (&'a ResourceClass, u64)>) -> Map<String, Value> {
@@ -74,7 +64,7 @@ pub async fn provider_usages(
             "usages": by_class(view.provider_usages(provider)),
         })
     };
-    Ok(cached(&ctx, &app, http::json(StatusCode::OK, &body)))
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), app.host.now()))
 }
 
 /// The parameters of `GET /usages`, validated.
@@ -151,7 +141,7 @@ pub async fn total_usages(
             )),
         }
     };
-    Ok(cached(&ctx, &app, http::json(StatusCode::OK, &body)))
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), app.host.now()))
 }
 
 #[cfg(test)]

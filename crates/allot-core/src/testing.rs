@@ -1,0 +1,25 @@
+//! Fixtures shared by the unit tests of this crate.
+
+use uuid::Uuid;
+
+use crate::change::Change;
+use crate::model::{ProviderId, ProviderRow, Timestamp};
+
+/// The change that creates provider `id` (named `p{id}`, at generation 0, created and
+/// updated at `at`), under `parent` or as a root.
+pub(crate) fn new_provider(id: u64, uuid: Uuid, parent: Option<u64>, at: Timestamp) -> Change {
+    let row = ProviderRow {
+        id: ProviderId(id),
+        uuid,
+        name: format!("p{id}"),
+        generation: 0,
+        parent: parent.map(ProviderId),
+        root: ProviderId(parent.unwrap_or(id)),
+        created_at: at,
+        updated_at: at,
+    };
+    Change::PutProvider {
+        row,
+        previous_generation: None,
+    }
+}
