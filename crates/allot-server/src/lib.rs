@@ -15,6 +15,7 @@ pub mod error;
 pub mod handlers;
 pub mod http;
 pub mod microversion;
+pub mod params;
 pub mod policy;
 pub mod schema;
 pub mod schemas;

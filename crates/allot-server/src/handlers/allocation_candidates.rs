@@ -20,10 +20,11 @@ use serde_json::{json, Map, Value};
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
 use crate::handlers::providers::{
-    check_utf8_query, member_of_filter, parse_uuid_like, required_filter, resources_filter,
+    check_utf8_query, member_of_filter, required_filter, resources_filter,
 };
 use crate::http::{self, Query};
 use crate::microversion::Version;
+use crate::params::uuid_like;
 use crate::policy::authorize;
 use crate::{schema, schemas, AppState};
 
@@ -216,7 +217,7 @@ fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, Ap
             }
             _ => {
                 let trimmed = value.trim();
-                if parse_uuid_like(trimmed).is_none() {
+                if uuid_like(trimmed).is_none() {
                     return Err(invalid_query(format!(
                         "Expected 'in_tree' parameter to be a format of uuid. Got: {value}"
                     )));

@@ -30,6 +30,7 @@ use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::params::uuid_like;
 use crate::policy::authorize;
 use crate::{http, schema, schemas, AppState};
 
@@ -162,18 +163,6 @@ fn read_body(headers: &HeaderMap, body: &Bytes, schema: &Value) -> Result<Ordere
     schema::validate(&value, schema)
         .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
-}
-
-/// The uuid a consumer path or key names, accepted as Placement's `is_uuid_like`
-/// accepts it: any case, dashes anywhere, braces, a `urn:uuid:` prefix.
-fn uuid_like(raw: &str) -> Option<Uuid> {
-    let hex = raw.replace("urn:", "").replace("uuid:", "");
-    let hex = hex.trim_matches(|c| c == '{' || c == '}').replace('-', "");
-    if hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Uuid::try_parse(&hex).ok()
-    } else {
-        None
-    }
 }
 
 /// One consumer's part of a write, as the request gave it.
@@ -512,29 +501,6 @@ mod tests {
 
     fn ordered(v: &str) -> Ordered {
         serde_json::from_str(v).unwrap()
-    }
-
-    #[test]
-    fn uuids_are_read_like_pythons() {
-        let want = Uuid::parse_str(C).ok();
-        for ok in [
-            C,
-            "599FFD2D-526A-4B2E-8683-F13AD25F9958",
-            "599ffd2d526a4b2e8683f13ad25f9958",
-            "{599ffd2d-526a-4b2e-8683-f13ad25f9958}",
-            "urn:uuid:599ffd2d-526a-4b2e-8683-f13ad25f9958",
-            "599f-fd2d526a4b2e8683f13ad25f9958",
-        ] {
-            assert_eq!(uuid_like(ok), want, "{ok}");
-        }
-        for bad in [
-            "not-a-uuid",
-            "",
-            "599ffd2d526a4b2e8683f13ad25f995",
-            "599ffd2d526a4b2e8683f13ad25f99_8",
-        ] {
-            assert_eq!(uuid_like(bad), None, "{bad}");
-        }
     }
 
     #[test]

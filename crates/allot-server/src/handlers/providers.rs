@@ -17,6 +17,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
 use crate::microversion::Version;
+use crate::params::{is_dashed_uuid, uuid_like};
 use crate::policy::authorize;
 use crate::schema;
 use crate::{schemas, AppState};
@@ -61,33 +62,6 @@ pub fn serialize(version: Version, p: &ProviderInfo) -> Value {
         body["root_provider_uuid"] = json!(p.root_uuid);
     }
     body
-}
-
-/// Parses a uuid as Python's `uuid.UUID()` does: `urn:` and `uuid:` are dropped,
-/// braces around it and dashes anywhere are ignored, and 32 hex digits must remain.
-/// Placement's own uuid check (`is_uuid_like`) accepts exactly these.
-pub fn parse_uuid_like(s: &str) -> Option<Uuid> {
-    let hex: String = s
-        .replace("urn:", "")
-        .replace("uuid:", "")
-        .trim_matches(|c| c == '{' || c == '}')
-        .chars()
-        .filter(|c| *c != '-')
-        .collect();
-    if hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Uuid::try_parse(&hex).ok()
-    } else {
-        None
-    }
-}
-
-/// The stricter uuid check of the JSON Schema `format` Placement applies to query
-/// strings: parseable, with dashes where the canonical form has them.
-pub fn is_dashed_uuid(s: &str) -> bool {
-    let dashes_in_place = [8, 13, 18, 23]
-        .iter()
-        .all(|&i| s.chars().nth(i) == Some('-'));
-    dashes_in_place && parse_uuid_like(s).is_some()
 }
 
 /// The `{uuid}` of the URL. A segment that is not UTF-8 once decoded names no
@@ -149,7 +123,7 @@ pub async fn create(
     // The schema let through only uuids that parse; any spelling is stored in the
     // canonical one.
     let uuid = match input.uuid.as_deref() {
-        Some(u) if !u.is_empty() => parse_uuid_like(u)
+        Some(u) if !u.is_empty() => uuid_like(u)
             .or_else(|| Uuid::try_parse(u).ok())
             .ok_or_else(|| {
                 ApiError::bad_request(format!("JSON does not validate: '{u}' is not a 'uuid'"))
@@ -382,7 +356,7 @@ pub fn member_of_filter(
         };
         let mut uuids = Vec::new();
         for item in list {
-            let Some(u) = parse_uuid_like(item) else {
+            let Some(u) = uuid_like(item) else {
                 return Err(invalid_query(format!(
                     "Expected 'member_of' parameter to contain valid UUID(s). Got: {item}"
                 )));
@@ -557,39 +531,6 @@ mod tests {
     use super::*;
 
     const V: Version = Version(39);
-
-    #[test]
-    fn uuid_spellings() {
-        let canonical = "2290d4af-9e6e-400b-9d65-1ee01376f71a";
-        for like in [
-            canonical,
-            "2290d4af9e6e400b9d651ee01376f71a",
-            "2290D4AF-9E6E-400B-9D65-1EE01376F71A",
-            "{2290d4af-9e6e-400b-9d65-1ee01376f71a}",
-            "urn:uuid:2290d4af-9e6e-400b-9d65-1ee01376f71a",
-            "2290-d4af9e6e400b9d651ee01376f71a",
-        ] {
-            assert_eq!(
-                parse_uuid_like(like).map(|u| u.to_string()).as_deref(),
-                Some(canonical),
-                "{like}"
-            );
-        }
-        for bad in [
-            "",
-            "spameggs",
-            "not a uuid",
-            "2290d4af-9e6e-400b-9d65-1ee01376f71",
-            "(^o^)",
-            "☃",
-        ] {
-            assert_eq!(parse_uuid_like(bad), None, "{bad}");
-        }
-        assert!(is_dashed_uuid(canonical));
-        assert!(is_dashed_uuid("2290D4AF-9E6E-400B-9D65-1EE01376F71A"));
-        assert!(!is_dashed_uuid("2290d4af9e6e400b9d651ee01376f71a"));
-        assert!(!is_dashed_uuid("{2290d4af-9e6e-400b-9d65-1ee01376f71a}"));
-    }
 
     fn message(e: ApiError) -> String {
         e.message
