@@ -7,7 +7,7 @@
 //! another rule, and `and`/`or` of those.
 //!
 //! How a request is judged (oslo.policy's enforcement, as Placement runs it):
-//! 1. the action must be a registered rule (else 500, a bug on our side);
+//! 1. the action is an [`Action`], each with its rule, so every action is registered;
 //! 2. the token's scope (system or project) must be one the action's rule accepts,
 //!    else 403 — in every mode, as oslo.policy enforces scope by default and
 //!    Placement's tests never turn it off;
@@ -17,8 +17,6 @@
 //! Roles are taken literally: a caller with `admin` does not implicitly have `member`
 //! or `reader` (Keystone expands implied roles into the token; with `noauth2` the
 //! caller lists them all in `x-roles`).
-
-use axum::http::StatusCode;
 
 use crate::context::{Ctx, Identity};
 use crate::error::ApiError;
@@ -60,6 +58,79 @@ enum TokenScope {
     Project,
 }
 
+/// Declares [`Action`] with its Placement rule names, and the list of them all.
+macro_rules! actions {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// An API action Placement guards with a policy rule, one variant per rule
+        /// (a misspelt action does not compile, where a misspelt rule name was a 500).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Action {
+            $($(#[$doc])* #[doc = concat!("`", $name, "`")] $variant,)*
+        }
+
+        impl Action {
+            /// Every action, in the order Placement registers them.
+            pub const ALL: &'static [Action] = &[$(Action::$variant,)*];
+
+            /// The rule's name in Placement (`placement:...`), for logs and the 403's
+            /// message.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+actions! {
+    ProvidersList => "placement:resource_providers:list",
+    ProvidersCreate => "placement:resource_providers:create",
+    ProvidersShow => "placement:resource_providers:show",
+    ProvidersUpdate => "placement:resource_providers:update",
+    ProvidersDelete => "placement:resource_providers:delete",
+    ClassesList => "placement:resource_classes:list",
+    ClassesCreate => "placement:resource_classes:create",
+    ClassesShow => "placement:resource_classes:show",
+    ClassesUpdate => "placement:resource_classes:update",
+    ClassesDelete => "placement:resource_classes:delete",
+    InventoriesList => "placement:resource_providers:inventories:list",
+    InventoriesCreate => "placement:resource_providers:inventories:create",
+    InventoriesShow => "placement:resource_providers:inventories:show",
+    InventoriesUpdate => "placement:resource_providers:inventories:update",
+    InventoriesDelete => "placement:resource_providers:inventories:delete",
+    AggregatesList => "placement:resource_providers:aggregates:list",
+    AggregatesUpdate => "placement:resource_providers:aggregates:update",
+    ProviderUsages => "placement:resource_providers:usages",
+    /// `GET /usages`, judged against the queried project.
+    TotalUsages => "placement:usages",
+    TraitsList => "placement:traits:list",
+    TraitsShow => "placement:traits:show",
+    TraitsUpdate => "placement:traits:update",
+    TraitsDelete => "placement:traits:delete",
+    ProviderTraitsList => "placement:resource_providers:traits:list",
+    ProviderTraitsUpdate => "placement:resource_providers:traits:update",
+    ProviderTraitsDelete => "placement:resource_providers:traits:delete",
+    AllocationsManage => "placement:allocations:manage",
+    AllocationsList => "placement:allocations:list",
+    AllocationsUpdate => "placement:allocations:update",
+    AllocationsDelete => "placement:allocations:delete",
+    ProviderAllocationsList => "placement:resource_providers:allocations:list",
+    AllocationCandidatesList => "placement:allocation_candidates:list",
+    Reshape => "placement:reshaper:reshape",
+}
+
+/// The base rules the actions' checks refer to (`rule:NAME`); they are not actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    /// `admin_api`: the one rule the open policy keeps.
+    AdminApi,
+    ServiceApi,
+    AdminOrServiceApi,
+    ProjectReaderApi,
+    AdminOrProjectReaderOrServiceApi,
+}
+
 /// A policy check, the building blocks of check strings.
 #[derive(Debug)]
 enum Check {
@@ -68,7 +139,7 @@ enum Check {
     /// `project_id:%(project_id)s`: the caller's project is the target's.
     TargetProject,
     /// `rule:NAME`: another rule passes.
-    Rule(&'static str),
+    Rule(Base),
     /// `A or B or ...`
     Any(&'static [Check]),
     /// `A and B and ...`
@@ -78,7 +149,6 @@ enum Check {
 /// One registered rule.
 #[derive(Debug)]
 struct Rule {
-    name: &'static str,
     /// The current default.
     check: Check,
     /// OR'd in under [`PolicyMode::Legacy`].
@@ -90,111 +160,102 @@ struct Rule {
 /// Placement's `DEPRECATED_ADMIN_POLICY`, the one deprecated default.
 const DEPRECATED_ADMIN: Option<Check> = Some(Check::Role("admin"));
 const PROJECT: &[TokenScope] = &[TokenScope::Project];
-const ADMIN_OR_SERVICE: Check = Check::Rule("admin_or_service_api");
 
 /// An API action guarded by `rule:admin_or_service_api`, for projects only.
-const fn admin_or_service(name: &'static str) -> Rule {
-    Rule {
-        name,
-        check: ADMIN_OR_SERVICE,
-        deprecated: None,
-        scopes: PROJECT,
+const ADMIN_OR_SERVICE: Rule = Rule {
+    check: Check::Rule(Base::AdminOrServiceApi),
+    deprecated: None,
+    scopes: PROJECT,
+};
+
+impl Base {
+    /// Placement 16.0's base rules (`placement/policies/base.py`).
+    const fn rule(self) -> Rule {
+        match self {
+            Base::AdminApi => Rule {
+                check: Check::Role("admin"),
+                deprecated: None,
+                scopes: PROJECT,
+            },
+            Base::ServiceApi => Rule {
+                check: Check::Role("service"),
+                deprecated: DEPRECATED_ADMIN,
+                scopes: PROJECT,
+            },
+            Base::AdminOrServiceApi => Rule {
+                check: Check::Any(&[Check::Role("admin"), Check::Role("service")]),
+                deprecated: DEPRECATED_ADMIN,
+                scopes: PROJECT,
+            },
+            Base::ProjectReaderApi => Rule {
+                check: Check::All(&[Check::Role("reader"), Check::TargetProject]),
+                deprecated: DEPRECATED_ADMIN,
+                scopes: &[],
+            },
+            Base::AdminOrProjectReaderOrServiceApi => Rule {
+                check: Check::Any(&[
+                    Check::Role("admin"),
+                    Check::Rule(Base::ProjectReaderApi),
+                    Check::Role("service"),
+                ]),
+                deprecated: DEPRECATED_ADMIN,
+                scopes: PROJECT,
+            },
+        }
     }
 }
 
-/// Every rule Placement 16.0 registers (`placement/policies/*.py`).
-const RULES: &[Rule] = &[
-    // Base rules, referenced by the API rules.
-    Rule {
-        name: "admin_api",
-        check: Check::Role("admin"),
-        deprecated: None,
-        scopes: PROJECT,
-    },
-    Rule {
-        name: "service_api",
-        check: Check::Role("service"),
-        deprecated: DEPRECATED_ADMIN,
-        scopes: PROJECT,
-    },
-    Rule {
-        name: "admin_or_service_api",
-        check: Check::Any(&[Check::Role("admin"), Check::Role("service")]),
-        deprecated: DEPRECATED_ADMIN,
-        scopes: PROJECT,
-    },
-    Rule {
-        name: "project_reader_api",
-        check: Check::All(&[Check::Role("reader"), Check::TargetProject]),
-        deprecated: DEPRECATED_ADMIN,
-        scopes: &[],
-    },
-    Rule {
-        name: "admin_or_project_reader_or_service_api",
-        check: Check::Any(&[
-            Check::Role("admin"),
-            Check::Rule("project_reader_api"),
-            Check::Role("service"),
-        ]),
-        deprecated: DEPRECATED_ADMIN,
-        scopes: PROJECT,
-    },
-    // Resource providers.
-    admin_or_service("placement:resource_providers:list"),
-    admin_or_service("placement:resource_providers:create"),
-    admin_or_service("placement:resource_providers:show"),
-    admin_or_service("placement:resource_providers:update"),
-    admin_or_service("placement:resource_providers:delete"),
-    // Resource classes.
-    admin_or_service("placement:resource_classes:list"),
-    admin_or_service("placement:resource_classes:create"),
-    admin_or_service("placement:resource_classes:show"),
-    admin_or_service("placement:resource_classes:update"),
-    admin_or_service("placement:resource_classes:delete"),
-    // Inventories.
-    admin_or_service("placement:resource_providers:inventories:list"),
-    admin_or_service("placement:resource_providers:inventories:create"),
-    admin_or_service("placement:resource_providers:inventories:show"),
-    admin_or_service("placement:resource_providers:inventories:update"),
-    admin_or_service("placement:resource_providers:inventories:delete"),
-    // Aggregates.
-    admin_or_service("placement:resource_providers:aggregates:list"),
-    admin_or_service("placement:resource_providers:aggregates:update"),
-    // Usages.
-    admin_or_service("placement:resource_providers:usages"),
-    Rule {
-        name: "placement:usages",
-        check: Check::Rule("admin_or_project_reader_or_service_api"),
-        deprecated: None,
-        scopes: PROJECT,
-    },
-    // Traits.
-    admin_or_service("placement:traits:list"),
-    admin_or_service("placement:traits:show"),
-    admin_or_service("placement:traits:update"),
-    admin_or_service("placement:traits:delete"),
-    admin_or_service("placement:resource_providers:traits:list"),
-    admin_or_service("placement:resource_providers:traits:update"),
-    admin_or_service("placement:resource_providers:traits:delete"),
-    // Allocations.
-    admin_or_service("placement:allocations:manage"),
-    admin_or_service("placement:allocations:list"),
-    admin_or_service("placement:allocations:update"),
-    admin_or_service("placement:allocations:delete"),
-    admin_or_service("placement:resource_providers:allocations:list"),
-    // Allocation candidates.
-    admin_or_service("placement:allocation_candidates:list"),
-    // Reshaper: services only under the new defaults.
-    Rule {
-        name: "placement:reshaper:reshape",
-        check: Check::Rule("service_api"),
-        deprecated: None,
-        scopes: PROJECT,
-    },
-];
-
-fn rule(name: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.name == name)
+impl Action {
+    /// The rule Placement 16.0 registers for the action (`placement/policies/*.py`).
+    const fn rule(self) -> Rule {
+        match self {
+            // Total usages: admins, services, and readers of the queried project.
+            Action::TotalUsages => Rule {
+                check: Check::Rule(Base::AdminOrProjectReaderOrServiceApi),
+                deprecated: None,
+                scopes: PROJECT,
+            },
+            // Reshaper: services only under the new defaults.
+            Action::Reshape => Rule {
+                check: Check::Rule(Base::ServiceApi),
+                deprecated: None,
+                scopes: PROJECT,
+            },
+            // Everything else: admins and services (listed, so that a new action
+            // has to be given its rule).
+            Action::ProvidersList
+            | Action::ProvidersCreate
+            | Action::ProvidersShow
+            | Action::ProvidersUpdate
+            | Action::ProvidersDelete
+            | Action::ClassesList
+            | Action::ClassesCreate
+            | Action::ClassesShow
+            | Action::ClassesUpdate
+            | Action::ClassesDelete
+            | Action::InventoriesList
+            | Action::InventoriesCreate
+            | Action::InventoriesShow
+            | Action::InventoriesUpdate
+            | Action::InventoriesDelete
+            | Action::AggregatesList
+            | Action::AggregatesUpdate
+            | Action::ProviderUsages
+            | Action::TraitsList
+            | Action::TraitsShow
+            | Action::TraitsUpdate
+            | Action::TraitsDelete
+            | Action::ProviderTraitsList
+            | Action::ProviderTraitsUpdate
+            | Action::ProviderTraitsDelete
+            | Action::AllocationsManage
+            | Action::AllocationsList
+            | Action::AllocationsUpdate
+            | Action::AllocationsDelete
+            | Action::ProviderAllocationsList
+            | Action::AllocationCandidatesList => ADMIN_OR_SERVICE,
+        }
+    }
 }
 
 /// What a rule is checked against: the caller's project, and the project of the
@@ -207,15 +268,20 @@ struct Subject<'a> {
 }
 
 impl Subject<'_> {
-    fn rule_passes(&self, name: &str) -> bool {
-        // An unknown referenced rule fails closed, as oslo.policy's `rule:` check does.
-        let Some(rule) = rule(name) else {
-            return false;
-        };
+    /// Whether an action's own rule passes. Placement's open fixture sets every action
+    /// to "@".
+    fn action_passes(&self, action: Action) -> bool {
+        self.mode == PolicyMode::Open || self.rule_passes(&action.rule())
+    }
+
+    /// Whether a base rule passes; the open fixture leaves only `admin_api` as it is.
+    fn base_passes(&self, base: Base) -> bool {
+        (self.mode == PolicyMode::Open && base != Base::AdminApi) || self.rule_passes(&base.rule())
+    }
+
+    fn rule_passes(&self, rule: &Rule) -> bool {
         match self.mode {
-            // Placement's open fixture sets every rule to "@" but `admin_api`.
-            PolicyMode::Open => rule.name != "admin_api" || self.passes(&rule.check),
-            PolicyMode::Secure => self.passes(&rule.check),
+            PolicyMode::Open | PolicyMode::Secure => self.passes(&rule.check),
             PolicyMode::Legacy => {
                 self.passes(&rule.check) || rule.deprecated.as_ref().is_some_and(|d| self.passes(d))
             }
@@ -228,7 +294,7 @@ impl Subject<'_> {
             // oslo.policy compares the two as strings, so a missing project on both
             // sides matches; Option equality says the same.
             Check::TargetProject => self.identity.project_id.as_deref() == self.target_project,
-            Check::Rule(name) => self.rule_passes(name),
+            Check::Rule(base) => self.base_passes(*base),
             Check::Any(checks) => checks.iter().any(|c| self.passes(c)),
             Check::All(checks) => checks.iter().all(|c| self.passes(c)),
         }
@@ -243,25 +309,21 @@ enum Verdict {
     Denied,
     /// The token's scope is not one the rule accepts.
     WrongScope,
-    /// No such rule: a programming error.
-    Unregistered,
 }
 
 fn judge(
     identity: &Identity,
     mode: PolicyMode,
-    action: &str,
+    action: Action,
     target_project: Option<&str>,
 ) -> Verdict {
-    let Some(rule) = rule(action) else {
-        return Verdict::Unregistered;
-    };
     let scope = if identity.system_scope {
         TokenScope::System
     } else {
         TokenScope::Project
     };
-    if !rule.scopes.is_empty() && !rule.scopes.contains(&scope) {
+    let scopes = action.rule().scopes;
+    if !scopes.is_empty() && !scopes.contains(&scope) {
         return Verdict::WrongScope;
     }
     let subject = Subject {
@@ -269,7 +331,7 @@ fn judge(
         mode,
         target_project,
     };
-    if subject.rule_passes(action) {
+    if subject.action_passes(action) {
         Verdict::Allowed
     } else {
         Verdict::Denied
@@ -279,27 +341,23 @@ fn judge(
 fn enforce(
     ctx: &Ctx,
     mode: PolicyMode,
-    action: &str,
+    action: Action,
     target_project: Option<Option<&str>>,
 ) -> Result<(), ApiError> {
     let Some(identity) = &ctx.identity else {
-        return Err(ApiError::forbidden(action));
+        return Err(ApiError::forbidden(action.name()));
     };
     // Placement's default target is the caller's own project.
     let target_project = target_project.unwrap_or(identity.project_id.as_deref());
     match judge(identity, mode, action, target_project) {
         Verdict::Allowed => Ok(()),
-        Verdict::Denied | Verdict::WrongScope => Err(ApiError::forbidden(action)),
-        Verdict::Unregistered => {
-            tracing::error!(action, "policy check for an unregistered action");
-            Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ""))
-        }
+        Verdict::Denied | Verdict::WrongScope => Err(ApiError::forbidden(action.name())),
     }
 }
 
-/// Checks that the caller may perform `action` (a Placement policy name such as
-/// `placement:resource_classes:list`) on something of its own project: 403 if not.
-pub fn authorize(ctx: &Ctx, mode: PolicyMode, action: &str) -> Result<(), ApiError> {
+/// Checks that the caller may perform `action` on something of its own project: 403
+/// if not.
+pub fn authorize(ctx: &Ctx, mode: PolicyMode, action: Action) -> Result<(), ApiError> {
     enforce(ctx, mode, action, None)
 }
 
@@ -308,7 +366,7 @@ pub fn authorize(ctx: &Ctx, mode: PolicyMode, action: &str) -> Result<(), ApiErr
 pub fn authorize_target(
     ctx: &Ctx,
     mode: PolicyMode,
-    action: &str,
+    action: Action,
     target_project: Option<&str>,
 ) -> Result<(), ApiError> {
     enforce(ctx, mode, action, Some(target_project))
@@ -318,6 +376,8 @@ pub fn authorize_target(
 mod tests {
     use super::*;
     use crate::microversion;
+    use axum::http::StatusCode;
+    use Action::*;
 
     const MINE: &str = "c8a8c6d2-project";
     const OTHER: &str = "0a8e2a4b-other";
@@ -357,109 +417,35 @@ mod tests {
     use Verdict::{Allowed as Y, Denied as N, WrongScope as S};
 
     /// (caller, action, target project, [legacy, secure, open]).
-    const TABLE: &[(&str, &str, Option<&str>, [Verdict; 3])] = &[
+    const TABLE: &[(&str, Action, Option<&str>, [Verdict; 3])] = &[
         // Everything but usages and the reshaper: admin or service, project-scoped.
-        (
-            "admin",
-            "placement:resource_providers:list",
-            None,
-            [Y, Y, Y],
-        ),
-        (
-            "service",
-            "placement:resource_providers:list",
-            None,
-            [Y, Y, Y],
-        ),
-        (
-            "system admin",
-            "placement:resource_providers:list",
-            None,
-            [S, S, S],
-        ),
-        ("system reader", "placement:traits:list", None, [S, S, S]),
-        (
-            "project admin",
-            "placement:allocations:manage",
-            None,
-            [Y, Y, Y],
-        ),
-        (
-            "project member",
-            "placement:resource_classes:create",
-            None,
-            [N, N, Y],
-        ),
-        (
-            "project reader",
-            "placement:resource_providers:inventories:list",
-            None,
-            [N, N, Y],
-        ),
-        (
-            "no roles",
-            "placement:allocation_candidates:list",
-            None,
-            [N, N, Y],
-        ),
-        (
-            "upper-case admin",
-            "placement:resource_providers:traits:delete",
-            None,
-            [Y, Y, Y],
-        ),
+        ("admin", ProvidersList, None, [Y, Y, Y]),
+        ("service", ProvidersList, None, [Y, Y, Y]),
+        ("system admin", ProvidersList, None, [S, S, S]),
+        ("system reader", TraitsList, None, [S, S, S]),
+        ("project admin", AllocationsManage, None, [Y, Y, Y]),
+        ("project member", ClassesCreate, None, [N, N, Y]),
+        ("project reader", InventoriesList, None, [N, N, Y]),
+        ("no roles", AllocationCandidatesList, None, [N, N, Y]),
+        ("upper-case admin", ProviderTraitsDelete, None, [Y, Y, Y]),
         // Total usages: admins, services and readers of the queried project.
-        ("admin", "placement:usages", Some(OTHER), [Y, Y, Y]),
-        ("service", "placement:usages", Some(OTHER), [Y, Y, Y]),
-        ("system admin", "placement:usages", Some(MINE), [S, S, S]),
-        ("system reader", "placement:usages", None, [S, S, S]),
-        ("project reader", "placement:usages", Some(MINE), [Y, Y, Y]),
-        ("project member", "placement:usages", Some(MINE), [Y, Y, Y]),
-        ("project reader", "placement:usages", Some(OTHER), [N, N, Y]),
-        ("project reader", "placement:usages", None, [N, N, Y]),
-        ("no roles", "placement:usages", Some(MINE), [N, N, Y]),
+        ("admin", TotalUsages, Some(OTHER), [Y, Y, Y]),
+        ("service", TotalUsages, Some(OTHER), [Y, Y, Y]),
+        ("system admin", TotalUsages, Some(MINE), [S, S, S]),
+        ("system reader", TotalUsages, None, [S, S, S]),
+        ("project reader", TotalUsages, Some(MINE), [Y, Y, Y]),
+        ("project member", TotalUsages, Some(MINE), [Y, Y, Y]),
+        ("project reader", TotalUsages, Some(OTHER), [N, N, Y]),
+        ("project reader", TotalUsages, None, [N, N, Y]),
+        ("no roles", TotalUsages, Some(MINE), [N, N, Y]),
         // Provider usages are not project-bound.
-        (
-            "project reader",
-            "placement:resource_providers:usages",
-            Some(MINE),
-            [N, N, Y],
-        ),
+        ("project reader", ProviderUsages, Some(MINE), [N, N, Y]),
         // The reshaper: services only, plus admins under the deprecated default.
-        ("service", "placement:reshaper:reshape", None, [Y, Y, Y]),
-        ("admin", "placement:reshaper:reshape", None, [Y, N, Y]),
-        (
-            "project admin",
-            "placement:reshaper:reshape",
-            None,
-            [Y, N, Y],
-        ),
-        (
-            "project member",
-            "placement:reshaper:reshape",
-            None,
-            [N, N, Y],
-        ),
-        (
-            "system admin",
-            "placement:reshaper:reshape",
-            None,
-            [S, S, S],
-        ),
-        // `admin_api` stays admin-only even when the policy is open.
-        ("no roles", "admin_api", None, [N, N, N]),
-        ("admin", "admin_api", None, [Y, Y, Y]),
-        // Unknown actions are a bug, whoever asks.
-        (
-            "admin",
-            "placement:resource_providers:frobnicate",
-            None,
-            [
-                Verdict::Unregistered,
-                Verdict::Unregistered,
-                Verdict::Unregistered,
-            ],
-        ),
+        ("service", Reshape, None, [Y, Y, Y]),
+        ("admin", Reshape, None, [Y, N, Y]),
+        ("project admin", Reshape, None, [Y, N, Y]),
+        ("project member", Reshape, None, [N, N, Y]),
+        ("system admin", Reshape, None, [S, S, S]),
     ];
 
     #[test]
@@ -472,9 +458,9 @@ mod tests {
                 .unwrap_or_else(|| panic!("no caller {name}"));
             for (mode, want) in [Legacy, Secure, Open].into_iter().zip(expected) {
                 assert_eq!(
-                    judge(identity, mode, action, *target),
+                    judge(identity, mode, *action, *target),
                     *want,
-                    "{name} {action} {target:?} in {mode:?}"
+                    "{name} {action:?} {target:?} in {mode:?}"
                 );
             }
         }
@@ -483,18 +469,12 @@ mod tests {
     #[test]
     fn only_the_reshaper_tells_legacy_from_secure() {
         for (name, identity) in callers() {
-            for rule in RULES {
+            for &action in Action::ALL {
                 for target in [None, Some(MINE), Some(OTHER)] {
-                    let legacy = judge(&identity, Legacy, rule.name, target);
-                    let secure = judge(&identity, Secure, rule.name, target);
-                    let differs = [
-                        "placement:reshaper:reshape",
-                        "service_api",
-                        "project_reader_api",
-                    ]
-                    .contains(&rule.name);
-                    if !differs {
-                        assert_eq!(legacy, secure, "{name} {} {target:?}", rule.name);
+                    let legacy = judge(&identity, Legacy, action, target);
+                    let secure = judge(&identity, Secure, action, target);
+                    if action != Reshape {
+                        assert_eq!(legacy, secure, "{name} {action:?} {target:?}");
                     }
                 }
             }
@@ -502,51 +482,44 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_consistent() {
-        for (i, rule) in RULES.iter().enumerate() {
+    fn admin_api_stays_closed_when_the_policy_is_open() {
+        let callers = callers();
+        let subject = |caller: &str, mode| {
+            let (_, identity) = callers.iter().find(|(n, _)| *n == caller).unwrap();
+            Subject {
+                identity,
+                mode,
+                target_project: None,
+            }
+            .base_passes(Base::AdminApi)
+        };
+        for mode in [Legacy, Secure, Open] {
+            assert!(!subject("no roles", mode), "{mode:?}");
+            assert!(subject("admin", mode), "{mode:?}");
+        }
+        // Every other base rule opens.
+        let nobody = &callers.iter().find(|(n, _)| *n == "no roles").unwrap().1;
+        let open = Subject {
+            identity: nobody,
+            mode: Open,
+            target_project: None,
+        };
+        assert!(open.base_passes(Base::ServiceApi));
+        assert!(open.base_passes(Base::ProjectReaderApi));
+    }
+
+    #[test]
+    fn every_action_has_its_own_placement_name() {
+        for (i, action) in Action::ALL.iter().enumerate() {
+            assert!(action.name().starts_with("placement:"), "{action:?}");
             assert!(
-                RULES[..i].iter().all(|r| r.name != rule.name),
-                "{} registered twice",
-                rule.name
+                Action::ALL[..i].iter().all(|a| a.name() != action.name()),
+                "{} named twice",
+                action.name()
             );
-            let mut stack: Vec<&Check> = vec![&rule.check];
-            stack.extend(rule.deprecated.as_ref());
-            while let Some(check) = stack.pop() {
-                match check {
-                    Check::Rule(name) => {
-                        assert!(
-                            super::rule(name).is_some(),
-                            "{} refers to {name}",
-                            rule.name
-                        )
-                    }
-                    Check::Any(cs) | Check::All(cs) => stack.extend(cs.iter()),
-                    Check::Role(_) | Check::TargetProject => {}
-                }
-            }
         }
-    }
-
-    /// Every `"placement:..."` action named in a handler is registered, so a typo is
-    /// caught here rather than as a 500.
-    #[test]
-    fn handlers_name_registered_actions() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/handlers");
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let source = std::fs::read_to_string(&path).unwrap();
-            for piece in source.split("\"placement:").skip(1) {
-                let action = format!("placement:{}", piece.split('"').next().unwrap());
-                assert!(
-                    rule(&action).is_some(),
-                    "{} names unregistered action {action}",
-                    path.display()
-                );
-                seen += 1;
-            }
-        }
-        assert!(seen > 0);
+        assert_eq!(Action::ALL.len(), 33);
+        assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 
     fn ctx(identity: Option<Identity>) -> Ctx {
@@ -561,24 +534,20 @@ mod tests {
     #[test]
     fn requests_get_placements_answers() {
         let reader = ctx(Some(who("reader", Some(MINE), false)));
-        let denied = authorize(&reader, Legacy, "placement:traits:list").unwrap_err();
+        let denied = authorize(&reader, Legacy, TraitsList).unwrap_err();
         assert_eq!(denied.status, StatusCode::FORBIDDEN);
         assert_eq!(
             denied.message,
             "Policy does not allow placement:traits:list to be performed."
         );
         // The default target is the caller's own project.
-        assert!(authorize(&reader, Secure, "placement:usages").is_ok());
-        assert!(authorize_target(&reader, Secure, "placement:usages", Some(MINE)).is_ok());
-        let other = authorize_target(&reader, Secure, "placement:usages", Some(OTHER));
+        assert!(authorize(&reader, Secure, TotalUsages).is_ok());
+        assert!(authorize_target(&reader, Secure, TotalUsages, Some(MINE)).is_ok());
+        let other = authorize_target(&reader, Secure, TotalUsages, Some(OTHER));
         assert_eq!(other.unwrap_err().status, StatusCode::FORBIDDEN);
 
         let anonymous = ctx(None);
-        let err = authorize(&anonymous, Open, "placement:traits:list").unwrap_err();
+        let err = authorize(&anonymous, Open, TraitsList).unwrap_err();
         assert_eq!(err.status, StatusCode::FORBIDDEN);
-
-        let admin = ctx(Some(who("admin", Some(MINE), false)));
-        let err = authorize(&admin, Legacy, "placement:nothing").unwrap_err();
-        assert_eq!(err.status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
 /// The routes of this module.
@@ -55,11 +55,7 @@ pub async fn show(
     // Placement negotiates the response type before it looks at the microversion.
     ctx.require_json_accept()?;
     ctx.require(1)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:aggregates:list",
-    )?;
+    authorize(&ctx, app.config.policy, Action::AggregatesList)?;
     let uuid = provider_uuid(path)?;
     let (aggregates, generation) = {
         let view = app.host.read();
@@ -81,11 +77,7 @@ pub async fn update(
     // Placement checks the content type before the microversion.
     http::require_json_content(&headers, &body)?;
     ctx.require(1)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:aggregates:update",
-    )?;
+    authorize(&ctx, app.config.policy, Action::AggregatesUpdate)?;
     let uuid = provider_uuid(path)?;
     // The provider is looked up before the body is read.
     app.host.read().provider_required(&uuid)?;

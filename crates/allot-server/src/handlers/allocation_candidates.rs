@@ -25,7 +25,7 @@ use crate::handlers::providers::{
 use crate::http::{self, Query};
 use crate::microversion::Version;
 use crate::params::uuid_like;
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{schema, schemas, AppState};
 
 /// The routes of this module.
@@ -37,11 +37,7 @@ pub fn routes() -> Router<AppState> {
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require(10)?;
     ctx.require_json_accept()?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:allocation_candidates:list",
-    )?;
+    authorize(&ctx, app.config.policy, Action::AllocationCandidatesList)?;
     let query = parse_query(ctx.version, raw.as_deref())?;
     let options = SearchOptions {
         max_candidates: app

@@ -31,14 +31,14 @@ use serde_json::{json, Map, Value};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::params::uuid_like;
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
-const LIST: &str = "placement:allocations:list";
-const MANAGE: &str = "placement:allocations:manage";
-const UPDATE: &str = "placement:allocations:update";
-const DELETE: &str = "placement:allocations:delete";
-const PROVIDER_LIST: &str = "placement:resource_providers:allocations:list";
+const LIST: Action = Action::AllocationsList;
+const MANAGE: Action = Action::AllocationsManage;
+const UPDATE: Action = Action::AllocationsUpdate;
+const DELETE: Action = Action::AllocationsDelete;
+const PROVIDER_LIST: Action = Action::ProviderAllocationsList;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {

@@ -17,14 +17,14 @@ use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schemas, AppState};
 
-const LIST: &str = "placement:resource_providers:inventories:list";
-const CREATE: &str = "placement:resource_providers:inventories:create";
-const SHOW: &str = "placement:resource_providers:inventories:show";
-const UPDATE: &str = "placement:resource_providers:inventories:update";
-const DELETE: &str = "placement:resource_providers:inventories:delete";
+const LIST: Action = Action::InventoriesList;
+const CREATE: Action = Action::InventoriesCreate;
+const SHOW: Action = Action::InventoriesShow;
+const UPDATE: Action = Action::InventoriesUpdate;
+const DELETE: Action = Action::InventoriesDelete;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {

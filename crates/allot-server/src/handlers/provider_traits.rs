@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::aggregates::provider_uuid;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
 /// The routes of this module.
@@ -58,11 +58,7 @@ pub async fn show(
 ) -> ApiResult {
     ctx.require(6)?;
     ctx.require_json_accept()?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:traits:list",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProviderTraitsList)?;
     // This endpoint words its 404 twice over, as Placement does.
     let twice = |e: ApiError| ApiError::not_found(format!("{}: {}", e.message, e.message));
     let uuid = provider_uuid(path).map_err(twice)?;
@@ -87,11 +83,7 @@ pub async fn update(
 ) -> ApiResult {
     ctx.require(6)?;
     http::require_json_content(&headers, &body)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:traits:update",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProviderTraitsUpdate)?;
     let value = http::json_value(&headers, &body)?;
     schema::validate(&value, &schemas::provider_traits())
         .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
@@ -123,11 +115,7 @@ pub async fn clear(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult {
     ctx.require(6)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:traits:delete",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProviderTraitsDelete)?;
     let uuid = provider_uuid(path)?;
     app.write(move |view, now| view.clear_provider_traits(&uuid, now))
         .await?;

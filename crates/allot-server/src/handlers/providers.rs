@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
 use crate::microversion::Version;
 use crate::params::{is_dashed_uuid, uuid_like};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::schema;
 use crate::{schemas, AppState};
 
@@ -83,7 +83,7 @@ pub async fn show(
 ) -> ApiResult {
     let uuid = path_uuid(path)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, "placement:resource_providers:show")?;
+    authorize(&ctx, app.config.policy, Action::ProvidersShow)?;
     let info = {
         let view = app.host.read();
         let provider = view
@@ -113,11 +113,7 @@ pub async fn create(
     body: Bytes,
 ) -> ApiResult {
     http::require_json_content(&headers, &body)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:create",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProvidersCreate)?;
     let schema = schemas::provider_create(ctx.version.at_least(14));
     let input: CreateBody = http::json_body(&headers, &body, &schema)?;
     // The schema let through only uuids that parse; any spelling is stored in the
@@ -163,11 +159,7 @@ pub async fn update(
 ) -> ApiResult {
     let uuid = path_uuid(path)?;
     http::require_json_content(&headers, &body)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:update",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProvidersUpdate)?;
     let target = {
         let view = app.host.read();
         view.provider_by_uuid_str(&uuid)
@@ -199,11 +191,7 @@ pub async fn delete(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult {
     let uuid = path_uuid(path)?;
-    authorize(
-        &ctx,
-        app.config.policy,
-        "placement:resource_providers:delete",
-    )?;
+    authorize(&ctx, app.config.policy, Action::ProvidersDelete)?;
     let Some(target) = canonical_uuid(&uuid) else {
         return Err(ApiError::not_found(format!(
             "No resource provider with uuid {uuid} found for delete"
@@ -217,7 +205,7 @@ pub async fn delete(
 /// `GET /resource_providers?name=&uuid=&member_of=&resources=&in_tree=&required=`.
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, "placement:resource_providers:list")?;
+    authorize(&ctx, app.config.policy, Action::ProvidersList)?;
     let query = list_query(ctx.version, raw.as_deref())?;
     let (providers, last_modified) = {
         let view = app.host.read();

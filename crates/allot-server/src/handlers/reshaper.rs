@@ -28,10 +28,10 @@ use serde_json::{Map, Value};
 use super::inventories::InventoryBody;
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
-const RESHAPE: &str = "placement:reshaper:reshape";
+const RESHAPE: Action = Action::Reshape;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::ApiResult;
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::{http, schemas, AppState};
 
 #[derive(Deserialize)]
@@ -30,7 +30,7 @@ fn serialize(name: &str) -> Value {
 pub async fn list(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
     ctx.require(2)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, "placement:resource_classes:list")?;
+    authorize(&ctx, app.config.policy, Action::ClassesList)?;
     let body = {
         let view = app.host.read();
         json!({"resource_classes": view.class_names().map(serialize).collect::<Vec<_>>()})
@@ -49,7 +49,7 @@ pub async fn create(
 ) -> ApiResult {
     ctx.require(2)?;
     let _ = http::json_value(&headers, &body)?;
-    authorize(&ctx, app.config.policy, "placement:resource_classes:create")?;
+    authorize(&ctx, app.config.policy, Action::ClassesCreate)?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
     let name = input.name.clone();
     app.write(move |view, now| view.create_class(&name, now))
@@ -64,7 +64,7 @@ pub async fn create(
 pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(2)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, "placement:resource_classes:show")?;
+    authorize(&ctx, app.config.policy, Action::ClassesShow)?;
     let last_modified = {
         let view = app.host.read();
         if !view.class_exists(&name) {
@@ -89,7 +89,7 @@ pub async fn update(
 ) -> ApiResult {
     ctx.require(2)?;
     if ctx.version.at_least(7) {
-        authorize(&ctx, app.config.policy, "placement:resource_classes:update")?;
+        authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
         // Validate the name as if it came in a body, for the same message.
         crate::schema::validate(&json!({"name": name}), &schemas::resource_class())
             .map_err(|e| crate::ApiError::bad_request(format!("JSON does not validate: {e}")))?;
@@ -104,7 +104,7 @@ pub async fn update(
         return Ok(http::location(http::empty(status), &url(&name)));
     }
     let _ = http::json_value(&headers, &body)?;
-    authorize(&ctx, app.config.policy, "placement:resource_classes:update")?;
+    authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
     let renamed = app
         .write(move |view, now| view.rename_class(&name, &input.name, now))
@@ -115,7 +115,7 @@ pub async fn update(
 /// `DELETE /resource_classes/{name}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(2)?;
-    authorize(&ctx, app.config.policy, "placement:resource_classes:delete")?;
+    authorize(&ctx, app.config.policy, Action::ClassesDelete)?;
     app.write(move |view, _| view.delete_class(&name)).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -8,14 +8,14 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
-use crate::policy::authorize;
+use crate::policy::{authorize, Action};
 use crate::AppState;
 
 /// `GET /traits?name=in:A,B|startswith:P&associated=true|false`.
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require(6)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, "placement:traits:list")?;
+    authorize(&ctx, app.config.policy, Action::TraitsList)?;
     let query = Query::parse(raw.as_deref());
     query.only(&["name", "associated"])?;
     let name_filter = match query.one("name")? {
@@ -80,7 +80,7 @@ enum NameFilter {
 /// `GET /traits/{name}`: 204 if it exists.
 pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, "placement:traits:show")?;
+    authorize(&ctx, app.config.policy, Action::TraitsShow)?;
     let created = {
         let view = app.host.read();
         if !view.trait_exists(&name) {
@@ -95,7 +95,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
 /// `PUT /traits/{name}`: create a custom trait (201) or confirm it exists (204).
 pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, "placement:traits:update")?;
+    authorize(&ctx, app.config.policy, Action::TraitsUpdate)?;
     let n = name.clone();
     let ensured = app
         .write(move |view, now| view.ensure_trait(&n, now))
@@ -116,7 +116,7 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
 /// `DELETE /traits/{name}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, "placement:traits:delete")?;
+    authorize(&ctx, app.config.policy, Action::TraitsDelete)?;
     app.write(move |view, _| view.delete_trait(&name)).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -21,11 +21,11 @@ use serde_json::{json, Map, Value};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
-use crate::policy::{authorize, authorize_target};
+use crate::policy::{authorize, authorize_target, Action};
 use crate::{schema, schemas, AppState};
 
-const PROVIDER_USAGES: &str = "placement:resource_providers:usages";
-const TOTAL_USAGES: &str = "placement:usages";
+const PROVIDER_USAGES: Action = Action::ProviderUsages;
+const TOTAL_USAGES: Action = Action::TotalUsages;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
