@@ -3,10 +3,8 @@
 //! checked nor changed; from 1.19 the body carries the provider's generation, and
 //! both answers report it.
 
-use allot_core::ops::providers::canonical_uuid;
 use axum::body::Bytes;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
@@ -16,6 +14,7 @@ use uuid::Uuid;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
@@ -25,15 +24,6 @@ pub fn routes() -> Router<AppState> {
         "/resource_providers/{uuid}/aggregates",
         get(show).put(update),
     )
-}
-
-/// The provider uuid of a URL. Placement looks the text up as it is stored, so only
-/// the canonical spelling names a provider; anything else (or a segment that is not
-/// UTF-8 once decoded) is a 404.
-pub(crate) fn provider_uuid(path: Result<Path<String>, PathRejection>) -> Result<Uuid, ApiError> {
-    let Path(raw) = path.map_err(|_| ApiError::not_found("The resource could not be found."))?;
-    canonical_uuid(&raw)
-        .ok_or_else(|| ApiError::not_found(format!("No resource provider with uuid {raw} found")))
 }
 
 fn answer(ctx: &Ctx, app: &AppState, aggregates: Vec<String>, generation: u64) -> Response {
@@ -47,16 +37,12 @@ fn answer(ctx: &Ctx, app: &AppState, aggregates: Vec<String>, generation: u64) -
 }
 
 /// `GET /resource_providers/{uuid}/aggregates`.
-pub async fn show(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult {
+pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     // Placement negotiates the response type before it looks at the microversion.
     ctx.require_json_accept()?;
     ctx.require(1)?;
     authorize(&ctx, app.config.policy, Action::AggregatesList)?;
-    let uuid = provider_uuid(path)?;
+    let uuid = path.uuid(no_provider)?;
     let (aggregates, generation) = {
         let view = app.host.read();
         let rp = view.provider_required(&uuid)?;
@@ -70,7 +56,7 @@ pub async fn show(
 pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
+    path: ProviderPath,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
@@ -78,7 +64,7 @@ pub async fn update(
     http::require_json_content(&headers, &body)?;
     ctx.require(1)?;
     authorize(&ctx, app.config.policy, Action::AggregatesUpdate)?;
-    let uuid = provider_uuid(path)?;
+    let uuid = path.uuid(no_provider)?;
     // The provider is looked up before the body is read.
     app.host.read().provider_required(&uuid)?;
     let value = http::json_value(&headers, &body)?;

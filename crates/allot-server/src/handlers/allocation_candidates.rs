@@ -19,12 +19,10 @@ use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
-use crate::handlers::providers::{
-    check_utf8_query, member_of_filter, required_filter, resources_filter,
-};
 use crate::http::{self, Query};
 use crate::microversion::Version;
-use crate::params::uuid_like;
+use crate::params::filters::{member_of_filter, required_filter, resources_filter};
+use crate::params::{require_utf8_query, uuid_like};
 use crate::policy::{authorize, Action};
 use crate::{schema, schemas, AppState};
 
@@ -102,7 +100,7 @@ struct GroupBuilder {
 /// Turns the query string into a request, with Placement's checks in Placement's
 /// order.
 fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, ApiError> {
-    check_utf8_query(raw.unwrap_or(""))?;
+    require_utf8_query(raw.unwrap_or(""))?;
     let query = Query::parse(raw);
     let schema = schemas::allocation_candidates_query(version.0);
     let mut last = Map::new();

@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::params::uuid_like;
+use crate::params::{no_provider, uuid_like, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
@@ -451,17 +451,15 @@ pub async fn list_for_consumer(
 pub async fn list_for_provider(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path(raw): Path<String>,
+    path: ProviderPath,
 ) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, PROVIDER_LIST)?;
     let minor = ctx.version.0;
     let (body, last_modified) = {
         let view = app.host.read();
-        let provider = view.provider_by_uuid_str(&raw).ok_or_else(|| {
-            ApiError::not_found(format!(
-                "Resource provider '{raw}' not found: No resource provider with uuid {raw} found"
-            ))
+        let provider = path.provider(&view, |raw| {
+            format!("Resource provider '{raw}' not found: {}", no_provider(raw))
         })?;
         let mut last_modified = None;
         let by_consumer: Map<String, Value> = view

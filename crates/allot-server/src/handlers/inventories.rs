@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
+use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::{http, schemas, AppState};
 
@@ -139,19 +140,6 @@ fn cached(ctx: &Ctx, response: Response, last_modified: Option<Timestamp>) -> Re
     }
 }
 
-/// The provider uuid of a path, or the 404 Placement gives for a provider it does not
-/// have (a malformed uuid names no provider either).
-fn provider_uuid(raw: &str, message: fn(&str) -> String) -> Result<Uuid, ApiError> {
-    match Uuid::try_parse(raw) {
-        Ok(uuid) if raw.len() == 36 => Ok(uuid),
-        _ => Err(ApiError::not_found(message(raw))),
-    }
-}
-
-fn no_provider(uuid: &str) -> String {
-    format!("No resource provider with uuid {uuid} found")
-}
-
 /// The GETs wrap the lookup's message in their own.
 fn no_provider_get(uuid: &str) -> String {
     format!(
@@ -162,12 +150,8 @@ fn no_provider_get(uuid: &str) -> String {
 
 /// Checks that the provider exists, for the handlers that must say so before they
 /// read the body.
-fn require_provider(app: &AppState, raw: &str) -> Result<Uuid, ApiError> {
-    let uuid = provider_uuid(raw, no_provider)?;
-    if app.host.read().provider_by_uuid(&uuid).is_none() {
-        return Err(ApiError::not_found(no_provider(raw)));
-    }
-    Ok(uuid)
+fn require_provider(app: &AppState, path: &ProviderPath) -> Result<Uuid, ApiError> {
+    Ok(path.provider(&app.host.read(), no_provider)?.uuid())
 }
 
 /// The absolute URL of a path on this server (Placement's `location` headers are
@@ -190,15 +174,12 @@ fn rule(ctx: &Ctx) -> ReservedRule {
 }
 
 /// `GET /resource_providers/{uuid}/inventories`.
-pub async fn list(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>) -> ApiResult {
+pub async fn list(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, LIST)?;
-    let uuid = provider_uuid(&raw, no_provider_get)?;
     let (body, last_modified) = {
         let view = app.host.read();
-        let p = view
-            .provider_by_uuid(&uuid)
-            .ok_or_else(|| ApiError::not_found(no_provider_get(&raw)))?;
+        let p = path.provider(&view, no_provider_get)?;
         let body = all_body(
             p.inventories.iter().map(|(c, i)| (c.as_str(), i)),
             p.row.generation,
@@ -220,18 +201,16 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>
 pub async fn show(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path((raw, class)): Path<(String, String)>,
+    path: ProviderPath,
+    Path((_, class)): Path<(String, String)>,
 ) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, SHOW)?;
-    let uuid = provider_uuid(&raw, no_provider_get)?;
     let (body, last_modified) = {
         let view = app.host.read();
-        let p = view
-            .provider_by_uuid(&uuid)
-            .ok_or_else(|| ApiError::not_found(no_provider_get(&raw)))?;
+        let p = path.provider(&view, no_provider_get)?;
         let inv = p.inventories.get(class.as_str()).ok_or_else(|| {
-            ApiError::not_found(format!("No inventory of class {class} for {raw}"))
+            ApiError::not_found(format!("No inventory of class {class} for {}", p.uuid()))
         })?;
         (one_body(inv, p.row.generation), p.row.updated_at)
     };
@@ -246,13 +225,13 @@ pub async fn show(
 pub async fn create(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path(raw): Path<String>,
+    path: ProviderPath,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
     http::require_json_content(&headers, &body)?;
     authorize(&ctx, app.config.policy, CREATE)?;
-    let uuid = require_provider(&app, &raw)?;
+    let uuid = require_provider(&app, &path)?;
     let input: InventoryBody = http::json_body(&headers, &body, &schemas::inventory_post())?;
     let class = input.resource_class.clone().unwrap_or_default();
     let inventory = input.inventory();
@@ -277,13 +256,14 @@ pub async fn create(
 pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path((raw, class)): Path<(String, String)>,
+    path: ProviderPath,
+    Path((_, class)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
     http::require_json_content(&headers, &body)?;
     authorize(&ctx, app.config.policy, UPDATE)?;
-    let uuid = require_provider(&app, &raw)?;
+    let uuid = require_provider(&app, &path)?;
     let input: InventoryBody = http::json_body(&headers, &body, &schemas::inventory_put())?;
     let expected = generation(input.resource_provider_generation.as_ref())?;
     let inventory = input.inventory();
@@ -303,13 +283,13 @@ pub async fn update(
 pub async fn replace_all(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path(raw): Path<String>,
+    path: ProviderPath,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
     http::require_json_content(&headers, &body)?;
     authorize(&ctx, app.config.policy, UPDATE)?;
-    let uuid = require_provider(&app, &raw)?;
+    let uuid = require_provider(&app, &path)?;
     let input: InventoriesBody = http::json_body(&headers, &body, &schemas::inventories_put())?;
     let expected = generation(Some(&input.resource_provider_generation))?;
     let inventories: Vec<(String, Inventory)> = input
@@ -341,10 +321,11 @@ pub async fn replace_all(
 pub async fn delete(
     ctx: Ctx,
     State(app): State<AppState>,
-    Path((raw, class)): Path<(String, String)>,
+    path: ProviderPath,
+    Path((_, class)): Path<(String, String)>,
 ) -> ApiResult {
     authorize(&ctx, app.config.policy, DELETE)?;
-    let uuid = provider_uuid(&raw, no_provider)?;
+    let uuid = path.uuid(no_provider)?;
     app.write(move |view, now| view.delete_inventory(&uuid, &class, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -352,16 +333,12 @@ pub async fn delete(
 
 /// `DELETE /resource_providers/{uuid}/inventories` (1.5; before, the method is not
 /// allowed, as Placement says).
-pub async fn delete_all(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    Path(raw): Path<String>,
-) -> ApiResult {
+pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     if !ctx.version.at_least(5) {
         return Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ""));
     }
     authorize(&ctx, app.config.policy, DELETE)?;
-    let uuid = provider_uuid(&raw, no_provider)?;
+    let uuid = path.uuid(no_provider)?;
     app.write(move |view, now| view.delete_inventories(&uuid, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -434,8 +411,7 @@ mod tests {
             generation(Some(&json!(-1))).unwrap_err().status,
             StatusCode::CONFLICT
         );
-        assert!(provider_uuid("7260669a-e3d4-4867-aaa7-683e2ab6958c", no_provider).is_ok());
-        let e = provider_uuid("nope", no_provider_get).unwrap_err();
+        let e = ProviderPath::new("nope").uuid(no_provider_get).unwrap_err();
         assert_eq!(
             e.message,
             "No resource provider with uuid nope found : No resource provider with uuid nope found"

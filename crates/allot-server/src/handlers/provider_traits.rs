@@ -3,17 +3,16 @@
 
 use allot_core::{State as View, Timestamp, TraitName};
 use axum::body::Bytes;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::aggregates::provider_uuid;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::{http, schema, schemas, AppState};
 
@@ -51,20 +50,15 @@ fn answer(ctx: &Ctx, app: &AppState, traits: Vec<TraitName>, generation: u64) ->
 }
 
 /// `GET /resource_providers/{uuid}/traits`.
-pub async fn show(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult {
+pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require(6)?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::ProviderTraitsList)?;
     // This endpoint words its 404 twice over, as Placement does.
-    let twice = |e: ApiError| ApiError::not_found(format!("{}: {}", e.message, e.message));
-    let uuid = provider_uuid(path).map_err(twice)?;
+    let twice = |uuid: &str| format!("{}: {}", no_provider(uuid), no_provider(uuid));
     let (traits, generation) = {
         let view = app.host.read();
-        let rp = view.provider_required(&uuid).map_err(|e| twice(e.into()))?;
+        let rp = path.provider(&view, twice)?;
         (
             rp.traits.iter().cloned().collect::<Vec<_>>(),
             rp.row.generation,
@@ -77,7 +71,7 @@ pub async fn show(
 pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
+    path: ProviderPath,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
@@ -87,7 +81,7 @@ pub async fn update(
     let value = http::json_value(&headers, &body)?;
     schema::validate(&value, &schemas::provider_traits())
         .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-    let uuid = provider_uuid(path)?;
+    let uuid = path.uuid(no_provider)?;
     let names: Vec<String> = value["traits"]
         .as_array()
         .map(|items| {
@@ -109,14 +103,10 @@ pub async fn update(
 }
 
 /// `DELETE /resource_providers/{uuid}/traits`.
-pub async fn clear(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult {
+pub async fn clear(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require(6)?;
     authorize(&ctx, app.config.policy, Action::ProviderTraitsDelete)?;
-    let uuid = provider_uuid(path)?;
+    let uuid = path.uuid(no_provider)?;
     app.write(move |view, now| view.clear_provider_traits(&uuid, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))

@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 
 use allot_core::usage::{GroupUsage, TypeFilter};
 use allot_core::ResourceClass;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
@@ -21,6 +20,7 @@ use serde_json::{json, Map, Value};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
+use crate::params::{no_provider, require_utf8_query, ProviderPath};
 use crate::policy::{authorize, authorize_target, Action};
 use crate::{schema, schemas, AppState};
 
@@ -45,19 +45,16 @@ fn by_class<'a>(sums: impl IntoIterator<Item = (&'a ResourceClass, u64)>) -> Map
 pub async fn provider_usages(
     ctx: Ctx,
     State(app): State<AppState>,
-    path: Result<Path<String>, PathRejection>,
+    path: ProviderPath,
 ) -> ApiResult {
-    // A segment that is not UTF-8 once decoded names no provider.
-    let Path(uuid) = path.map_err(|_| ApiError::not_found("The resource could not be found."))?;
+    path.raw()?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, PROVIDER_USAGES)?;
     let body = {
         let view = app.host.read();
-        let provider = view.provider_by_uuid_str(&uuid).ok_or_else(|| {
-            ApiError::not_found(format!(
-                "No resource provider with uuid {uuid} found: \
-                 No resource provider with uuid {uuid} found"
-            ))
+        // The lookup's words, wrapped in the endpoint's.
+        let provider = path.provider(&view, |uuid| {
+            format!("{}: {}", no_provider(uuid), no_provider(uuid))
         })?;
         json!({
             "resource_provider_generation": provider.row.generation,
@@ -117,7 +114,7 @@ pub async fn total_usages(
 ) -> ApiResult {
     ctx.require(9)?;
     ctx.require_json_accept()?;
-    http::require_utf8_query(raw.as_deref().unwrap_or(""))?;
+    require_utf8_query(raw.as_deref().unwrap_or(""))?;
     let query = Query::parse(raw.as_deref());
     // Policy looks at the project asked about before the query is validated.
     let target = query.all("project_id").last().map(|p| p.to_string());
@@ -215,7 +212,7 @@ mod tests {
 
     #[test]
     fn undecodable_queries_are_refused() {
-        let message = |raw: &str| http::require_utf8_query(raw).map_err(|e| e.message);
+        let message = |raw: &str| require_utf8_query(raw).map_err(|e| e.message);
         assert!(message("project_id=p&user_id=%C3%A9+x").is_ok());
         assert_eq!(
             message("project_id=%ff").unwrap_err(),
