@@ -190,10 +190,18 @@ pub fn render(
 ) -> (&'static str, Vec<u8>) {
     let title = status.canonical_reason().unwrap_or("Error");
     let explanation = explanation(status, method);
-    let detail = match (explanation.is_empty(), info.message.is_empty()) {
+    // Placement strips webob's HTML from the body, and that turns every line break of
+    // the message into a space: a multi-line message (a JSON Schema failure) reaches
+    // the client as one line, which is what clients that show the detail's last line
+    // (osc-placement) print in full. The HTML page keeps the message as it is.
+    let message = match format {
+        ErrorFormat::Json => info.message.replace('\r', "").replace('\n', " "),
+        ErrorFormat::Html => info.message.clone(),
+    };
+    let detail = match (explanation.is_empty(), message.is_empty()) {
         (_, true) => explanation,
-        (true, false) => info.message.clone(),
-        (false, false) => format!("{explanation}\n\n {}  ", info.message),
+        (true, false) => message,
+        (false, false) => format!("{explanation}\n\n {message}  "),
     };
     match format {
         ErrorFormat::Json => {

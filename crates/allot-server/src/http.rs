@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{codes, ApiError};
+use crate::error::ApiError;
 use crate::schema;
 
 /// Reads a JSON request body: checks the content type as Placement does (400 without
@@ -85,17 +85,10 @@ impl Query {
             .collect()
     }
 
-    /// The value of a key that may appear at most once (400 if repeated).
-    pub fn one(&self, key: &str) -> Result<Option<&str>, ApiError> {
-        let values = self.all(key);
-        match values.len() {
-            0 => Ok(None),
-            1 => Ok(Some(values[0])),
-            _ => Err(ApiError::bad_request(format!(
-                "Invalid query string parameters: Only one value allowed for parameter {key}"
-            ))
-            .with_code(codes::QUERY_DUPLICATE_KEY)),
-        }
+    /// The value of a single-valued key: its last one if repeated, as Placement reads
+    /// `req.GET[key]`.
+    pub fn last(&self, key: &str) -> Option<&str> {
+        self.all(key).last().copied()
     }
 
     /// Refuses keys outside `allowed`, with jsonschema's wording.

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use crate::error::{codes, ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::{http, schemas, AppState};
 
@@ -24,6 +24,16 @@ fn url(name: &str) -> String {
 
 fn serialize(name: &str) -> Value {
     json!({"name": name, "links": [{"rel": "self", "href": url(name)}]})
+}
+
+/// Placement marks a taken provider name `placement.duplicate_name`, but answers a
+/// taken class name (create or rename) with no code of its own; clients branch on it.
+fn class_name_taken(e: ApiError) -> ApiError {
+    if e.code == codes::DUPLICATE_NAME {
+        e.with_code(codes::UNDEFINED)
+    } else {
+        e
+    }
 }
 
 /// `GET /resource_classes`.
@@ -53,7 +63,8 @@ pub async fn create(
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
     let name = input.name.clone();
     app.write(move |view, now| view.create_class(&name, now))
-        .await?;
+        .await
+        .map_err(class_name_taken)?;
     Ok(http::location(
         http::empty(StatusCode::CREATED),
         &url(&input.name),
@@ -108,7 +119,8 @@ pub async fn update(
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
     let renamed = app
         .write(move |view, now| view.rename_class(&name, &input.name, now))
-        .await?;
+        .await
+        .map_err(class_name_taken)?;
     Ok(http::json(StatusCode::OK, &serialize(renamed.as_str())))
 }
 

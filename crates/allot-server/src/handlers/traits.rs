@@ -18,7 +18,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     authorize(&ctx, app.config.policy, Action::TraitsList)?;
     let query = Query::parse(raw.as_deref());
     query.only(&["name", "associated"])?;
-    let name_filter = match query.one("name")? {
+    let name_filter = match query.last("name") {
         None => None,
         Some(q) => match q.split_once(':') {
             Some(("in", names)) => Some(NameFilter::In(
@@ -35,7 +35,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
             }
         },
     };
-    let associated = match query.one("associated")? {
+    let associated = match query.last("associated") {
         None => None,
         Some(a) if a.eq_ignore_ascii_case("true") => Some(true),
         Some(a) if a.eq_ignore_ascii_case("false") => Some(false),
