@@ -50,7 +50,7 @@ pub struct InventoryBody {
     pub min_unit: u64,
     /// Set aside, never allocated.
     pub reserved: u64,
-    /// The provider's generation. Left out when it is 0, as Placement does (at every
+    /// The provider's generation. Placement leaves it out when it is 0 (at every
     /// microversion).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_provider_generation: Option<u64>,
@@ -61,14 +61,14 @@ pub struct InventoryBody {
 }
 
 impl InventoryBody {
-    /// The body of `inv` on a provider at `generation`.
-    pub fn new(inv: &Inventory, generation: u64) -> Self {
+    /// The body of `inv`, with the provider's generation if it is to be sent.
+    pub fn new(inv: &Inventory, generation: Option<u64>) -> Self {
         InventoryBody {
             allocation_ratio: inv.allocation_ratio,
             max_unit: inv.max_unit,
             min_unit: inv.min_unit,
             reserved: inv.reserved,
-            resource_provider_generation: (generation != 0).then_some(generation),
+            resource_provider_generation: generation,
             step_size: inv.step_size,
             total: inv.total,
         }
