@@ -5,6 +5,7 @@ use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -112,9 +113,16 @@ impl Query {
     }
 }
 
-/// A JSON response.
-pub fn json(status: StatusCode, value: &Value) -> Response {
-    let body = serde_json::to_vec(value).unwrap_or_default();
+/// A JSON response: a [`crate::wire`] type, or a `Value` for the handlers not yet
+/// converted, serialized straight into the body's bytes.
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response {
+    // The wire types have string keys only and no failing `Serialize`: this cannot fail.
+    json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// A JSON response from a body already serialized, for handlers that serialize where
+/// the data they borrow lives (a blocking task holding the view).
+pub fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
     let mut r = (status, body).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,

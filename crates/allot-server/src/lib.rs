@@ -4,7 +4,8 @@
 //! This is the only crate that knows HTTP and JSON. Requests flow:
 //! `context::around` (request id, microversion, identity, CORS; renders errors on the
 //! way out) → a handler in [`handlers`] (checks policy and input, turns it into
-//! validated domain types, calls the host) → a JSON response.
+//! validated domain types, calls the host) → a JSON response, one of the types of
+//! [`wire`].
 //!
 //! [`router`] builds the whole application for tests (no sockets needed); [`serve`]
 //! runs it on a listener until a shutdown future resolves.
@@ -19,6 +20,7 @@ pub mod params;
 pub mod policy;
 pub mod schema;
 pub mod schemas;
+pub mod wire;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -9,14 +9,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schema, schemas, AppState};
+use crate::{http, schema, schemas, wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -27,10 +27,10 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn answer(ctx: &Ctx, app: &AppState, aggregates: Vec<String>, generation: u64) -> Response {
-    let mut body = json!({ "aggregates": aggregates });
-    if ctx.version.at_least(19) {
-        body["resource_provider_generation"] = json!(generation);
-    }
+    let body = wire::ProviderAggregates {
+        aggregates: &aggregates,
+        resource_provider_generation: ctx.version.at_least(19).then_some(generation),
+    };
     let response = http::json(StatusCode::OK, &body);
     // Memberships have no time of their own: like Placement, say "now".
     ctx.cached(response, app.host.now())

@@ -4,9 +4,12 @@
 //! and messages at each microversion (the groups and their suffixes, `group_policy`,
 //! `limit`, `root_required`, `same_subtree`), runs the in-memory search of
 //! `allot_core::candidates` on a blocking thread under the view's read lock, and
-//! writes the answer in the form of the microversion: allocation requests as lists
-//! before 1.12 and as objects (with `mappings` from 1.34) after; provider summaries
-//! with traits from 1.17, every inventory from 1.27, parent and root from 1.29.
+//! writes the answer (the types of `wire::candidates`) in the form of the microversion:
+//! allocation requests as lists before 1.12 and as objects (with `mappings` from 1.34)
+//! after; provider summaries with traits from 1.17, every inventory from 1.27, parent
+//! and root from 1.29.
+
+use std::collections::BTreeMap;
 
 use allot_core::candidates::{CandidateQuery, Candidates, RequestGroup, SearchOptions};
 use allot_core::{State as View, Uuid};
@@ -24,7 +27,7 @@ use crate::microversion::Version;
 use crate::params::filters::{member_of_filter, required_filter, resources_filter};
 use crate::params::{require_utf8_query, uuid_like};
 use crate::policy::{authorize, Action};
-use crate::{schema, schemas, AppState};
+use crate::{schema, schemas, wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -51,7 +54,8 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     let version = ctx.version;
     let host = app.host.clone();
     // The search can take milliseconds of CPU: keep it off the async workers. The read
-    // guard lives only inside the blocking task.
+    // guard lives only inside the blocking task, so the answer, which borrows from the
+    // view, is serialized to bytes there too.
     let body = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
         let view = host.read();
         let found = view.allocation_candidates(&query, &options)?;
@@ -70,9 +74,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         tracing::error!(error = %join, "allocation candidates task failed");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
     })??;
-    let mut response = http::json(StatusCode::OK, &Value::Null);
-    *response.body_mut() = axum::body::Body::from(body);
-    Ok(ctx.cached(response, app.host.now()))
+    Ok(ctx.cached(http::json_bytes(StatusCode::OK, body), app.host.now()))
 }
 
 fn invalid_query(message: impl std::fmt::Display) -> ApiError {
@@ -406,89 +408,96 @@ fn check_conflicting_traits(groups: &[GroupBuilder]) -> Result<(), ApiError> {
     )))
 }
 
-/// The answer's JSON at the request's microversion.
-fn render(view: &View, version: Version, query: &CandidateQuery, found: &Candidates) -> Value {
-    let uuid = |id| view.uuid_of(id).to_string();
-    let requests: Vec<Value> = found
+/// The answer at the request's microversion, borrowing class names and traits from
+/// the view and the search's answer.
+fn render<'a>(
+    view: &'a View,
+    version: Version,
+    query: &'a CandidateQuery,
+    found: &'a Candidates,
+) -> wire::AllocationCandidates<'a> {
+    let keyed = version.at_least(12);
+    let with_mappings = version.at_least(34);
+    let with_traits = version.at_least(17);
+    let all_resources = version.at_least(27);
+    let in_tree = version.at_least(29);
+
+    let allocation_requests = found
         .requests
         .iter()
         .map(|r| {
             // Allocations grouped by provider (they are sorted by provider).
-            let mut by_provider: Vec<(String, Map<String, Value>)> = Vec::new();
+            let mut by_provider: Vec<(Uuid, BTreeMap<&str, u64>)> = Vec::new();
             for &(id, class, amount) in &r.allocations {
-                let u = uuid(id);
+                let uuid = view.uuid_of(id);
+                let name = found.class_name(class);
                 match by_provider.last_mut() {
-                    Some((last, resources)) if *last == u => {
-                        resources.insert(found.class_name(class).to_owned(), json!(amount));
+                    Some((last, resources)) if *last == uuid => {
+                        resources.insert(name, amount);
                     }
-                    _ => {
-                        let mut resources = Map::new();
-                        resources.insert(found.class_name(class).to_owned(), json!(amount));
-                        by_provider.push((u, resources));
-                    }
+                    _ => by_provider.push((uuid, BTreeMap::from([(name, amount)]))),
                 }
             }
-            if !version.at_least(12) {
-                let allocations: Vec<Value> = by_provider
+            if !keyed {
+                let allocations = by_provider
                     .into_iter()
-                    .map(|(u, resources)| {
-                        json!({"resource_provider": {"uuid": u}, "resources": resources})
+                    .map(|(uuid, resources)| wire::ProviderResources {
+                        resource_provider: wire::ProviderRef { uuid },
+                        resources,
                     })
                     .collect();
-                return json!({ "allocations": allocations });
+                return wire::AllocationRequest::Listed(wire::ListedRequest { allocations });
             }
-            let allocations: Map<String, Value> = by_provider
-                .into_iter()
-                .map(|(u, resources)| (u, json!({ "resources": resources })))
-                .collect();
-            let mut request = json!({ "allocations": allocations });
-            if version.at_least(34) {
-                let mappings: Map<String, Value> = query
+            let mappings = with_mappings.then(|| {
+                query
                     .groups
                     .iter()
                     .zip(&r.mappings)
                     .map(|(g, ids)| {
-                        let uuids: Vec<String> = ids.iter().map(|id| uuid(*id)).collect();
-                        (g.suffix.clone(), json!(uuids))
+                        let uuids = ids.iter().map(|id| view.uuid_of(*id)).collect();
+                        (g.suffix.as_str(), uuids)
                     })
-                    .collect();
-                request["mappings"] = Value::Object(mappings);
-            }
-            request
+                    .collect()
+            });
+            wire::AllocationRequest::Keyed(wire::KeyedRequest {
+                allocations: by_provider
+                    .into_iter()
+                    .map(|(uuid, resources)| (uuid, wire::Resources { resources }))
+                    .collect(),
+                mappings,
+            })
         })
         .collect();
 
-    let all_resources = version.at_least(27);
-    let mut summaries = Map::new();
+    let mut provider_summaries = BTreeMap::new();
     for id in &found.summaries {
         let Some(s) = view.provider_summary(*id) else {
             continue;
         };
-        let resources: Map<String, Value> = s
+        let resources = s
             .resources
             .iter()
             .filter(|r| all_resources || found.classes.iter().any(|c| c == r.class))
             .map(|r| {
-                (
-                    r.class.to_owned(),
-                    json!({"capacity": r.capacity, "used": r.used}),
-                )
+                let summary = wire::SummaryResource {
+                    capacity: r.capacity,
+                    used: r.used,
+                };
+                (r.class, summary)
             })
             .collect();
-        let mut summary = json!({ "resources": resources });
-        if version.at_least(17) {
-            summary["traits"] = json!(s.traits);
-        }
-        if version.at_least(29) {
-            summary["parent_provider_uuid"] = json!(s.parent_uuid);
-            summary["root_provider_uuid"] = json!(s.root_uuid);
-        }
-        summaries.insert(s.uuid.to_string(), summary);
+        let summary = wire::ProviderSummary {
+            parent_provider_uuid: in_tree.then_some(s.parent_uuid),
+            resources,
+            root_provider_uuid: in_tree.then_some(s.root_uuid),
+            traits: with_traits.then_some(s.traits),
+        };
+        provider_summaries.insert(s.uuid, summary);
     }
-    json!({
-        "allocation_requests": requests,
-        "provider_summaries": summaries,
-    })
+    wire::AllocationCandidates {
+        allocation_requests,
+        provider_summaries,
+    }
 }
 
 #[cfg(test)]
@@ -657,7 +666,8 @@ mod tests {
                 };
                 if let Ok(found) = view.allocation_candidates(&query, &options) {
                     answered += usize::from(!found.requests.is_empty());
-                    let _ = render(&view, version, &query, &found);
+                    let body = serde_json::to_vec(&render(&view, version, &query, &found));
+                    assert!(body.is_ok());
                 }
             }
         }

@@ -13,13 +13,13 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
 use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schemas, AppState};
+use crate::{http, schemas, wire, AppState};
 
 const LIST: Action = Action::InventoriesList;
 const CREATE: Action = Action::InventoriesCreate;
@@ -88,38 +88,21 @@ fn generation(value: Option<&Value>) -> Result<u64, ApiError> {
     })
 }
 
-fn serialize(inv: &Inventory) -> Map<String, Value> {
-    let value = json!({
-        "total": inv.total,
-        "reserved": inv.reserved,
-        "min_unit": inv.min_unit,
-        "max_unit": inv.max_unit,
-        "step_size": inv.step_size,
-        "allocation_ratio": inv.allocation_ratio,
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
 /// One inventory; like Placement, the generation is left out when it is 0.
-fn one_body(inv: &Inventory, generation: u64) -> Value {
-    let mut map = serialize(inv);
-    if generation != 0 {
-        map.insert("resource_provider_generation".into(), json!(generation));
-    }
-    Value::Object(map)
+fn one_body(inv: &Inventory, generation: u64) -> wire::InventoryBody {
+    wire::InventoryBody::new(inv, (generation != 0).then_some(generation))
 }
 
 fn all_body<'a>(
     inventories: impl Iterator<Item = (&'a str, &'a Inventory)>,
     generation: u64,
-) -> Value {
-    let by_class: Map<String, Value> = inventories
-        .map(|(class, inv)| (class.to_owned(), Value::Object(serialize(inv))))
-        .collect();
-    json!({"resource_provider_generation": generation, "inventories": by_class})
+) -> wire::InventoryList<'a> {
+    wire::InventoryList {
+        inventories: inventories
+            .map(|(class, inv)| (class, inv.into()))
+            .collect(),
+        resource_provider_generation: generation,
+    }
 }
 
 /// Adds the 1.15 caching headers. `last_modified` is None for an empty list, which
@@ -177,7 +160,7 @@ fn rule(ctx: &Ctx) -> ReservedRule {
 pub async fn list(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, LIST)?;
-    let (body, last_modified) = {
+    let (response, last_modified) = {
         let view = app.host.read();
         let p = path.provider(&view, no_provider_get)?;
         let body = all_body(
@@ -186,15 +169,11 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
         );
         // Inventories keep no time of their own; the provider's last change covers them.
         (
-            body,
+            http::json(StatusCode::OK, &body),
             (!p.inventories.is_empty()).then_some(p.row.updated_at),
         )
     };
-    Ok(cached(
-        &ctx,
-        http::json(StatusCode::OK, &body),
-        last_modified,
-    ))
+    Ok(cached(&ctx, response, last_modified))
 }
 
 /// `GET /resource_providers/{uuid}/inventories/{resource_class}`.
@@ -349,6 +328,7 @@ mod tests {
     use super::*;
     use crate::schema::validate;
     use crate::schemas::{inventories_put, inventory_post, inventory_put};
+    use serde_json::json;
 
     #[test]
     fn schemas_word_errors_like_placement() {
@@ -395,11 +375,12 @@ mod tests {
             }
         );
         assert_eq!(inv.max_unit, 2147483647);
-        let one = one_body(&inv, 0);
+        let value = |body| serde_json::to_value(body).unwrap();
+        let one = value(one_body(&inv, 0));
         assert!(one.get("resource_provider_generation").is_none());
-        assert_eq!(one_body(&inv, 3)["resource_provider_generation"], 3);
+        assert_eq!(value(one_body(&inv, 3))["resource_provider_generation"], 3);
         assert_eq!(one["allocation_ratio"], json!(1.0));
-        let all = all_body([("VCPU", &inv)].into_iter(), 0);
+        let all = serde_json::to_value(all_body([("VCPU", &inv)].into_iter(), 0)).unwrap();
         assert_eq!(all["resource_provider_generation"], 0);
         assert_eq!(all["inventories"]["VCPU"]["total"], 8);
     }

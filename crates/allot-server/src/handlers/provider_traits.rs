@@ -8,13 +8,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schema, schemas, AppState};
+use crate::{http, schema, schemas, wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -39,8 +39,10 @@ fn last_modified(view: &View, traits: &[TraitName], now: Timestamp) -> Timestamp
 }
 
 fn answer(ctx: &Ctx, app: &AppState, traits: Vec<TraitName>, generation: u64) -> Response {
-    let names: Vec<&str> = traits.iter().map(TraitName::as_str).collect();
-    let body = json!({ "traits": names, "resource_provider_generation": generation });
+    let body = wire::ProviderTraits {
+        resource_provider_generation: generation,
+        traits: traits.iter().map(TraitName::as_str).collect(),
+    };
     let response = http::json(StatusCode::OK, &body);
     if !ctx.wants_cache_headers() {
         return response;

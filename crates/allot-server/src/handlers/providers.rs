@@ -22,7 +22,7 @@ use crate::params::{
 };
 use crate::policy::{authorize, Action};
 use crate::schema;
-use crate::{schemas, AppState};
+use crate::{schemas, wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -39,8 +39,8 @@ pub fn provider_url(uuid: &Uuid) -> String {
     format!("/resource_providers/{uuid}")
 }
 
-/// A provider's JSON at the request's microversion.
-pub fn serialize(version: Version, p: &ProviderInfo) -> Value {
+/// A provider's body at the request's microversion.
+pub fn serialize(version: Version, p: &ProviderInfo) -> wire::ProviderBody<'_> {
     let url = provider_url(&p.uuid);
     let mut rels = vec!["inventories", "usages"];
     for (since, rel) in [(1, "aggregates"), (6, "traits"), (11, "allocations")] {
@@ -48,22 +48,20 @@ pub fn serialize(version: Version, p: &ProviderInfo) -> Value {
             rels.push(rel);
         }
     }
-    let mut links = vec![json!({"rel": "self", "href": url})];
-    links.extend(
-        rels.iter()
-            .map(|rel| json!({"rel": rel, "href": format!("{url}/{rel}")})),
-    );
-    let mut body = json!({
-        "uuid": p.uuid,
-        "name": p.name,
-        "generation": p.generation,
-        "links": links,
-    });
-    if version.at_least(14) {
-        body["parent_provider_uuid"] = json!(p.parent_uuid);
-        body["root_provider_uuid"] = json!(p.root_uuid);
+    let mut links = vec![wire::Link::to_self(url.clone())];
+    links.extend(rels.into_iter().map(|rel| wire::Link {
+        href: format!("{url}/{rel}"),
+        rel,
+    }));
+    let in_tree = version.at_least(14);
+    wire::ProviderBody {
+        generation: p.generation,
+        links,
+        name: &p.name,
+        parent_provider_uuid: in_tree.then_some(p.parent_uuid.as_ref()),
+        root_provider_uuid: in_tree.then_some(&p.root_uuid),
+        uuid: &p.uuid,
     }
-    body
 }
 
 /// `GET /resource_providers/{uuid}`.
@@ -180,17 +178,17 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::ProvidersList)?;
     let query = list_query(ctx.version, raw.as_deref())?;
-    let (providers, last_modified) = {
+    let (infos, last_modified) = {
         let view = app.host.read();
         let found = view.query_providers(&query)?;
         let last_modified = found.iter().map(|p| p.row.updated_at).max();
-        let infos: Vec<Value> = found
-            .iter()
-            .map(|p| serialize(ctx.version, &view.provider_info(p)))
-            .collect();
+        let infos: Vec<ProviderInfo> = found.iter().map(|p| view.provider_info(p)).collect();
         (infos, last_modified)
     };
-    let response = http::json(StatusCode::OK, &json!({ "resource_providers": providers }));
+    let body = wire::ProviderList {
+        resource_providers: infos.iter().map(|i| serialize(ctx.version, i)).collect(),
+    };
+    let response = http::json(StatusCode::OK, &body);
     Ok(ctx.cached(response, last_modified.unwrap_or_else(|| app.host.now())))
 }
 
@@ -292,11 +290,11 @@ mod tests {
             (14, 6, 6),
             (39, 6, 6),
         ] {
-            let body = serialize(Version(v), &info);
+            let body = serde_json::to_value(serialize(Version(v), &info)).unwrap();
             assert_eq!(body["links"].as_array().unwrap().len(), links, "1.{v}");
             assert_eq!(body.as_object().unwrap().len(), keys, "1.{v}");
         }
-        let body = serialize(Version(14), &info);
+        let body = serde_json::to_value(serialize(Version(14), &info)).unwrap();
         assert_eq!(body["parent_provider_uuid"], Value::Null);
         assert_eq!(
             body["root_provider_uuid"],

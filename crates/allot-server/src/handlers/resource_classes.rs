@@ -6,12 +6,12 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::{http, schemas, AppState};
+use crate::{http, schemas, wire, AppState};
 
 #[derive(Deserialize)]
 struct NameBody {
@@ -22,8 +22,8 @@ fn url(name: &str) -> String {
     format!("/resource_classes/{name}")
 }
 
-fn serialize(name: &str) -> Value {
-    json!({"name": name, "links": [{"rel": "self", "href": url(name)}]})
+fn serialize(name: &str) -> wire::ResourceClassBody<'_> {
+    wire::ResourceClassBody::new(name, url(name))
 }
 
 /// Placement marks a taken provider name `placement.duplicate_name`, but answers a
@@ -41,11 +41,13 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
     ctx.require(2)?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::ClassesList)?;
-    let body = {
+    let response = {
         let view = app.host.read();
-        json!({"resource_classes": view.class_names().map(serialize).collect::<Vec<_>>()})
+        let body = wire::ResourceClassList {
+            resource_classes: view.class_names().map(serialize).collect(),
+        };
+        http::json(StatusCode::OK, &body)
     };
-    let response = http::json(StatusCode::OK, &body);
     // The standard classes have no time of their own: like Placement, say "now".
     Ok(ctx.cached(response, app.host.now()))
 }

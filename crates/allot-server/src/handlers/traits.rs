@@ -3,13 +3,12 @@
 use allot_core::ops::traits::Ensured;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
-use serde_json::json;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
 use crate::policy::{authorize, Action};
-use crate::AppState;
+use crate::{wire, AppState};
 
 /// `GET /traits?name=in:A,B|startswith:P&associated=true|false`.
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
@@ -68,7 +67,10 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
             .collect();
         (names, app.host.now())
     };
-    let response = http::json(StatusCode::OK, &json!({ "traits": names }));
+    let body = wire::TraitList {
+        traits: names.iter().map(String::as_str).collect(),
+    };
+    let response = http::json(StatusCode::OK, &body);
     Ok(ctx.cached(response, last_modified))
 }
 

@@ -15,14 +15,14 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{self, Query};
 use crate::params::{no_provider, require_utf8_query, ProviderPath};
 use crate::policy::{authorize, authorize_target, Action};
-use crate::{schema, schemas, AppState};
+use crate::{schema, schemas, wire, AppState};
 
 const PROVIDER_USAGES: Action = Action::ProviderUsages;
 const TOTAL_USAGES: Action = Action::TotalUsages;
@@ -34,9 +34,11 @@ pub fn routes() -> Router<AppState> {
         .route("/usages", get(total_usages))
 }
 
-fn by_class<'a>(sums: impl IntoIterator<Item = (&'a ResourceClass, u64)>) -> Map<String, Value> {
+fn by_class<'a>(
+    sums: impl IntoIterator<Item = (&'a ResourceClass, u64)>,
+) -> BTreeMap<&'a str, u64> {
     sums.into_iter()
-        .map(|(class, used)| (class.as_str().to_owned(), json!(used)))
+        .map(|(class, used)| (class.as_str(), used))
         .collect()
 }
 
@@ -50,18 +52,19 @@ pub async fn provider_usages(
     path.raw()?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, PROVIDER_USAGES)?;
-    let body = {
+    let response = {
         let view = app.host.read();
         // The lookup's words, wrapped in the endpoint's.
         let provider = path.provider(&view, |uuid| {
             format!("{}: {}", no_provider(uuid), no_provider(uuid))
         })?;
-        json!({
-            "resource_provider_generation": provider.row.generation,
-            "usages": by_class(view.provider_usages(provider)),
-        })
+        let body = wire::ProviderUsages {
+            resource_provider_generation: provider.row.generation,
+            usages: by_class(view.provider_usages(provider)),
+        };
+        http::json(StatusCode::OK, &body)
     };
-    Ok(ctx.cached(http::json(StatusCode::OK, &body), app.host.now()))
+    Ok(ctx.cached(response, app.host.now()))
 }
 
 /// The parameters of `GET /usages`, validated.
@@ -92,16 +95,18 @@ fn totals_query(minor: u16, query: &Query) -> Result<TotalsQuery, ApiError> {
 }
 
 /// The 1.38 body: per group, its sums by class and its `consumer_count`.
-fn grouped_body(groups: BTreeMap<String, GroupUsage>) -> Value {
-    let groups: Map<String, Value> = groups
-        .into_iter()
+fn grouped_body(groups: &BTreeMap<String, GroupUsage>) -> wire::UsagesByType<'_> {
+    let usages = groups
+        .iter()
         .map(|(name, group)| {
-            let mut fields = by_class(group.usages.iter().map(|(c, n)| (c, *n)));
-            fields.insert("consumer_count".into(), json!(group.consumer_count));
-            (name, Value::Object(fields))
+            let usages = wire::ConsumerTypeUsages {
+                usages: by_class(group.usages.iter().map(|(c, n)| (c, *n))),
+                consumer_count: group.consumer_count,
+            };
+            (name.as_str(), usages)
         })
         .collect();
-    json!({ "usages": groups })
+    wire::UsagesByType { usages }
 }
 
 /// `GET /usages?project_id=&user_id=` (1.9): what the consumers of a project, or of
@@ -120,30 +125,34 @@ pub async fn total_usages(
     let target = query.all("project_id").last().map(|p| p.to_string());
     authorize_target(&ctx, app.config.policy, TOTAL_USAGES, target.as_deref())?;
     let wanted = totals_query(ctx.version.0, &query)?;
-    let body = {
+    let response = {
         let view = app.host.read();
         let user = wanted.user_id.as_deref();
         match &wanted.consumer_type {
-            None => json!({
-                "usages": by_class(
-                    view.project_usages(&wanted.project_id, user)
-                        .iter()
-                        .map(|(c, n)| (c, *n))
-                ),
-            }),
-            Some(filter) => grouped_body(view.project_usages_by_type(
-                &wanted.project_id,
-                user,
-                TypeFilter::from_param(filter.as_deref()),
-            )),
+            None => {
+                let sums = view.project_usages(&wanted.project_id, user);
+                let body = wire::Usages {
+                    usages: by_class(sums.iter().map(|(c, n)| (c, *n))),
+                };
+                http::json(StatusCode::OK, &body)
+            }
+            Some(filter) => {
+                let groups = view.project_usages_by_type(
+                    &wanted.project_id,
+                    user,
+                    TypeFilter::from_param(filter.as_deref()),
+                );
+                http::json(StatusCode::OK, &grouped_body(&groups))
+            }
         }
     };
-    Ok(ctx.cached(http::json(StatusCode::OK, &body), app.host.now()))
+    Ok(ctx.cached(response, app.host.now()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn parse(minor: u16, raw: &str) -> Result<TotalsQuery, String> {
         totals_query(minor, &Query::parse(Some(raw))).map_err(|e| {
@@ -260,9 +269,17 @@ mod tests {
             },
         );
         assert_eq!(
-            grouped_body(groups),
+            serde_json::to_value(grouped_body(&groups)).unwrap(),
             json!({"usages": {"unknown": {"VCPU": 7, "consumer_count": 3}}})
         );
-        assert_eq!(grouped_body(BTreeMap::new()), json!({"usages": {}}));
+        // The count comes after the classes, as in a sorted map.
+        assert_eq!(
+            serde_json::to_string(&grouped_body(&groups)).unwrap(),
+            r#"{"usages":{"unknown":{"VCPU":7,"consumer_count":3}}}"#
+        );
+        assert_eq!(
+            serde_json::to_value(grouped_body(&BTreeMap::new())).unwrap(),
+            json!({"usages": {}})
+        );
     }
 }

@@ -1,0 +1,69 @@
+//! The wire contract: every response body the API sends, as a type.
+//!
+//! Handlers fill these types and [`crate::http::json`] serializes them straight into
+//! the response's bytes, with no `serde_json::Value` tree in between. One submodule
+//! per family of URLs; each type's doc says which microversion adds or drops which
+//! field.
+//!
+//! Conventions, so that the output stays byte-for-byte what clients already see:
+//! - **Fields are declared in alphabetical order.** The bodies were first written as
+//!   `serde_json::Value` maps, which sort their keys, and serde writes struct fields in
+//!   declaration order. Keep the order when adding a field.
+//! - **A field that only some microversions have is an `Option` skipped when `None`.**
+//!   The handler reads the microversion once and fills it or not; the types never
+//!   look at the version themselves. A field that is present but may be JSON `null`
+//!   is a [`Nullable`], so a field that is both reads `Option<Nullable<T>>`: the outer
+//!   `Option` is "sent at this microversion", the inner one is the `null`.
+//! - **Maps keyed by uuid or by name are `BTreeMap`s**, which iterate (and so
+//!   serialize) in the same sorted order the `Value` maps did. A `Uuid` key orders
+//!   like its lowercase hyphenated text, which is what is written.
+//! - Borrow from the view (`&'a str`, `&'a Uuid`) where the data is there to borrow;
+//!   own what is computed for the answer (URLs, sums).
+//!
+//! `handlers/allocations.rs` and `handlers/reshaper.rs` still build `Value`s; `http::json`
+//! takes those too, since `Value` is `Serialize`.
+
+pub mod candidates;
+pub mod classes;
+pub mod inventories;
+pub mod providers;
+pub mod root;
+pub mod traits;
+pub mod usages;
+
+pub use candidates::{
+    AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
+    ProviderResources, ProviderSummary, Resources, SummaryResource,
+};
+pub use classes::{ResourceClassBody, ResourceClassList};
+pub use inventories::{InventoryBody, InventoryFields, InventoryList};
+pub use providers::{ProviderAggregates, ProviderBody, ProviderList, ProviderTraits};
+pub use root::{ApiVersion, Versions};
+pub use traits::TraitList;
+pub use usages::{ConsumerTypeUsages, ProviderUsages, Usages, UsagesByType};
+
+use serde::Serialize;
+
+/// A value that is sent even when it has none, as JSON `null` (a provider's parent
+/// when it is a root). Spelled out so that `Option<Nullable<T>>`, a field some
+/// microversions leave out and others send as a value or `null`, reads as what it is.
+pub type Nullable<T> = Option<T>;
+
+/// A link to a related resource: `{"href": ..., "rel": ...}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Link {
+    /// The path of the resource (relative to the service's root).
+    pub href: String,
+    /// What it is to the resource that links to it: `self`, `inventories`, ...
+    pub rel: &'static str,
+}
+
+impl Link {
+    /// The `self` link of a resource at `href`.
+    pub fn to_self(href: impl Into<String>) -> Self {
+        Link {
+            href: href.into(),
+            rel: "self",
+        }
+    }
+}
