@@ -17,7 +17,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite};
+use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint};
 use allot_core::{ProviderId, State, Uuid};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -68,7 +68,7 @@ enum Refusal {
     Capacity,
 }
 
-/// An independent model of `write_allocations`: what each written consumer holds
+/// An independent model of `plan_allocations`: what each written consumer holds
 /// afterwards, or why the write is refused. Written from the rules as documented, not
 /// from the code: generations; providers, inventories and min/max/step per amount;
 /// then capacity over the final usage of everyone, where a (provider, class) may end
@@ -87,22 +87,24 @@ fn model_write(
         let generation_ok = match w.generation {
             ConsumerGeneration::Unchecked => true,
             ConsumerGeneration::New => existing.is_none(),
-            ConsumerGeneration::Is(g) => existing == Some(g),
+            ConsumerGeneration::Is(g) => existing.map(i128::from) == Some(g),
         };
         if !generation_ok {
             return Err(Refusal::Generation);
         }
         // Every provider named must exist, even for a zero amount.
-        if w.allocations
-            .iter()
-            .any(|r| state.provider_by_uuid(&r.provider).is_none())
-        {
+        if w.allocations.iter().any(|r| {
+            r.provider
+                .uuid()
+                .and_then(|u| state.provider_by_uuid(&u))
+                .is_none()
+        }) {
             return Err(Refusal::UnknownProvider);
         }
         // Amounts of the same provider and class are merged, then checked.
         let mut holdings = Holdings::new();
         for r in w.allocations.iter().filter(|r| r.used > 0) {
-            let p = state.provider_by_uuid(&r.provider).unwrap();
+            let p = state.provider_by_uuid(&r.provider.uuid().unwrap()).unwrap();
             *holdings
                 .entry((p.id(), r.class.as_str().to_owned()))
                 .or_default() += r.used;
@@ -427,7 +429,7 @@ fn run(ops: &[Op], stats: &mut Stats) {
                 "released consumer still holds allocations"
             );
             let (_, again) = state
-                .write_allocations(&[release(*c)], now)
+                .plan_allocations(&[release(*c)], Endpoint::Put, now)
                 .expect("a second release is accepted");
             let mut twice = state.clone();
             twice.apply(&again);

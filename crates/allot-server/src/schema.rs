@@ -80,12 +80,22 @@ pub fn py_repr(v: &Value) -> String {
         Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Value::Object(o) => format!(
             "{{{}}}",
-            o.iter()
+            sorted(o)
+                .into_iter()
                 .map(|(k, v)| format!("{}: {}", py_str(k), py_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
+}
+
+/// An object's entries by key. serde_json keeps objects in the order of the text
+/// (its `preserve_order`, which the claim handlers need); this validator's choice of
+/// error and its messages were made for, and stay with, entries in key order.
+fn sorted(o: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<(&String, &Value)> = o.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
 }
 
 fn py_str(s: &str) -> String {
@@ -149,7 +159,7 @@ fn check(
             })
         };
     }
-    for (keyword, arg) in schema {
+    for (keyword, arg) in sorted(schema) {
         match keyword.as_str() {
             "type" => {
                 let ok = match arg {
@@ -287,7 +297,7 @@ fn check(
             }
             "properties" => {
                 if let Some(o) = v.as_object() {
-                    for (name, sub) in arg.as_object().expect("properties is an object") {
+                    for (name, sub) in sorted(arg.as_object().expect("properties is an object")) {
                         if let Some(value) = o.get(name) {
                             path.push(py_str(name));
                             spath.extend(["'properties'".into(), py_str(name)]);
@@ -300,9 +310,11 @@ fn check(
             }
             "patternProperties" => {
                 if let Some(o) = v.as_object() {
-                    for (pattern, sub) in arg.as_object().expect("patternProperties is an object") {
+                    for (pattern, sub) in
+                        sorted(arg.as_object().expect("patternProperties is an object"))
+                    {
                         let re = regex(pattern);
-                        for (name, value) in o.iter().filter(|(k, _)| re.is_match(k)) {
+                        for (name, value) in sorted(o).into_iter().filter(|(k, _)| re.is_match(k)) {
                             path.push(py_str(name));
                             spath.extend(["'patternProperties'".into(), py_str(pattern)]);
                             check(value, sub, path, spath, errors);
@@ -318,10 +330,16 @@ fn check(
                 let patterns: Vec<(String, Regex)> = schema
                     .get("patternProperties")
                     .and_then(Value::as_object)
-                    .map(|p| p.keys().map(|k| (k.clone(), regex(k))).collect())
+                    .map(|p| {
+                        sorted(p)
+                            .into_iter()
+                            .map(|(k, _)| (k.clone(), regex(k)))
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let extra: Vec<&String> = o
-                    .keys()
+                let extra: Vec<&String> = sorted(o)
+                    .into_iter()
+                    .map(|(k, _)| k)
                     .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)))
                     .filter(|k| !patterns.iter().any(|(_, re)| re.is_match(k)))
                     .collect();

@@ -1,13 +1,18 @@
 //! Allocations: the claims consumers hold on providers, written atomically for one or
 //! many consumers at once and never beyond capacity.
 //!
-//! [`State::write_allocations`] is the one rule every allocation write goes through
-//! (`PUT /allocations/{c}`, `POST /allocations`, the reshaper). It replaces the
-//! allocations of every consumer it names, all or nothing, checking in Placement's
-//! order (which decides the error a request that is wrong in several ways gets):
+//! [`State::plan_allocations`] is the one rule every allocation write goes through
+//! (`PUT /allocations/{c}`, `POST /allocations`, the reshaper). It takes the finished,
+//! typed write each endpoint builds from its body (one [`ConsumerWrite`] per consumer:
+//! owner, type, generation check and amounts, each provider as the request spelled
+//! it) and the [`Endpoint`], which only chooses the wording of refusals. It replaces
+//! the allocations of every consumer it names, all or nothing, checking in
+//! Placement's order (which decides the error a request that is wrong in several
+//! ways gets), each check once:
 //!
 //! 1. every consumer's generation, when the caller asks for the check (1.28);
-//! 2. every provider named exists;
+//! 2. every provider named exists (by the text the request gives: only the canonical
+//!    spelling of a uuid names one, see [`ProviderRef`]);
 //! 3. every resource class named exists;
 //! 4. every provider involved has inventory of at least one of the classes involved;
 //! 5. allocation by allocation, in request order: the provider has inventory of the
@@ -56,6 +61,18 @@ pub const INCOMPLETE_CONSUMER_ID: &str = "00000000-0000-0000-0000-000000000000";
 /// 1.38).
 pub const UNKNOWN_CONSUMER_TYPE: &str = "unknown";
 
+/// Which endpoint a write comes from. They refuse the same things, but Placement's
+/// handlers word some refusals differently (an unknown class, mostly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `PUT /allocations/{consumer}`.
+    Put,
+    /// `POST /allocations` (1.13).
+    Post,
+    /// `POST /reshaper` (1.30).
+    Reshaper,
+}
+
 /// What a write expects of a consumer's generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConsumerGeneration {
@@ -63,11 +80,22 @@ pub enum ConsumerGeneration {
     Unchecked,
     /// The consumer must not exist yet (`consumer_generation: null`).
     New,
-    /// The consumer must exist at this generation.
-    Is(u64),
+    /// The consumer must exist at this generation. Any JSON integer the request gave
+    /// (`i64` and `u64` both fit), because Placement's conflict message repeats it as
+    /// given, a negative one included; such a one matches no consumer.
+    Is(i128),
 }
 
 impl ConsumerGeneration {
+    /// Whether a consumer at `actual` (None: no such consumer) passes the check.
+    fn admits(&self, actual: Option<u64>) -> bool {
+        match (self, actual) {
+            (ConsumerGeneration::Unchecked, _) | (ConsumerGeneration::New, None) => true,
+            (ConsumerGeneration::Is(g), Some(a)) => *g == i128::from(a),
+            _ => false,
+        }
+    }
+
     /// The generation as Placement's conflict message shows what the client gave.
     fn shown(&self) -> String {
         match self {
@@ -77,18 +105,65 @@ impl ConsumerGeneration {
     }
 }
 
+/// A provider as a request names it. Placement looks providers up by the text of
+/// their uuid, so only the canonical spelling (see
+/// [`super::providers::canonical_uuid`]) can name one; any other spelling names none,
+/// and is kept as given for the refusal to repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProviderRef {
+    /// A uuid in its canonical spelling.
+    Uuid(Uuid),
+    /// Any other text.
+    Spelled(String),
+}
+
+impl ProviderRef {
+    /// Reads the text a request gives for a provider.
+    pub fn parse(text: &str) -> ProviderRef {
+        match super::providers::canonical_uuid(text) {
+            Some(uuid) => ProviderRef::Uuid(uuid),
+            None => ProviderRef::Spelled(text.to_owned()),
+        }
+    }
+
+    /// The uuid, when the spelling can name a provider.
+    pub fn uuid(&self) -> Option<Uuid> {
+        match self {
+            ProviderRef::Uuid(uuid) => Some(*uuid),
+            ProviderRef::Spelled(_) => None,
+        }
+    }
+}
+
+impl From<Uuid> for ProviderRef {
+    fn from(uuid: Uuid) -> Self {
+        ProviderRef::Uuid(uuid)
+    }
+}
+
+impl std::fmt::Display for ProviderRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderRef::Uuid(uuid) => uuid.fmt(f),
+            ProviderRef::Spelled(text) => f.write_str(text),
+        }
+    }
+}
+
 /// One amount a consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requested {
-    /// The provider, by uuid.
-    pub provider: Uuid,
+    /// The provider, as the request named it.
+    pub provider: ProviderRef,
     /// The class.
     pub class: ResourceClass,
     /// How much (0 means "nothing", and is dropped).
     pub used: u64,
 }
 
-/// Everything one consumer should hold after the write.
+/// Everything one consumer should hold after the write, as the request gave it: the
+/// finished, typed form of one consumer's part of a body, which every endpoint
+/// builds and the rule takes as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerWrite {
     /// The consumer.
@@ -106,21 +181,19 @@ pub struct ConsumerWrite {
     pub allocations: Vec<Requested>,
 }
 
-/// Why an allocation write was refused, with what each endpoint needs to word it
-/// (Placement's handlers wrap the same failures in different messages).
+/// Why an allocation write was refused; [`Refusal::word`] turns it into the error
+/// the endpoint gives (Placement's handlers wrap the same failures differently).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+enum Refusal {
     /// A consumer generation did not match (409, concurrent update).
     ConsumerGeneration {
-        /// The consumer.
-        consumer: Uuid,
         /// Its generation, None if it does not exist.
         actual: Option<u64>,
         /// What the request said.
         given: ConsumerGeneration,
     },
     /// A provider does not exist (400).
-    UnknownProvider(Uuid),
+    UnknownProvider(ProviderRef),
     /// A resource class does not exist (400).
     UnknownClass {
         /// The consumer asking for it.
@@ -162,35 +235,19 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// Placement's message for the failures of the inventory family (its
-    /// `InvalidInventory` exceptions), which every endpoint puts after
-    /// "Unable to allocate inventory: ".
-    pub fn inventory_message(&self) -> Option<String> {
-        Some(match self {
-            Refusal::NoInventory { classes, providers } => {
-                format!("Inventory for '{classes}' on resource provider '{providers}' invalid.")
-            }
-            Refusal::MissingInventory { class, provider } => {
-                format!("Inventory for '{class}' on resource provider '{provider}' invalid.")
-            }
-            Refusal::ConstraintsViolated { class, provider } => format!(
-                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
-                 The requested amount would violate inventory constraints."
-            ),
-            Refusal::CapacityExceeded { class, provider } => format!(
-                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
-                 The requested amount would exceed the capacity."
-            ),
-            _ => return None,
-        })
-    }
-
-    /// The error with the wording of `PUT /allocations/{consumer}` (POST and the
-    /// reshaper word only [`Refusal::UnknownClass`] differently).
-    pub fn into_error(self) -> Error {
-        let inventory = self.inventory_message();
+    /// The error `endpoint` answers with. The failures of Placement's inventory
+    /// family (its `InvalidInventory` exceptions) read the same everywhere, after
+    /// "Unable to allocate inventory: "; an unknown class reads differently at each
+    /// endpoint.
+    fn word(self, endpoint: Endpoint) -> Error {
+        let inventory = |detail: String| {
+            Error::conflict(
+                ConflictCode::Other,
+                format!("Unable to allocate inventory: {detail}"),
+            )
+        };
         match self {
-            Refusal::ConsumerGeneration { actual, given, .. } => Error::conflict(
+            Refusal::ConsumerGeneration { actual, given } => Error::conflict(
                 ConflictCode::ConcurrentUpdate,
                 format!(
                     "consumer generation conflict - expected {} but got {}",
@@ -198,33 +255,39 @@ impl Refusal {
                     given.shown()
                 ),
             ),
-            Refusal::UnknownProvider(uuid) => Error::invalid(format!(
-                "Allocation for resource provider '{uuid}' that does not exist."
+            Refusal::UnknownProvider(provider) => Error::invalid(format!(
+                "Allocation for resource provider '{provider}' that does not exist."
             )),
-            Refusal::UnknownClass { consumer, class } => Error::invalid(format!(
-                "Unable to allocate inventory for consumer {consumer}: No such resource class \
-                 {class}."
-            )),
+            Refusal::UnknownClass { consumer, class } => Error::invalid(match endpoint {
+                Endpoint::Put => format!(
+                    "Unable to allocate inventory for consumer {consumer}: No such resource \
+                     class {class}."
+                ),
+                Endpoint::Post => {
+                    format!("Unable to allocate inventory No such resource class {class}.")
+                }
+                Endpoint::Reshaper => {
+                    format!("malformed reshaper data: No such resource class {class}.")
+                }
+            }),
             Refusal::DuplicateConsumer(uuid) => {
                 Error::invalid(format!("Consumer {uuid} appears more than once."))
             }
-            Refusal::NoInventory { .. }
-            | Refusal::MissingInventory { .. }
-            | Refusal::ConstraintsViolated { .. }
-            | Refusal::CapacityExceeded { .. } => Error::conflict(
-                ConflictCode::Other,
-                format!(
-                    "Unable to allocate inventory: {}",
-                    inventory.unwrap_or_default()
-                ),
-            ),
+            Refusal::NoInventory { classes, providers } => inventory(format!(
+                "Inventory for '{classes}' on resource provider '{providers}' invalid."
+            )),
+            Refusal::MissingInventory { class, provider } => inventory(format!(
+                "Inventory for '{class}' on resource provider '{provider}' invalid."
+            )),
+            Refusal::ConstraintsViolated { class, provider } => inventory(format!(
+                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
+                 The requested amount would violate inventory constraints."
+            )),
+            Refusal::CapacityExceeded { class, provider } => inventory(format!(
+                "Unable to create allocation for '{class}' on resource provider '{provider}'. \
+                 The requested amount would exceed the capacity."
+            )),
         }
-    }
-}
-
-impl From<Refusal> for Error {
-    fn from(r: Refusal) -> Self {
-        r.into_error()
     }
 }
 
@@ -238,51 +301,99 @@ pub struct Held<'a> {
 }
 
 impl State {
-    /// Checks every consumer's generation, in order (the first check of a write).
-    pub fn check_consumer_generations(&self, writes: &[ConsumerWrite]) -> Result<(), Refusal> {
+    /// Plans an allocation write: replaces the allocations of every consumer in
+    /// `writes`, atomically, with every check in Placement's order and `endpoint`'s
+    /// wording of refusals (see the module doc for the rules). The one rule every
+    /// allocation write goes through.
+    pub fn plan_allocations(
+        &self,
+        writes: &[ConsumerWrite],
+        endpoint: Endpoint,
+        now: Timestamp,
+    ) -> Plan<()> {
+        self.plan_refusable(writes, now)
+            .map(|changes| ((), changes))
+            .map_err(|refusal| refusal.word(endpoint))
+    }
+
+    /// The first checks of [`State::plan_allocations`] (1 and 2: consumer
+    /// generations, providers), for the reshaper, which makes them before its interim
+    /// inventories and plans the rest with [`State::plan_checked_allocations`] against
+    /// the state those leave.
+    pub(crate) fn check_allocation_targets(
+        &self,
+        writes: &[ConsumerWrite],
+        endpoint: Endpoint,
+    ) -> crate::Result<()> {
+        self.check_targets(writes)
+            .map_err(|refusal| refusal.word(endpoint))
+    }
+
+    /// The rest of [`State::plan_allocations`] (3 to 5, and the changes), for writes
+    /// whose targets [`State::check_allocation_targets`] accepted.
+    pub(crate) fn plan_checked_allocations(
+        &self,
+        writes: &[ConsumerWrite],
+        endpoint: Endpoint,
+        now: Timestamp,
+    ) -> Plan<()> {
+        self.plan_checked(writes, now)
+            .map(|changes| ((), changes))
+            .map_err(|refusal| refusal.word(endpoint))
+    }
+
+    /// Every check and the changes, with a refusal not yet worded.
+    fn plan_refusable(
+        &self,
+        writes: &[ConsumerWrite],
+        now: Timestamp,
+    ) -> Result<Vec<Change>, Refusal> {
+        self.check_targets(writes)?;
+        self.plan_checked(writes, now)
+    }
+
+    /// Each consumer once; 1. generations; 2. providers, in request order.
+    fn check_targets(&self, writes: &[ConsumerWrite]) -> Result<(), Refusal> {
+        let mut seen = HashSet::new();
+        if let Some(dup) = writes.iter().find(|w| !seen.insert(w.consumer)) {
+            return Err(Refusal::DuplicateConsumer(dup.consumer));
+        }
         for write in writes {
             let actual = self.consumer(&write.consumer).map(|c| c.row.generation);
-            let ok = match (write.generation, actual) {
-                (ConsumerGeneration::Unchecked, _) => true,
-                (ConsumerGeneration::New, None) => true,
-                (ConsumerGeneration::Is(g), Some(a)) => g == a,
-                _ => false,
-            };
-            if !ok {
+            if !write.generation.admits(actual) {
                 return Err(Refusal::ConsumerGeneration {
-                    consumer: write.consumer,
                     actual,
                     given: write.generation,
                 });
             }
         }
+        for r in writes.iter().flat_map(|w| &w.allocations) {
+            if r.provider
+                .uuid()
+                .and_then(|u| self.provider_by_uuid(&u))
+                .is_none()
+            {
+                return Err(Refusal::UnknownProvider(r.provider.clone()));
+            }
+        }
         Ok(())
     }
 
-    /// Plans an allocation write, with a structured refusal that callers word as
-    /// their endpoint does (see [`State::write_allocations`] for the rules).
-    pub fn plan_allocations(
+    /// 3 to 5, and the changes, for writes [`State::check_targets`] accepted.
+    fn plan_checked(
         &self,
         writes: &[ConsumerWrite],
         now: Timestamp,
     ) -> Result<Vec<Change>, Refusal> {
-        let mut seen = HashSet::new();
-        if let Some(dup) = writes.iter().find(|w| !seen.insert(w.consumer)) {
-            return Err(Refusal::DuplicateConsumer(dup.consumer));
-        }
-
-        // 1. Generations.
-        self.check_consumer_generations(writes)?;
-
-        // 2. Providers, in request order.
+        // The providers named, by uuid (all exist: checked).
         let mut providers: HashMap<Uuid, &Provider> = HashMap::new();
-        for r in writes.iter().flat_map(|w| w.allocations.iter()) {
-            if let std::collections::hash_map::Entry::Vacant(slot) = providers.entry(r.provider) {
-                let p = self
-                    .provider_by_uuid(&r.provider)
-                    .ok_or(Refusal::UnknownProvider(r.provider))?;
-                slot.insert(p);
-            }
+        for r in writes.iter().flat_map(|w| &w.allocations) {
+            let found = r
+                .provider
+                .uuid()
+                .and_then(|u| Some((u, self.provider_by_uuid(&u)?)));
+            let (uuid, p) = found.ok_or_else(|| Refusal::UnknownProvider(r.provider.clone()))?;
+            providers.insert(uuid, p);
         }
 
         // What each consumer asks for, merged by provider and class (first position
@@ -292,12 +403,15 @@ impl State {
             .map(|w| {
                 let mut merged: Vec<(Uuid, &ResourceClass, u64)> = Vec::new();
                 for r in w.allocations.iter().filter(|r| r.used > 0) {
+                    let Some(uuid) = r.provider.uuid() else {
+                        continue;
+                    };
                     match merged
                         .iter_mut()
-                        .find(|(p, c, _)| *p == r.provider && *c == &r.class)
+                        .find(|(p, c, _)| *p == uuid && *c == &r.class)
                     {
                         Some(m) => m.2 = m.2.saturating_add(r.used),
-                        None => merged.push((r.provider, &r.class, r.used)),
+                        None => merged.push((uuid, &r.class, r.used)),
                     }
                 }
                 merged
@@ -464,13 +578,6 @@ impl State {
         Ok(changes)
     }
 
-    /// Replaces the allocations of every consumer in `writes`, atomically (see the
-    /// module doc for the rules), with the messages of `PUT /allocations/{c}`.
-    pub fn write_allocations(&self, writes: &[ConsumerWrite], now: Timestamp) -> Plan<()> {
-        let changes = self.plan_allocations(writes, now)?;
-        Ok(((), changes))
-    }
-
     /// `DELETE /allocations/{consumer}`: removes everything a consumer holds, and the
     /// consumer. Like Placement, bumps no generation.
     pub fn delete_allocations(&self, consumer: &Uuid) -> Plan<()> {
@@ -602,7 +709,7 @@ mod tests {
             consumer_type: None,
             generation: ConsumerGeneration::Unchecked,
             allocations: vec![Requested {
-                provider: Uuid::from_u128(1),
+                provider: Uuid::from_u128(1).into(),
                 class: vcpu(),
                 used,
             }],
@@ -611,7 +718,7 @@ mod tests {
 
     fn on(mut w: ConsumerWrite, provider: u128, class: &str, used: u64) -> ConsumerWrite {
         w.allocations.push(Requested {
-            provider: Uuid::from_u128(provider),
+            provider: Uuid::from_u128(provider).into(),
             class: ResourceClass::new_unchecked(class),
             used,
         });
@@ -619,14 +726,14 @@ mod tests {
     }
 
     fn run(s: &mut State, writes: &[ConsumerWrite]) -> crate::Result<()> {
-        let (_, changes) = s.write_allocations(writes, 5)?;
+        let (_, changes) = s.plan_allocations(writes, Endpoint::Put, 5)?;
         s.apply(&changes);
         assert!(s.check_usage_index());
         Ok(())
     }
 
     fn refusal(s: &State, writes: &[ConsumerWrite]) -> Refusal {
-        s.plan_allocations(writes, 5).unwrap_err()
+        s.plan_refusable(writes, 5).unwrap_err()
     }
 
     fn generation(s: &State, provider: u64) -> u64 {
@@ -734,6 +841,13 @@ mod tests {
             (11, ConsumerGeneration::Is(5), "expected null but got 5"),
             (10, ConsumerGeneration::New, "expected 1 but got None"),
             (10, ConsumerGeneration::Is(3), "expected 1 but got 3"),
+            // A negative generation is repeated as given, and matches nothing.
+            (10, ConsumerGeneration::Is(-1), "expected 1 but got -1"),
+            (
+                11,
+                ConsumerGeneration::Is(i128::from(u64::MAX)),
+                "expected null but got 18446744073709551615",
+            ),
         ];
         for (consumer, given, message) in cases {
             let mut w = claim(consumer, 1);
@@ -766,7 +880,7 @@ mod tests {
         }
         run(&mut s, &[claim(10, 6)]).unwrap();
         let mut unknown = claim(11, 1);
-        unknown.allocations[0].provider = Uuid::from_u128(99);
+        unknown.allocations[0].provider = Uuid::from_u128(99).into();
         assert!(matches!(run(&mut s, &[unknown]), Err(Error::Invalid(_))));
     }
 
@@ -786,7 +900,6 @@ mod tests {
             (
                 vec![on(claim(11, 1), 99, "VCPU", 1), stale(claim(10, 1))],
                 Refusal::ConsumerGeneration {
-                    consumer: Uuid::from_u128(10),
                     actual: Some(1),
                     given: ConsumerGeneration::Is(7),
                 },
@@ -794,7 +907,7 @@ mod tests {
             // An unknown provider before an unknown class.
             (
                 vec![on(on(claim(11, 1), 1, "COWS", 1), 99, "VCPU", 1)],
-                Refusal::UnknownProvider(Uuid::from_u128(99)),
+                Refusal::UnknownProvider(Uuid::from_u128(99).into()),
             ),
             // An unknown class before any inventory problem.
             (
@@ -860,9 +973,15 @@ mod tests {
                 ),
             ),
             (
-                Refusal::UnknownProvider(p),
+                Refusal::UnknownProvider(p.into()),
                 400,
                 format!("Allocation for resource provider '{p}' that does not exist."),
+            ),
+            // A provider is named as the request spelled it.
+            (
+                Refusal::UnknownProvider(ProviderRef::parse("X")),
+                400,
+                "Allocation for resource provider 'X' that does not exist.".into(),
             ),
             (
                 Refusal::UnknownClass {
@@ -876,7 +995,7 @@ mod tests {
             ),
         ];
         for (refusal, status, message) in cases {
-            let e = refusal.into_error();
+            let e = refusal.word(Endpoint::Put);
             let got = match &e {
                 Error::Invalid(_) => 400,
                 Error::Conflict { .. } => 409,
@@ -887,6 +1006,66 @@ mod tests {
     }
 
     #[test]
+    fn each_endpoint_words_an_unknown_class() {
+        let consumer = Uuid::from_u128(10);
+        let unknown = || Refusal::UnknownClass {
+            consumer,
+            class: ResourceClass::new_unchecked("COWS"),
+        };
+        let cases = [
+            (
+                Endpoint::Put,
+                format!(
+                    "Unable to allocate inventory for consumer {consumer}: No such resource \
+                     class COWS."
+                ),
+            ),
+            (
+                Endpoint::Post,
+                "Unable to allocate inventory No such resource class COWS.".into(),
+            ),
+            (
+                Endpoint::Reshaper,
+                "malformed reshaper data: No such resource class COWS.".into(),
+            ),
+        ];
+        for (endpoint, message) in cases {
+            assert_eq!(unknown().word(endpoint).to_string(), message);
+        }
+        // The other refusals read the same everywhere.
+        let capacity = || Refusal::CapacityExceeded {
+            class: vcpu(),
+            provider: consumer,
+        };
+        assert_eq!(
+            capacity().word(Endpoint::Post).to_string(),
+            capacity().word(Endpoint::Reshaper).to_string()
+        );
+    }
+
+    #[test]
+    fn provider_spellings() {
+        let p = Uuid::from_u128(1);
+        assert_eq!(ProviderRef::parse(&p.to_string()), ProviderRef::Uuid(p));
+        // Without dashes (upper case would be the same here: the uuid has no letters).
+        let upper = p.simple().to_string();
+        assert_eq!(ProviderRef::parse(&upper).uuid(), None);
+        assert_eq!(ProviderRef::parse(&upper).to_string(), upper);
+        let letters = "9E3CBBA2-2FE3-4BE5-9D0B-2D1C2E5C5D9E";
+        assert_eq!(ProviderRef::parse(letters).uuid(), None);
+        // A provider that exists, named in another spelling, is refused as unknown.
+        let mut s = world(4);
+        let mut w = claim(10, 1);
+        w.allocations[0].provider = ProviderRef::parse(&upper);
+        assert_eq!(
+            refusal(&s, &[w.clone()]),
+            Refusal::UnknownProvider(ProviderRef::Spelled(upper))
+        );
+        w.allocations[0].provider = ProviderRef::parse(&p.to_string());
+        run(&mut s, &[w]).unwrap();
+    }
+
+    #[test]
     fn generations_bump_like_placement() {
         let mut s = world(8);
         add_provider(&mut s, 2, vec![("VCPU", Inventory::with_total(8))]);
@@ -894,7 +1073,7 @@ mod tests {
         run(&mut s, &[claim(10, 1)]).unwrap();
         assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 0));
         let mut moved = claim(10, 1);
-        moved.allocations[0].provider = Uuid::from_u128(2);
+        moved.allocations[0].provider = Uuid::from_u128(2).into();
         run(&mut s, &[moved]).unwrap();
         assert_eq!((generation(&s, 1), generation(&s, 2)), (1, 1));
         // Emptying it bumps the provider it leaves.

@@ -12,9 +12,9 @@
 //!    and the new ones (the new ones win where a class is in both); a provider whose
 //!    new inventory is empty is left alone in this step. Capacity may drop below what
 //!    is used here: only the final allocations must fit;
-//! 2. *allocations*: the consumers' allocations are replaced by
-//!    [`State::write_allocations`], the one allocation rule, against the interim
-//!    inventories;
+//! 2. *allocations*: the consumers' allocations are replaced by the one allocation
+//!    rule ([`State::plan_allocations`], with the reshaper's wording), against the
+//!    interim inventories;
 //! 3. *final inventories*: every provider's inventories become exactly the new ones;
 //!    removing a class that allocations still use is refused.
 //!
@@ -24,12 +24,14 @@
 //! inventory's capacity (`reserved` may exceed `total`), as Placement does not.
 //!
 //! Before those steps, in Placement's order: every provider named for inventories
-//! exists and has the generation the request expects; every consumer has the
-//! generation the request expects; every provider named for allocations exists.
+//! exists and has the generation the request expects; then the allocation rule's own
+//! first checks, against the state before the reshape: every consumer has the
+//! generation the request expects, every provider named for allocations exists.
+//! The rule's remaining checks (classes, inventories, capacity) run in step 2.
 
 use std::collections::BTreeMap;
 
-use super::allocations::{ConsumerGeneration, ConsumerWrite};
+use super::allocations::{ConsumerWrite, Endpoint};
 use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -59,24 +61,6 @@ pub struct MissingProvider(pub String);
 fn malformed(class: &str) -> Error {
     Error::invalid(format!(
         "malformed reshaper data: No such resource class {class}."
-    ))
-}
-
-/// Placement's wording when a consumer's generation is not the expected one, with
-/// Python's spelling of "none" on each side.
-fn consumer_conflict(write: &ConsumerWrite, state: &State) -> Option<Error> {
-    let existing = state.consumer(&write.consumer).map(|c| c.row.generation);
-    let message = match (existing, write.generation) {
-        (_, ConsumerGeneration::Unchecked) => return None,
-        (None, ConsumerGeneration::New) => return None,
-        (Some(have), ConsumerGeneration::Is(given)) if have == given => return None,
-        (None, ConsumerGeneration::Is(given)) => format!("expected null but got {given}"),
-        (Some(have), ConsumerGeneration::New) => format!("expected {have} but got None"),
-        (Some(have), ConsumerGeneration::Is(given)) => format!("expected {have} but got {given}"),
-    };
-    Some(Error::conflict(
-        ConflictCode::ConcurrentUpdate,
-        format!("consumer generation conflict - {message}"),
     ))
 }
 
@@ -136,17 +120,7 @@ impl State {
             }
             targets.push((p.id(), request));
         }
-        if let Some(e) = consumers.iter().find_map(|w| consumer_conflict(w, self)) {
-            return Err(e);
-        }
-        for r in consumers.iter().flat_map(|w| &w.allocations) {
-            if self.provider_by_uuid(&r.provider).is_none() {
-                return Err(Error::invalid(format!(
-                    "Allocation for resource provider '{}' that does not exist.",
-                    r.provider
-                )));
-            }
-        }
+        self.check_allocation_targets(consumers, Endpoint::Reshaper)?;
 
         let mut next = self.clone();
         let mut changes = Vec::new();
@@ -175,17 +149,10 @@ impl State {
             take(&mut next, &mut changes, step);
         }
 
-        // 2. Allocations.
-        if let Some(r) = consumers
-            .iter()
-            .flat_map(|w| &w.allocations)
-            .find(|r| !self.class_exists(r.class.as_str()))
-        {
-            return Err(malformed(r.class.as_str()));
-        }
-        // The rule bumps, as Placement does, every provider the write allocates on and
-        // every provider a consumer emptied by the write releases.
-        let (_, written) = next.write_allocations(consumers, now)?;
+        // 2. Allocations, by the rest of the one allocation rule (its unknown class
+        // is worded as ours). It bumps, as Placement does, every provider the write
+        // allocates on and every provider a consumer emptied by the write releases.
+        let (_, written) = next.plan_checked_allocations(consumers, Endpoint::Reshaper, now)?;
         take(&mut next, &mut changes, written);
 
         // 3. Final inventories.
@@ -227,7 +194,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::allocations::Requested;
+    use crate::ops::allocations::{ConsumerGeneration, ProviderRef, Requested};
     use crate::ops::inventories::ReservedRule;
     use uuid::Uuid;
 
@@ -284,7 +251,7 @@ mod tests {
             ),
         ];
         for claim in claims {
-            run(&mut s, |s| s.write_allocations(&[claim], 1));
+            run(&mut s, |s| s.plan_allocations(&[claim], Endpoint::Put, 1));
         }
         s
     }
@@ -303,7 +270,7 @@ mod tests {
             allocations: amounts
                 .iter()
                 .map(|(p, class, used)| Requested {
-                    provider: *p,
+                    provider: (*p).into(),
                     class: ResourceClass::new_unchecked(*class),
                     used: *used,
                 })
@@ -314,7 +281,7 @@ mod tests {
     /// The consumer's generation now, as the request must give it.
     fn current(s: &State, n: u128) -> ConsumerGeneration {
         s.consumer(&c(n)).map_or(ConsumerGeneration::New, |c| {
-            ConsumerGeneration::Is(c.row.generation)
+            ConsumerGeneration::Is(c.row.generation.into())
         })
     }
 
@@ -471,11 +438,31 @@ mod tests {
         ));
         // An unknown provider in the allocations.
         let mut w = writes.clone();
-        w[1].allocations[0].provider = Uuid::from_u128(0xdead);
+        w[1].allocations[0].provider = Uuid::from_u128(0xdead).into();
         cases.push((
             targets.clone(),
             w,
             "Allocation for resource provider '00000000-0000-0000-0000-00000000dead' that does not exist.".into(),
+        ));
+        // A provider in another spelling names none, and is repeated as given.
+        let mut w = writes.clone();
+        let upper = CHILD.to_string().to_uppercase();
+        w[1].allocations[0].provider = ProviderRef::parse(&upper);
+        cases.push((
+            targets.clone(),
+            w,
+            format!("Allocation for resource provider '{upper}' that does not exist."),
+        ));
+        // A negative consumer generation, repeated as given.
+        let mut w = writes.clone();
+        w[1].generation = ConsumerGeneration::Is(-1);
+        cases.push((
+            targets.clone(),
+            w,
+            format!(
+                "consumer generation conflict - expected {} but got -1",
+                s.consumer(&c(1)).unwrap().row.generation
+            ),
         ));
         // Unknown classes, in inventories and in allocations.
         let mut t = targets.clone();

@@ -8,7 +8,7 @@
 //! allocations; writes race for the last units.
 #![allow(dead_code)]
 
-use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Requested};
+use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
 use allot_core::{Change, Inventory, ResourceClass, State, Timestamp, Uuid};
@@ -345,8 +345,10 @@ pub fn consumer_write(state: &State, spec: &WriteSpec) -> ConsumerWrite {
     let generation = match spec.generation {
         Gen::Unchecked => ConsumerGeneration::Unchecked,
         Gen::New => ConsumerGeneration::New,
-        Gen::Current => current.map_or(ConsumerGeneration::New, ConsumerGeneration::Is),
-        Gen::Stale => ConsumerGeneration::Is(current.map_or(7, |g| g + 1)),
+        Gen::Current => current.map_or(ConsumerGeneration::New, |g| {
+            ConsumerGeneration::Is(g.into())
+        }),
+        Gen::Stale => ConsumerGeneration::Is(current.map_or(7, |g| g + 1).into()),
     };
     ConsumerWrite {
         consumer: uuid,
@@ -358,7 +360,7 @@ pub fn consumer_write(state: &State, spec: &WriteSpec) -> ConsumerWrite {
             .allocations
             .iter()
             .map(|&(p, c, used)| Requested {
-                provider: provider_uuid(p),
+                provider: provider_uuid(p).into(),
                 class: ResourceClass::new_unchecked(class(c)),
                 used,
             })
@@ -374,7 +376,7 @@ fn held(state: &State, slot: u8, delta: i8) -> Vec<Requested> {
             c.allocations
                 .iter()
                 .map(|a| Requested {
-                    provider: state.uuid_of(a.provider),
+                    provider: state.uuid_of(a.provider).into(),
                     class: a.class.clone(),
                     used: a.used.saturating_add_signed(delta.into()),
                 })
@@ -402,7 +404,7 @@ fn current(state: &State, slot: u8) -> ConsumerGeneration {
     state
         .consumer(&consumer_uuid(slot))
         .map_or(ConsumerGeneration::New, |c| {
-            ConsumerGeneration::Is(c.row.generation)
+            ConsumerGeneration::Is(c.row.generation.into())
         })
 }
 
@@ -515,9 +517,10 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             writes,
             keep_duplicates,
         } => {
-            changes(state.write_allocations(&consumer_writes(state, writes, *keep_duplicates), now))
+            let writes = consumer_writes(state, writes, *keep_duplicates);
+            changes(state.plan_allocations(&writes, Endpoint::Put, now))
         }
-        Op::Release(c) => changes(state.write_allocations(&[release(*c)], now)),
+        Op::Release(c) => changes(state.plan_allocations(&[release(*c)], Endpoint::Put, now)),
         Op::Delete(c) => changes(state.delete_allocations(&consumer_uuid(*c))),
         Op::ShrinkUnder {
             slot,
@@ -558,7 +561,8 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             ))
         }
         Op::Resize { .. } | Op::Move { .. } => {
-            changes(state.write_allocations(&derived_writes(state, op).unwrap(), now))
+            let writes = derived_writes(state, op).unwrap();
+            changes(state.plan_allocations(&writes, Endpoint::Put, now))
         }
     }
 }

@@ -1,30 +1,35 @@
 //! Allocations: `GET/PUT/DELETE /allocations/{consumer_uuid}`, `POST /allocations`
 //! (1.13) and `GET /resource_providers/{uuid}/allocations`.
 //!
-//! The rules live in `allot_core::ops::allocations` (one rule for every write); here
-//! are the HTTP concerns: Placement's order of checks, the body forms of each
-//! microversion (the 1.0 list, the 1.12 dict, `project_id`/`user_id` from 1.8,
-//! `consumer_generation` from 1.28, `mappings` from 1.34, `consumer_type` from 1.38),
-//! and each endpoint's wording of the rule's refusals.
+//! The rules, their order and their wording live in `allot_core::ops::allocations`
+//! (one rule for every write, `State::plan_allocations`); here are the HTTP
+//! concerns: the order of Placement's checks before the rule (content type, policy,
+//! the consumer uuid, the schema) and the body forms of each microversion (the 1.0
+//! list, the 1.12 dict, `project_id`/`user_id` from 1.8, `consumer_generation` from
+//! 1.28, `mappings` from 1.34, `consumer_type` from 1.38).
 //!
-//! Placement walks request objects in the order the client wrote them, which decides
-//! which of several problems a request is refused for; so bodies are read a second
-//! time into [`Ordered`], which keeps that order (the schema sees a plain `Value`).
+//! A body is parsed once into a `serde_json::Value`, checked against its schema, and
+//! that same tree is read into [`ConsumerBody`], the one typed form of a consumer's
+//! part of a write, which PUT, POST and the reshaper share; [`ConsumerBody::into_write`]
+//! turns it into the core's `ConsumerWrite` (providers as the request spelled them,
+//! classes, amounts, the generation as given, owner and type), which the handler
+//! hands to the rule with its endpoint. Request objects keep the order of the text
+//! (see [`Entries`]), because the rule walks them in that order, as Placement does.
 
-use std::collections::HashMap;
+use std::marker::PhantomData;
 
 use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Refusal, Requested, INCOMPLETE_CONSUMER_ID,
+    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested, INCOMPLETE_CONSUMER_ID,
     UNKNOWN_CONSUMER_TYPE,
 };
 use allot_core::ops::providers::canonical_uuid;
-use allot_core::{ConflictCode, Error, ResourceClass, Timestamp, Uuid};
+use allot_core::{ResourceClass, Uuid};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -32,7 +37,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::params::{no_provider, uuid_like, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schema, schemas, AppState};
+use crate::{http, schemas, AppState};
 
 const LIST: Action = Action::AllocationsList;
 const MANAGE: Action = Action::AllocationsManage;
@@ -56,277 +61,166 @@ pub fn routes() -> Router<AppState> {
 
 // ----- reading bodies -----
 
-/// A JSON value whose objects keep their keys in the order of the text (a repeated
-/// key keeps its first place and its last value, as a Python dict does).
-#[derive(Debug, Clone, PartialEq)]
-enum Ordered {
-    Object(Vec<(String, Ordered)>),
-    Array(Vec<Ordered>),
-    Scalar(Value),
-}
+/// The entries of a JSON object in the order of the request text (serde_json's
+/// `preserve_order` keeps it; a repeated key has its first place and its last value,
+/// as in Placement's Python dicts). Placement walks request objects in that order,
+/// which decides which of several problems a request is refused for.
+#[derive(Debug)]
+pub(crate) struct Entries<T>(pub(crate) Vec<(String, T)>);
 
-impl Ordered {
-    fn get(&self, key: &str) -> Option<&Ordered> {
-        match self {
-            Ordered::Object(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn entries(&self) -> &[(String, Ordered)] {
-        match self {
-            Ordered::Object(entries) => entries,
-            _ => &[],
-        }
-    }
-
-    fn items(&self) -> &[Ordered] {
-        match self {
-            Ordered::Array(items) => items,
-            _ => &[],
-        }
-    }
-
-    fn scalar(&self) -> Option<&Value> {
-        match self {
-            Ordered::Scalar(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    fn as_str(&self) -> Option<&str> {
-        self.scalar().and_then(Value::as_str)
-    }
-}
-
-impl<'de> Deserialize<'de> for Ordered {
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Ordered;
+        struct Walk<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Walk<T> {
+            type Value = Entries<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
+                f.write_str("an object")
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::Bool(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::from(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::from(v)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::from(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::String(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::String(v)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::Null))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Ordered, E> {
-                Ok(Ordered::Scalar(Value::Null))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Ordered, D::Error> {
-                Ordered::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element()? {
-                    items.push(item);
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<T>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
                 }
-                Ok(Ordered::Array(items))
+                Ok(Entries(entries))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
-                let mut entries: Vec<(String, Ordered)> = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Ordered>()? {
-                    match entries.iter_mut().find(|(k, _)| *k == key) {
-                        Some(slot) => slot.1 = value,
-                        None => entries.push((key, value)),
+        }
+        deserializer.deserialize_map(Walk(PhantomData))
+    }
+}
+
+/// Tells a key given as `null` (Some(None)) from one left out (None, by
+/// `#[serde(default)]`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
+/// One consumer's part of a write, in the form of any microversion: the whole body of
+/// `PUT /allocations/{consumer}`, and each consumer's entry in `POST /allocations` and
+/// in the reshaper's `allocations`. Read from the tree the schema has checked, so
+/// every field has the type and range it says. `mappings` (1.34) is checked there and
+/// otherwise ignored, as Placement stores nothing of it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ConsumerBody {
+    allocations: AllocationsBody,
+    project_id: Option<String>,
+    user_id: Option<String>,
+    /// Left out (before 1.28), null (a new consumer) or any integer.
+    #[serde(default, deserialize_with = "present")]
+    consumer_generation: Option<Option<i128>>,
+    consumer_type: Option<String>,
+}
+
+/// The allocations of one consumer.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AllocationsBody {
+    /// Before 1.12: a list of `{resource_provider: {uuid}, resources}`.
+    List(Vec<ListedAllocation>),
+    /// From 1.12: `{resources}` by provider uuid.
+    ByProvider(Entries<ProviderAmounts>),
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedAllocation {
+    resource_provider: ProviderName,
+    resources: Entries<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ProviderName {
+    uuid: String,
+}
+
+/// A provider's part of the dict form (its `generation`, which clients may copy
+/// from a GET, is ignored, as Placement ignores it).
+#[derive(Debug, Deserialize)]
+struct ProviderAmounts {
+    resources: Entries<u64>,
+}
+
+impl ConsumerBody {
+    /// The core's write for `consumer`, at microversion `1.minor`.
+    pub(crate) fn into_write(self, consumer: Uuid, minor: u16) -> ConsumerWrite {
+        let by_provider: Vec<(String, Entries<u64>)> = match self.allocations {
+            AllocationsBody::List(items) => {
+                // Placement turns the list into a dict by provider uuid, so a provider
+                // listed twice keeps its first place and its last amounts.
+                let mut by_provider: Vec<(String, Entries<u64>)> = Vec::new();
+                for item in items {
+                    let uuid = item.resource_provider.uuid;
+                    match by_provider.iter_mut().find(|(u, _)| *u == uuid) {
+                        Some(slot) => slot.1 = item.resources,
+                        None => by_provider.push((uuid, item.resources)),
                     }
                 }
-                Ok(Ordered::Object(entries))
+                by_provider
+            }
+            AllocationsBody::ByProvider(Entries(entries)) => entries
+                .into_iter()
+                .map(|(uuid, amounts)| (uuid, amounts.resources))
+                .collect(),
+        };
+        let mut allocations = Vec::new();
+        for (uuid, Entries(resources)) in by_provider {
+            let provider = ProviderRef::parse(&uuid);
+            for (class, used) in resources {
+                allocations.push(Requested {
+                    provider: provider.clone(),
+                    // The schema's pattern made it a class name.
+                    class: ResourceClass::new_unchecked(class),
+                    used,
+                });
             }
         }
-        deserializer.deserialize_any(V)
-    }
-}
 
-/// Reads a body as Placement's `extract_json` does: JSON (400 "Malformed JSON"), then
-/// the schema (400 "JSON does not validate"); returns it with its key order kept.
-fn read_body(headers: &HeaderMap, body: &Bytes, schema: &Value) -> Result<Ordered, ApiError> {
-    let value = http::json_value(headers, body)?;
-    schema::validate(&value, schema)
-        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
-}
-
-/// One consumer's part of a write, as the request gave it.
-struct Claim {
-    write: ConsumerWrite,
-    /// The provider uuids in request order, as written (only the canonical spelling
-    /// names a provider).
-    providers: Vec<String>,
-    /// The generation as Placement's conflict message repeats it.
-    given_generation: String,
-}
-
-/// The amounts of one provider, in request order. The schema made every value a
-/// positive integer.
-fn amounts(provider: Option<Uuid>, resources: &Ordered, out: &mut Vec<Requested>) {
-    let Some(provider) = provider else { return };
-    for (class, used) in resources.entries() {
-        out.push(Requested {
-            provider,
-            class: ResourceClass::new_unchecked(class.as_str()),
-            used: used.scalar().and_then(Value::as_u64).unwrap_or(0),
-        });
-    }
-}
-
-/// Turns one consumer's validated body into a [`Claim`], at microversion `1.minor`.
-fn claim(consumer: Uuid, body: &Ordered, minor: u16) -> Claim {
-    let mut providers: Vec<String> = Vec::new();
-    let mut allocations = Vec::new();
-    let allocs = body.get("allocations");
-    if minor < 12 {
-        // The list form; Placement turns it into a dict by provider uuid, so a
-        // provider listed twice keeps its first place and its last amounts.
-        let mut by_provider: Vec<(String, &Ordered)> = Vec::new();
-        for item in allocs.map(Ordered::items).unwrap_or(&[]) {
-            let uuid = item
-                .get("resource_provider")
-                .and_then(|rp| rp.get("uuid"))
-                .and_then(Ordered::as_str)
-                .unwrap_or("")
-                .to_owned();
-            let Some(resources) = item.get("resources") else {
-                continue;
-            };
-            match by_provider.iter_mut().find(|(u, _)| *u == uuid) {
-                Some(slot) => slot.1 = resources,
-                None => by_provider.push((uuid, resources)),
-            }
-        }
-        for (uuid, resources) in by_provider {
-            amounts(canonical_uuid(&uuid), resources, &mut allocations);
-            providers.push(uuid);
-        }
-    } else {
-        for (uuid, entry) in allocs.map(Ordered::entries).unwrap_or(&[]) {
-            if let Some(resources) = entry.get("resources") {
-                amounts(canonical_uuid(uuid), resources, &mut allocations);
-            }
-            providers.push(uuid.clone());
-        }
-    }
-
-    let owner = |key: &str| {
-        body.get(key)
-            .and_then(Ordered::as_str)
-            .unwrap_or(INCOMPLETE_CONSUMER_ID)
-            .to_owned()
-    };
-    // Before 1.8 neither is allowed, and Placement uses its "incomplete consumer"
-    // project and user.
-    let (project_id, user_id) = if minor >= 8 {
-        (owner("project_id"), owner("user_id"))
-    } else {
-        (
-            INCOMPLETE_CONSUMER_ID.to_owned(),
-            INCOMPLETE_CONSUMER_ID.to_owned(),
-        )
-    };
-
-    let given = body.get("consumer_generation").and_then(Ordered::scalar);
-    let (generation, given_generation) = if minor < 28 {
-        (ConsumerGeneration::Unchecked, "None".to_owned())
-    } else {
-        match given {
-            Some(Value::Number(n)) => match n.as_u64() {
-                Some(g) => (ConsumerGeneration::Is(g), n.to_string()),
-                // No consumer has a negative generation: never a match.
-                None => (ConsumerGeneration::Is(u64::MAX), n.to_string()),
-            },
-            _ => (ConsumerGeneration::New, "None".to_owned()),
-        }
-    };
-
-    let consumer_type = if minor >= 38 {
-        body.get("consumer_type")
-            .and_then(Ordered::as_str)
-            .map(str::to_owned)
-    } else {
-        None
-    };
-
-    Claim {
-        write: ConsumerWrite {
+        // Before 1.8 neither is allowed, and Placement uses its "incomplete consumer"
+        // project and user.
+        let owner = |id: Option<String>| match id {
+            Some(id) if minor >= 8 => id,
+            _ => INCOMPLETE_CONSUMER_ID.to_owned(),
+        };
+        let generation = match self.consumer_generation {
+            _ if minor < 28 => ConsumerGeneration::Unchecked,
+            Some(Some(given)) => ConsumerGeneration::Is(given),
+            _ => ConsumerGeneration::New,
+        };
+        ConsumerWrite {
             consumer,
-            project_id,
-            user_id,
-            consumer_type,
+            project_id: owner(self.project_id),
+            user_id: owner(self.user_id),
+            consumer_type: self.consumer_type.filter(|_| minor >= 38),
             generation,
             allocations,
-        },
-        providers,
-        given_generation,
+        }
     }
 }
 
-/// Which endpoint a write comes from: they word an unknown class differently.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Endpoint {
-    Put,
-    Post,
-}
-
-/// Plans a write of `claims` with Placement's order of checks and the endpoint's
-/// wording of refusals.
-fn plan(
-    view: &allot_core::State,
-    claims: &[Claim],
+/// The consumers of a `POST /allocations` body, or of the reshaper's `allocations`
+/// (which has the same form), as the core's writes, in request order.
+pub(crate) fn consumer_writes(
+    consumers: Entries<ConsumerBody>,
+    minor: u16,
     endpoint: Endpoint,
-    now: Timestamp,
-) -> allot_core::Result<Vec<allot_core::Change>> {
-    let writes: Vec<ConsumerWrite> = claims.iter().map(|c| c.write.clone()).collect();
-    let given: HashMap<Uuid, &str> = claims
-        .iter()
-        .map(|c| (c.write.consumer, c.given_generation.as_str()))
-        .collect();
-    let word = |refusal: Refusal| -> Error {
-        match refusal {
-            Refusal::ConsumerGeneration {
-                consumer, actual, ..
-            } => Error::conflict(
-                ConflictCode::ConcurrentUpdate,
-                format!(
-                    "consumer generation conflict - expected {} but got {}",
-                    actual.map_or("null".to_owned(), |g| g.to_string()),
-                    given.get(&consumer).copied().unwrap_or("None")
-                ),
-            ),
-            Refusal::UnknownClass { class, .. } if endpoint == Endpoint::Post => Error::invalid(
-                format!("Unable to allocate inventory No such resource class {class}."),
-            ),
-            other => other.into_error(),
-        }
-    };
-    view.check_consumer_generations(&writes).map_err(word)?;
-    // Providers are looked up by the text the request gives, before anything else
-    // about the allocations.
-    for raw in claims.iter().flat_map(|c| &c.providers) {
-        if view.provider_by_uuid_str(raw).is_none() {
-            return Err(Error::invalid(format!(
-                "Allocation for resource provider '{raw}' that does not exist."
-            )));
-        }
+) -> Result<Vec<ConsumerWrite>, ApiError> {
+    let mut writes: Vec<ConsumerWrite> = Vec::new();
+    for (key, body) in consumers.0 {
+        // The schema let through 36 hex digits and dashes; Placement would keep a
+        // key it cannot read as a uuid as an opaque consumer id, which we cannot.
+        let consumer = uuid_like(&key).ok_or_else(|| {
+            ApiError::bad_request(match endpoint {
+                Endpoint::Reshaper => {
+                    format!("JSON does not validate: '{key}' is not a valid consumer uuid")
+                }
+                Endpoint::Put | Endpoint::Post => format!("Malformed consumer_uuid: {key}"),
+            })
+        })?;
+        // Two spellings of one uuid name one consumer here: the last one wins.
+        writes.retain(|w| w.consumer != consumer);
+        writes.push(body.into_write(consumer, minor));
     }
-    view.plan_allocations(&writes, now).map_err(word)
+    Ok(writes)
 }
 
 // ----- handlers -----
@@ -344,9 +238,9 @@ pub async fn replace(
     let consumer = uuid_like(&raw)
         .ok_or_else(|| ApiError::bad_request(format!("Malformed consumer_uuid: {raw}")))?;
     let minor = ctx.version.0;
-    let body = read_body(&headers, &body, &schemas::allocations_put(minor))?;
-    let claims = vec![claim(consumer, &body, minor)];
-    app.write(move |view, now| Ok(((), plan(view, &claims, Endpoint::Put, now)?)))
+    let body: ConsumerBody = http::json_body(&headers, &body, &schemas::allocations_put(minor))?;
+    let writes = [body.into_write(consumer, minor)];
+    app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Put, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
@@ -363,19 +257,9 @@ pub async fn create_many(
     http::require_json_content(&headers, &body)?;
     authorize(&ctx, app.config.policy, MANAGE)?;
     let minor = ctx.version.0;
-    let body = read_body(&headers, &body, &schemas::allocations_post(minor))?;
-    let mut claims: Vec<Claim> = Vec::new();
-    for (key, consumer_body) in body.entries() {
-        // The schema let through 36 hex digits and dashes; Placement would keep a
-        // key it cannot read as a uuid as an opaque consumer id, which we cannot.
-        let consumer = uuid_like(key)
-            .ok_or_else(|| ApiError::bad_request(format!("Malformed consumer_uuid: {key}")))?;
-        let claim = claim(consumer, consumer_body, minor);
-        // Two spellings of one uuid name one consumer here: the last one wins.
-        claims.retain(|c| c.write.consumer != consumer);
-        claims.push(claim);
-    }
-    app.write(move |view, now| Ok(((), plan(view, &claims, Endpoint::Post, now)?)))
+    let consumers = http::json_body(&headers, &body, &schemas::allocations_post(minor))?;
+    let writes = consumer_writes(consumers, minor, Endpoint::Post)?;
+    app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Post, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
@@ -497,93 +381,136 @@ mod tests {
     const RP: &str = "7260669a-e3d4-4867-aaa7-683e2ab6958c";
     const C: &str = "599ffd2d-526a-4b2e-8683-f13ad25f9958";
 
-    fn ordered(v: &str) -> Ordered {
-        serde_json::from_str(v).unwrap()
+    /// A body as the handlers read it: parsed once into a tree, then typed.
+    fn body<T: serde::de::DeserializeOwned>(text: &str) -> T {
+        let value: Value = serde_json::from_str(text).unwrap();
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn write(text: &str, minor: u16) -> ConsumerWrite {
+        body::<ConsumerBody>(text).into_write(Uuid::nil(), minor)
     }
 
     #[test]
-    fn ordered_keeps_order_and_python_duplicates() {
-        let o = ordered(r#"{"b": 1, "a": [true, null, "x"], "b": 2}"#);
-        let keys: Vec<&str> = o.entries().iter().map(|(k, _)| k.as_str()).collect();
+    fn entries_keep_order_and_python_duplicates() {
+        let Entries(entries) =
+            body::<Entries<Value>>(r#"{"b": 1, "a": [true, null, "x"], "b": 2}"#);
+        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["b", "a"]);
-        assert_eq!(o.get("b").and_then(Ordered::scalar), Some(&json!(2)));
-        assert_eq!(o.get("a").map(|a| a.items().len()), Some(3));
+        assert_eq!(entries[0].1, json!(2));
+        assert_eq!(entries[1].1.as_array().map(Vec::len), Some(3));
     }
 
     #[test]
     fn claims_by_microversion() {
-        let list = ordered(&format!(
+        let list = format!(
             r#"{{"allocations": [
                 {{"resource_provider": {{"uuid": "{RP}"}}, "resources": {{"VCPU": 1}}}},
                 {{"resource_provider": {{"uuid": "X"}}, "resources": {{"VCPU": 1}}}},
                 {{"resource_provider": {{"uuid": "{RP}"}}, "resources": {{"DISK_GB": 5, "VCPU": 2}}}}
             ]}}"#
-        ));
-        let c = claim(Uuid::nil(), &list, 7);
-        assert_eq!(c.providers, [RP, "X"]);
-        let got: Vec<(&str, u64)> = c
-            .write
+        );
+        let w = write(&list, 7);
+        // A provider listed twice keeps its first place and its last amounts; one
+        // that is not spelled as a uuid is kept as written.
+        let got: Vec<(String, &str, u64)> = w
             .allocations
             .iter()
-            .map(|r| (r.class.as_str(), r.used))
+            .map(|r| (r.provider.to_string(), r.class.as_str(), r.used))
             .collect();
-        assert_eq!(got, [("DISK_GB", 5), ("VCPU", 2)]);
-        assert_eq!(c.write.project_id, INCOMPLETE_CONSUMER_ID);
-        assert_eq!(c.write.generation, ConsumerGeneration::Unchecked);
+        assert_eq!(
+            got,
+            [
+                (RP.to_owned(), "DISK_GB", 5),
+                (RP.to_owned(), "VCPU", 2),
+                ("X".to_owned(), "VCPU", 1)
+            ]
+        );
+        assert_eq!(w.allocations[2].provider, ProviderRef::Spelled("X".into()));
+        assert_eq!(w.project_id, INCOMPLETE_CONSUMER_ID);
+        assert_eq!(w.generation, ConsumerGeneration::Unchecked);
 
         let dict = |extra: &str| {
-            ordered(&format!(
+            format!(
                 r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": 1}}}}}},
                     "project_id": "p", "user_id": "u"{extra}}}"#
-            ))
+            )
         };
-        let c = claim(Uuid::nil(), &dict(""), 12);
+        let w = write(&dict(""), 12);
+        assert_eq!((w.project_id.as_str(), w.user_id.as_str()), ("p", "u"));
         assert_eq!(
-            (c.write.project_id.as_str(), c.write.user_id.as_str()),
-            ("p", "u")
+            w.allocations[0].provider,
+            ProviderRef::Uuid(RP.parse().unwrap())
         );
         let cases = [
             (
                 r#", "consumer_generation": null"#,
                 28,
                 ConsumerGeneration::New,
-                "None",
             ),
             (
                 r#", "consumer_generation": 4"#,
                 28,
                 ConsumerGeneration::Is(4),
-                "4",
             ),
+            // Negative, and beyond i64: kept as given, for the conflict message.
             (
                 r#", "consumer_generation": -1"#,
                 28,
-                ConsumerGeneration::Is(u64::MAX),
-                "-1",
+                ConsumerGeneration::Is(-1),
+            ),
+            (
+                r#", "consumer_generation": 18446744073709551615"#,
+                28,
+                ConsumerGeneration::Is(u64::MAX.into()),
             ),
             (
                 r#", "consumer_generation": 4"#,
                 27,
                 ConsumerGeneration::Unchecked,
-                "None",
             ),
         ];
-        for (extra, minor, generation, shown) in cases {
-            let c = claim(Uuid::nil(), &dict(extra), minor);
-            assert_eq!(
-                (c.write.generation, c.given_generation.as_str()),
-                (generation, shown)
-            );
+        for (extra, minor, generation) in cases {
+            assert_eq!(write(&dict(extra), minor).generation, generation, "{extra}");
         }
         let typed = dict(r#", "consumer_generation": null, "consumer_type": "INSTANCE""#);
-        assert_eq!(
-            claim(Uuid::nil(), &typed, 38)
-                .write
-                .consumer_type
-                .as_deref(),
-            Some("INSTANCE")
+        assert_eq!(write(&typed, 38).consumer_type.as_deref(), Some("INSTANCE"));
+        assert_eq!(write(&typed, 37).consumer_type, None);
+    }
+
+    #[test]
+    fn consumers_by_uuid() {
+        let one = |n: u64| {
+            format!(
+                r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": {n}}}}}}},
+                    "project_id": "p", "user_id": "u"}}"#
+            )
+        };
+        let upper = C.to_uppercase();
+        let other = "7260669a-0000-4867-aaa7-683e2ab6958c";
+        let text = format!(
+            r#"{{"{C}": {}, "{other}": {}, "{upper}": {}}}"#,
+            one(1),
+            one(2),
+            one(3)
         );
-        assert_eq!(claim(Uuid::nil(), &typed, 37).write.consumer_type, None);
+        let writes = consumer_writes(body(&text), 13, Endpoint::Post).unwrap();
+        // Two spellings of one uuid: one consumer, the last one, in its place.
+        let got: Vec<(String, u64)> = writes
+            .iter()
+            .map(|w| (w.consumer.to_string(), w.allocations[0].used))
+            .collect();
+        assert_eq!(got, [(other.to_owned(), 2), (C.to_owned(), 3)]);
+
+        let bad = "0123456789abcdef0123456789abcdef012-";
+        let text = format!(r#"{{"{bad}": {}}}"#, one(1));
+        let e = consumer_writes(body(&text), 13, Endpoint::Post).unwrap_err();
+        assert_eq!(e.message, format!("Malformed consumer_uuid: {bad}"));
+        let e = consumer_writes(body(&text), 30, Endpoint::Reshaper).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("JSON does not validate: '{bad}' is not a valid consumer uuid")
+        );
     }
 
     #[test]

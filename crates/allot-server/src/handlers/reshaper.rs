@@ -1,20 +1,21 @@
 //! `POST /reshaper` (1.30): replace the inventories of several providers and the
 //! allocations of several consumers at once, all or nothing.
 //!
-//! The rule and its messages are the core's (`allot_core::ops::reshaper`); here are
-//! the order of Placement's checks (microversion, content type, policy, schema), the
-//! body, and the one refusal with its own error code (a provider named for
-//! inventories that does not exist).
+//! The rule and its messages are the core's (`allot_core::ops::reshaper`, which runs
+//! the one allocation rule with the reshaper's wording); here are the order of
+//! Placement's checks (microversion, content type, policy, schema), the body, and the
+//! one refusal with its own error code (a provider named for inventories that does
+//! not exist).
 //!
-//! The allocations part has the form of `POST /allocations` at the same microversion
-//! (from 1.28: consumer generations; 1.34: `mappings`, accepted and ignored; 1.38: a
-//! required `consumer_type`), parsed here on its own for now: a parser shared with the
-//! allocations handlers could replace [`consumer_writes`].
+//! The body is parsed once, checked against its schema, and read into
+//! [`ReshapeBody`]. Its `allocations` part has the form of `POST /allocations` at the
+//! same microversion (from 1.28: consumer generations; 1.34: `mappings`, accepted and
+//! ignored; 1.38: a required `consumer_type`) and is read by the same typed form and
+//! conversion ([`ConsumerBody`], [`consumer_writes`]).
 
-use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Requested};
-use allot_core::ops::providers::canonical_uuid;
+use allot_core::ops::allocations::Endpoint;
 use allot_core::ops::reshaper::{MissingProvider, ProviderInventories};
-use allot_core::{Inventory, ResourceClass, Uuid};
+use allot_core::Inventory;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -23,19 +24,31 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::allocations::{consumer_writes, ConsumerBody, Entries};
 // Inventories come in the shape of `PUT .../inventories`, whose schema the reshaper's
 // reuses.
 use super::inventories::InventoryBody;
 use crate::context::Ctx;
 use crate::error::{codes, ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::{http, schema, schemas, AppState};
+use crate::{http, schemas, AppState};
 
 const RESHAPE: Action = Action::Reshape;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new().route("/reshaper", post(reshape))
+}
+
+/// A reshaper body, read from the tree its schema has checked.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReshapeBody {
+    /// By provider uuid, as written: `resource_provider_generation` and
+    /// `inventories`, whose entries only the schema's class-name keys checked (see
+    /// [`provider_inventories`]).
+    inventories: Map<String, Value>,
+    /// By consumer uuid, in the form of `POST /allocations`.
+    allocations: Entries<ConsumerBody>,
 }
 
 fn object(value: &Value) -> &Map<String, Value> {
@@ -52,8 +65,8 @@ fn given_generation(value: &Value) -> i64 {
 }
 
 /// The `inventories` part of a validated body.
-fn provider_inventories(body: &Value) -> Vec<ProviderInventories> {
-    object(&body["inventories"])
+fn provider_inventories(inventories: &Map<String, Value>) -> Vec<ProviderInventories> {
+    inventories
         .iter()
         .map(|(uuid, request)| ProviderInventories {
             provider: uuid.clone(),
@@ -74,52 +87,6 @@ fn provider_inventories(body: &Value) -> Vec<ProviderInventories> {
         .collect()
 }
 
-/// The `allocations` part of a validated body at `1.minor`.
-fn consumer_writes(body: &Value, minor: u16) -> Result<Vec<ConsumerWrite>, ApiError> {
-    let mut writes = Vec::new();
-    for (consumer, request) in object(&body["allocations"]) {
-        // The schema's pattern lets through any 36 hex digits and dashes.
-        let consumer = Uuid::try_parse(consumer).map_err(|_| {
-            ApiError::bad_request(format!(
-                "JSON does not validate: '{consumer}' is not a valid consumer uuid"
-            ))
-        })?;
-        let mut allocations = Vec::new();
-        for (provider, held) in object(&request["allocations"]) {
-            // Only the canonical spelling names a provider.
-            let uuid = canonical_uuid(provider).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "Allocation for resource provider '{provider}' that does not exist."
-                ))
-            })?;
-            for (class, used) in object(&held["resources"]) {
-                allocations.push(Requested {
-                    provider: uuid,
-                    class: ResourceClass::new_unchecked(class.as_str()),
-                    // At least 1 by the schema; a number too large for a u64 cannot
-                    // fit any inventory.
-                    used: used.as_u64().unwrap_or(u64::MAX),
-                });
-            }
-        }
-        let text = |key: &str| request[key].as_str().unwrap_or_default().to_owned();
-        let generation = match &request["consumer_generation"] {
-            Value::Null => ConsumerGeneration::New,
-            // A negative generation matches no consumer.
-            g => ConsumerGeneration::Is(g.as_u64().unwrap_or(u64::MAX)),
-        };
-        writes.push(ConsumerWrite {
-            consumer,
-            project_id: text("project_id"),
-            user_id: text("user_id"),
-            consumer_type: (minor >= 38).then(|| text("consumer_type")),
-            generation,
-            allocations,
-        });
-    }
-    Ok(writes)
-}
-
 /// `POST /reshaper`.
 pub async fn reshape(
     ctx: Ctx,
@@ -131,11 +98,9 @@ pub async fn reshape(
     http::require_json_content(&headers, &body)?;
     authorize(&ctx, app.config.policy, RESHAPE)?;
     let minor = ctx.version.0;
-    let value = http::json_value(&headers, &body)?;
-    schema::validate(&value, &schemas::reshaper(minor))
-        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-    let providers = provider_inventories(&value);
-    let consumers = consumer_writes(&value, minor)?;
+    let body: ReshapeBody = http::json_body(&headers, &body, &schemas::reshaper(minor))?;
+    let providers = provider_inventories(&body.inventories);
+    let consumers = consumer_writes(body.allocations, minor, Endpoint::Reshaper)?;
     let answer = app
         .write(move |view, now| view.reshape(&providers, &consumers, now))
         .await?;
@@ -148,7 +113,14 @@ pub async fn reshape(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema;
+    use allot_core::ops::allocations::{ConsumerGeneration, ProviderRef};
     use serde_json::json;
+
+    /// A checked body as the handler reads it.
+    fn typed(value: Value) -> ReshapeBody {
+        serde_json::from_value(value).unwrap()
+    }
 
     const RP: &str = "9e3cbba2-2fe3-4be5-9d0b-2d1c2e5c5d9e";
     const CONSUMER: &str = "6b1e0e3b-6b47-4b4d-9f4c-9a6a0a9b6f10";
@@ -259,8 +231,8 @@ mod tests {
 
     #[test]
     fn bodies_become_requests() {
-        let value = body(allocation());
-        let providers = provider_inventories(&value);
+        let value = typed(body(allocation()));
+        let providers = provider_inventories(&value.inventories);
         assert_eq!(providers.len(), 1);
         assert_eq!(providers[0].provider, RP);
         assert_eq!(providers[0].generation, 5);
@@ -276,7 +248,7 @@ mod tests {
         // Not a class name: kept, for the rule to refuse.
         assert_eq!(providers[0].inventories[1].0, "house");
 
-        let writes = consumer_writes(&value, 30).unwrap();
+        let writes = consumer_writes(value.allocations, 30, Endpoint::Reshaper).unwrap();
         assert_eq!(writes.len(), 1);
         let w = &writes[0];
         assert_eq!(w.consumer.to_string(), CONSUMER);
@@ -289,17 +261,23 @@ mod tests {
             .collect();
         assert_eq!(amounts, [("DISK_GB".into(), 20), ("VCPU".into(), 1)]);
 
-        let mut typed = allocation();
-        typed["consumer_type"] = json!("RESHAPED");
-        typed["consumer_generation"] = Value::Null;
-        let writes = consumer_writes(&body(typed), 38).unwrap();
+        let mut with_type = allocation();
+        with_type["consumer_type"] = json!("RESHAPED");
+        with_type["consumer_generation"] = Value::Null;
+        let writes =
+            consumer_writes(typed(body(with_type)).allocations, 38, Endpoint::Reshaper).unwrap();
         assert_eq!(writes[0].consumer_type.as_deref(), Some("RESHAPED"));
         assert_eq!(writes[0].generation, ConsumerGeneration::New);
 
         let mut upper = allocation();
         upper["allocations"] = json!({RP.to_uppercase(): {"resources": {"VCPU": 1}}});
-        let e = consumer_writes(&body(upper), 30).unwrap_err();
-        assert!(e.message.starts_with("Allocation for resource provider"));
+        // Another spelling names no provider; the rule refuses it in its turn.
+        let writes =
+            consumer_writes(typed(body(upper)).allocations, 30, Endpoint::Reshaper).unwrap();
+        assert_eq!(
+            writes[0].allocations[0].provider,
+            ProviderRef::Spelled(RP.to_uppercase())
+        );
         assert_eq!(given_generation(&json!(u64::MAX)), i64::MAX);
         assert_eq!(given_generation(&json!(-3)), -3);
     }
