@@ -41,14 +41,6 @@ impl ReservedRule {
     }
 }
 
-/// The capacity as Placement computes it when it validates an inventory: signed, so
-/// that `reserved > total` (or a negative ratio, which the schema allows) shows up as a
-/// negative number, and truncated toward zero like Python's `int()`.
-fn signed_capacity(inv: &Inventory) -> f64 {
-    let usable = inv.total as f64 - inv.reserved as f64;
-    (usable * inv.allocation_ratio).trunc()
-}
-
 /// Checks one inventory's capacity; `Err` holds the reason, without the endpoint's
 /// prefix.
 fn check_capacity(
@@ -57,13 +49,16 @@ fn check_capacity(
     inv: &Inventory,
     rule: ReservedRule,
 ) -> Result<(), String> {
-    let capacity = signed_capacity(inv);
+    // Placement validates the capacity it reports, truncated like Python's `int()`:
+    // signed, so that `reserved > total` (or a negative ratio, which the schema
+    // allows) shows up as a negative number.
+    let capacity = inv.reported_capacity();
     match rule {
-        ReservedRule::BelowTotal if capacity <= 0.0 => Err(format!(
+        ReservedRule::BelowTotal if capacity <= 0 => Err(format!(
             "Invalid inventory for '{class}' on resource provider '{provider}'. \
              The reserved value is greater than or equal to total."
         )),
-        ReservedRule::UpToTotal if capacity < 0.0 => Err(format!(
+        ReservedRule::UpToTotal if capacity < 0 => Err(format!(
             "Invalid inventory for '{class}' on resource provider '{provider}'. \
              The reserved value is greater than total."
         )),

@@ -390,7 +390,7 @@ fn over_committed_holder(state: &State, pick: u8) -> Option<u8> {
             state.consumer(&consumer_uuid(*slot)).is_some_and(|c| {
                 c.allocations.iter().any(|a| {
                     let inv = state.provider(a.provider).unwrap().inventories[a.class.as_str()];
-                    state.usage(a.provider, a.class.as_str()) > inv.capacity()
+                    !inv.fits(state.usage(a.provider, a.class.as_str()), 0)
                 })
             })
         })
