@@ -31,10 +31,6 @@ use crate::state::State;
 
 use super::{CandidateQuery, RequestGroup};
 
-/// The trait that makes a provider's inventory usable by the trees it shares an
-/// aggregate with.
-pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
-
 /// Where a group's `in_tree` points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum InTree {

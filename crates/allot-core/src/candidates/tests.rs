@@ -9,7 +9,7 @@ use super::filter::Prepared;
 use super::*;
 use crate::change::Change;
 use crate::model::{Allocation, ConsumerRow, Inventory};
-use crate::names::{ResourceClass, TraitName};
+use crate::names::{ResourceClass, TraitName, SHARING_TRAIT};
 
 /// A cloud built for tests, providers named by short strings.
 struct World {

@@ -13,7 +13,7 @@
 
 use uuid::Uuid;
 
-use super::{bump, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, Provider, ProviderId, Timestamp};
@@ -159,7 +159,7 @@ impl State {
         }
         let class = ResourceClass::new_unchecked(class);
         let changes = Self::inventory_changes(p, Some((&class, inventory)), None, now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Replaces the inventory of a class the provider already has
@@ -188,7 +188,7 @@ impl State {
             )));
         };
         let changes = Self::inventory_changes(p, Some((existing, inventory)), None, now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Replaces all of a provider's inventories (`PUT .../inventories`). Classes not in
@@ -232,7 +232,7 @@ impl State {
             .into_iter()
             .collect();
         Ok((
-            p.row.generation + 1,
+            bumped_generation(p),
             vec![Change::SetInventories(p.id(), all), bump(p, now)],
         ))
     }
@@ -267,7 +267,7 @@ impl State {
             )));
         }
         let changes = Self::inventory_changes(p, None, Some(class), now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Deletes all of a provider's inventories (`DELETE .../inventories`, 1.5, which
@@ -283,7 +283,7 @@ impl State {
             ));
         }
         Ok((
-            p.row.generation + 1,
+            bumped_generation(p),
             vec![Change::SetInventories(p.id(), vec![]), bump(p, now)],
         ))
     }

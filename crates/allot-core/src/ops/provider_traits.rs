@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use super::aggregates::GENERATION_CHANGED;
-use super::{bump, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::Error;
 use crate::model::{Provider, Timestamp};
@@ -79,7 +79,7 @@ fn replace_traits(
     (
         ProviderTraits {
             traits,
-            generation: rp.row.generation + 1,
+            generation: bumped_generation(rp),
         },
         changes,
     )
