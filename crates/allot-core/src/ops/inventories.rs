@@ -292,7 +292,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, rc};
 
     const RP: Uuid = Uuid::from_u128(0x1234);
 
@@ -527,7 +527,7 @@ mod tests {
         assert!(s
             .set_inventories(&RP, 0, &gold, ReservedRule::BelowTotal, 1)
             .is_err());
-        let (_, c) = s.create_class("CUSTOM_GOLD", 1).unwrap();
+        let (_, c) = s.create_class(rc("CUSTOM_GOLD"), 1).unwrap();
         s.apply(&c);
         assert_eq!(
             apply(&mut s, |s| s.set_inventories(

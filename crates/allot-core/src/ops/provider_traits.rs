@@ -90,7 +90,7 @@ mod tests {
     use super::*;
     use crate::error::ConflictCode;
     use crate::model::{ProviderId, TraitRecord};
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, tn};
 
     const RP: Uuid = Uuid::from_u128(0x2222);
 
@@ -232,9 +232,9 @@ mod tests {
             .unwrap();
         s.apply(&changes);
         assert!(matches!(
-            s.delete_trait("CUSTOM_A"),
+            s.delete_trait(&tn("CUSTOM_A")),
             Err(Error::Conflict { .. })
         ));
-        assert!(s.delete_trait("CUSTOM_B").is_ok());
+        assert!(s.delete_trait(&tn("CUSTOM_B")).is_ok());
     }
 }
