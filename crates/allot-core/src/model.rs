@@ -45,11 +45,47 @@ impl Inventory {
         }
     }
 
-    /// How much may be allocated in all: `(total - reserved) * allocation_ratio`,
-    /// rounded down, as Placement computes it.
-    pub fn capacity(&self) -> u64 {
-        let usable = self.total.saturating_sub(self.reserved) as f64;
-        (usable * self.allocation_ratio) as u64
+    /// `(total - reserved) * allocation_ratio` computed the way Placement computes it:
+    /// the difference is exact (Python integers), then converted to the nearest float
+    /// and multiplied by the ratio once. Subtracting two floats instead would round
+    /// differently for totals above 2^53. Every capacity in the crate starts here.
+    fn float_capacity(&self) -> f64 {
+        let usable = i128::from(self.total) - i128::from(self.reserved);
+        usable as f64 * self.allocation_ratio
+    }
+
+    /// How much may be used in all: the largest whole amount `n` with
+    /// `n <= (total - reserved) * allocation_ratio`, which is what every capacity
+    /// check asks. Placement compares `used + amount` with the float capacity (in SQL
+    /// for candidates and listings, in Python for writes); for an integer left-hand
+    /// side that is the same as comparing with the float's floor, for any sign.
+    ///
+    /// The floor, not Python's `int()`: they differ only when the capacity is
+    /// negative and fractional (`reserved > total` or a negative ratio, which
+    /// validation lets through from 1.26 as long as `int()` of it is 0), and there
+    /// nothing must fit, not even an amount of 0 on an empty inventory.
+    ///
+    /// `i128` so that nothing wraps: the exact floor of any float capacity up to
+    /// `u64::MAX` (the float of `2^63 - 1` is `2^63`, past `i64`) and down to
+    /// `-u64::MAX` fits, and a larger one (a ratio up to 3.4e38) saturates at
+    /// `i128::MAX`, above any sum of `u64` amounts, so it still fits everything.
+    pub fn capacity(&self) -> i128 {
+        // `as` from a float saturates (and maps NaN, which no request can carry, to 0).
+        self.float_capacity().floor() as i128
+    }
+
+    /// The capacity as Placement reports it (provider summaries) and validates it
+    /// (an inventory's capacity must be positive, or from 1.26 not negative): Python's
+    /// `int()` of the float capacity, which truncates toward zero. Saturates at the
+    /// bounds of `i64`, the type the summaries have always answered with.
+    pub fn reported_capacity(&self) -> i64 {
+        self.float_capacity().trunc() as i64
+    }
+
+    /// Whether `used` already in use plus `amount` more fits in [`Self::capacity`].
+    /// Exact: the sum is taken in `i128`, where two `u64`s cannot overflow.
+    pub fn fits(&self, used: u64, amount: u64) -> bool {
+        i128::from(used) + i128::from(amount) <= self.capacity()
     }
 }
 
@@ -171,4 +207,92 @@ pub struct Consumer {
     pub row: ConsumerRow,
     /// Everything the consumer holds, sorted.
     pub allocations: Vec<Allocation>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(total, reserved, allocation_ratio, floor, int)`: Placement's values. Obtained
+    /// with CPython 3 float arithmetic, the way Placement computes them:
+    /// `x = (total - reserved) * allocation_ratio` (Python ints, then one float
+    /// multiplication); `floor` is `math.floor(x)`, checked to be the largest integer
+    /// `n` for which Python's exact int/float comparison `n <= x` holds (what the
+    /// capacity checks ask); `int` is `int(x)` (what summaries show and validation
+    /// checks). `None` marks a Python integer past the bounds of our return type
+    /// (where ours saturates).
+    #[allow(clippy::type_complexity)]
+    const PLACEMENT: &[(u64, u64, f64, Option<i128>, Option<i64>)] = &[
+        (10, 0, 1.0, Some(10), Some(10)),
+        // Fractional ratios on odd totals.
+        (7, 0, 1.5, Some(10), Some(10)),
+        (7, 0, 0.1, Some(0), Some(0)),
+        (30, 0, 0.1, Some(3), Some(3)),
+        (3, 0, 1.1, Some(3), Some(3)),
+        // 100 * 0.57 is 56.99999999999999 in floats: 56 fit, not 57.
+        (100, 0, 0.57, Some(56), Some(56)),
+        (1, 1, 1.0, Some(0), Some(0)),
+        (3, 0, 0.0, Some(0), Some(0)),
+        (5, 2, -0.0, Some(0), Some(0)),
+        (1, 0, 1e-300, Some(0), Some(0)),
+        (2147483647, 0, 16.0, Some(34359738352), Some(34359738352)),
+        (2147483647, 2147483646, 1.5, Some(1), Some(1)),
+        // Negative and fractional (reserved > total, or a negative ratio): validation
+        // accepts these from 1.26 because int() is 0, yet not even 0 fits in -0.5.
+        (1, 2, 0.5, Some(-1), Some(0)),
+        (1, 0, -0.5, Some(-1), Some(0)),
+        // Past 2^53 the difference must be taken before converting to a float.
+        (
+            9007199254740993,
+            1,
+            1.0,
+            Some(9007199254740992),
+            Some(9007199254740992),
+        ),
+        // The float of 2^63 - 1 is 2^63, past i64.
+        (i64::MAX as u64, 0, 1.0, Some(1 << 63), None),
+        (u64::MAX, 0, 1.0, Some(1 << 64), None),
+        (0, u64::MAX, 1.0, Some(-(1 << 64)), None),
+        // The largest ratio the schema allows: about 7.3e47 and 6.3e57.
+        (2147483647, 0, 3.40282e38, None, None),
+        (u64::MAX, 0, 3.40282e38, None, None),
+    ];
+
+    #[test]
+    fn capacity_rounds_as_placement() {
+        for &(total, reserved, ratio, floor, int) in PLACEMENT {
+            let inv = Inventory {
+                reserved,
+                allocation_ratio: ratio,
+                ..Inventory::with_total(total)
+            };
+            let case = format!("total {total}, reserved {reserved}, ratio {ratio}");
+            assert_eq!(inv.capacity(), floor.unwrap_or(i128::MAX), "{case}");
+            // Past i64, the reported capacity saturates toward the value's sign.
+            let saturated = match floor {
+                Some(f) if f < 0 => i64::MIN,
+                _ => i64::MAX,
+            };
+            assert_eq!(inv.reported_capacity(), int.unwrap_or(saturated), "{case}");
+            if let Some(floor) = floor.and_then(|f| u64::try_from(f).ok()) {
+                assert!(inv.fits(floor, 0) && inv.fits(0, floor), "{case}");
+                assert!(!inv.fits(floor, 1), "{case}");
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_fits_in_a_negative_capacity() {
+        let inv = Inventory {
+            reserved: 2,
+            allocation_ratio: 0.5,
+            ..Inventory::with_total(1)
+        };
+        assert!(!inv.fits(0, 0));
+        let huge = Inventory {
+            allocation_ratio: 3.40282e38,
+            ..Inventory::with_total(1)
+        };
+        assert!(huge.fits(u64::MAX, u64::MAX));
+    }
 }

@@ -33,6 +33,11 @@ pub fn is_well_formed_name(name: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
+/// The standard trait that makes a provider's inventory usable by the trees it shares
+/// an aggregate with. Here rather than in the generated [`crate::standard`] because the
+/// state indexes sharing providers by it and the candidate search reads that index.
+pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
+
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -109,6 +114,11 @@ mod tests {
         let long = format!("CUSTOM_{}", "A".repeat(MAX_NAME_LEN - 7));
         assert!(is_custom_name(&long));
         assert!(!is_custom_name(&format!("{long}A")));
+    }
+
+    #[test]
+    fn sharing_trait_is_standard() {
+        assert!(crate::standard::TRAITS.contains(&SHARING_TRAIT));
     }
 
     #[test]

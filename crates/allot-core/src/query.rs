@@ -117,9 +117,7 @@ impl State {
         let Some(inv) = provider.inventories.get(class) else {
             return false;
         };
-        let capacity = (inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio;
-        let wanted = self.provider_usage(provider, class).saturating_add(amount);
-        wanted as f64 <= capacity
+        inv.fits(self.provider_usage(provider, class), amount)
             && inv.min_unit <= amount
             && amount <= inv.max_unit
             && amount.checked_rem(inv.step_size) == Some(0)

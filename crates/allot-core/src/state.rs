@@ -135,7 +135,7 @@ impl State {
             Change::SetTraits(id, traits) => {
                 if let Some(p) = self.providers.get_mut(id) {
                     p.traits = traits.iter().cloned().collect();
-                    if p.traits.contains(crate::candidates::SHARING_TRAIT) {
+                    if p.traits.contains(crate::names::SHARING_TRAIT) {
                         self.sharing.insert(*id);
                     } else {
                         self.sharing.remove(id);

@@ -23,3 +23,13 @@ pub(crate) fn new_provider(id: u64, uuid: Uuid, parent: Option<u64>, at: Timesta
         previous_generation: None,
     }
 }
+
+/// A resource class for a test, which must be well formed.
+pub(crate) fn rc(name: &str) -> crate::names::ResourceClass {
+    crate::names::ResourceClass::parse(name).expect("well-formed class")
+}
+
+/// A trait name for a test, which must be well formed.
+pub(crate) fn tn(name: &str) -> crate::names::TraitName {
+    crate::names::TraitName::parse(name).expect("well-formed trait")
+}

@@ -136,8 +136,8 @@ fn model_write(
         }
     }
     for ((p, class), used) in &after {
-        let capacity = state.provider(*p).unwrap().inventories[class.as_str()].capacity();
-        if *used > capacity && *used > state.usage(*p, class) {
+        let inv = state.provider(*p).unwrap().inventories[class.as_str()];
+        if !inv.fits(*used, 0) && *used > state.usage(*p, class) {
             return Err(Refusal::Capacity);
         }
     }
@@ -222,7 +222,7 @@ fn check_no_worse(before: &State, after: &State) {
     for p in after.providers() {
         for (class, inv) in &p.inventories {
             let used = after.usage(p.id(), class.as_str());
-            if used <= inv.capacity() {
+            if inv.fits(used, 0) {
                 continue;
             }
             let used_before = before.usage(p.id(), class.as_str());
@@ -237,7 +237,7 @@ fn check_no_worse(before: &State, after: &State) {
                 .and_then(|q| q.inventories.get(class.as_str()));
             if inv_before == Some(inv) {
                 assert!(
-                    used_before > inv.capacity(),
+                    !inv.fits(used_before, 0),
                     "{class} on {} became over capacity ({used} > {})",
                     p.uuid(),
                     inv.capacity()
@@ -251,7 +251,7 @@ fn over_committed(state: &State) -> bool {
     state.providers().any(|p| {
         p.inventories
             .iter()
-            .any(|(c, inv)| state.usage(p.id(), c.as_str()) > inv.capacity())
+            .any(|(c, inv)| !inv.fits(state.usage(p.id(), c.as_str()), 0))
     })
 }
 
@@ -401,7 +401,7 @@ fn run(ops: &[Op], stats: &mut Stats) {
             check_write(&before, &state, expected, writes);
             let keeps_over = expected.values().flat_map(|h| h.keys()).any(|(p, class)| {
                 let inv = state.provider(*p).unwrap().inventories[class.as_str()];
-                state.usage(*p, class) > inv.capacity()
+                !inv.fits(state.usage(*p, class), 0)
             });
             if keeps_over {
                 stats.no_worse_writes_on_over_committed += 1;

@@ -87,8 +87,12 @@ fn suite(url: &str) {
     let mut state = store.load().unwrap();
     assert_eq!(state.providers().count(), 0);
 
-    let (_, class) = state.create_class("CUSTOM_SLICE", 5).unwrap();
-    let (_, tr) = state.ensure_trait("CUSTOM_FAST", 6).unwrap();
+    let (_, class) = state
+        .create_class(ResourceClass::parse("CUSTOM_SLICE").unwrap(), 5)
+        .unwrap();
+    let (_, tr) = state
+        .ensure_trait(TraitName::parse("CUSTOM_FAST").unwrap(), 6)
+        .unwrap();
     let mut changes = class;
     changes.extend(tr);
     changes.push(Change::PutProvider {
@@ -133,7 +137,11 @@ fn suite(url: &str) {
 
     // A rename, a delete and a generation bump.
     let (_, renamed) = state
-        .rename_class("CUSTOM_SLICE", "CUSTOM_PIECE", 7)
+        .rename_class(
+            &ResourceClass::parse("CUSTOM_SLICE").unwrap(),
+            ResourceClass::parse("CUSTOM_PIECE").unwrap(),
+            7,
+        )
         .unwrap();
     let mut bumped = provider(1, None, 1, "root renamed");
     bumped.generation = 3;

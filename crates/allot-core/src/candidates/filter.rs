@@ -31,10 +31,6 @@ use crate::state::State;
 
 use super::{CandidateQuery, RequestGroup};
 
-/// The trait that makes a provider's inventory usable by the trees it shares an
-/// aggregate with.
-pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
-
 /// Where a group's `in_tree` points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum InTree {
@@ -97,8 +93,10 @@ pub(super) struct Slot {
 /// What one provider has of one requested class, looked up once per anchor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct Capacity {
-    /// `(total - reserved) * allocation_ratio` (rounded down) minus what is used;
+    /// [`Inventory::capacity`] minus what is used, saturated into `i64`;
     /// `i64::MIN` without an inventory of the class.
+    ///
+    /// [`Inventory::capacity`]: crate::model::Inventory::capacity
     pub free: i64,
     /// The inventory's `max_unit`.
     pub max_unit: u64,
@@ -254,8 +252,8 @@ impl<'s, 'q> Prepared<'s, 'q> {
             out.push(match p.inventories.get(*class) {
                 None => Capacity::NONE,
                 Some(inv) => {
-                    let capacity = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio)
-                        .floor() as i64;
+                    // Saturated into i64, the width the search works in.
+                    let capacity = inv.capacity().clamp(i64::MIN.into(), i64::MAX.into()) as i64;
                     let used = usage
                         .and_then(|u| u.by_class.get(*class))
                         .copied()

@@ -40,7 +40,6 @@ use crate::error::Result;
 use crate::model::{Provider, ProviderId};
 use crate::state::State;
 
-pub use filter::SHARING_TRAIT;
 pub use summary::{ProviderSummary, SummaryResource};
 
 use filter::Prepared;

@@ -11,8 +11,9 @@ use crate::state::State;
 pub struct SummaryResource<'s> {
     /// The resource class.
     pub class: &'s str,
-    /// `(total - reserved) * allocation_ratio`, truncated towards zero as Placement
-    /// computes it (negative if `reserved` exceeds `total`).
+    /// [`Inventory::reported_capacity`]: truncated towards zero as Placement shows it.
+    ///
+    /// [`Inventory::reported_capacity`]: crate::model::Inventory::reported_capacity
     pub capacity: i64,
     /// What allocations use.
     pub used: u64,
@@ -42,7 +43,7 @@ impl State {
             .iter()
             .map(|(class, inv)| SummaryResource {
                 class: class.as_str(),
-                capacity: ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio) as i64,
+                capacity: inv.reported_capacity(),
                 used: self.usage(id, class.as_str()),
             })
             .collect();

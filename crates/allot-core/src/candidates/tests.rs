@@ -9,7 +9,7 @@ use super::filter::Prepared;
 use super::*;
 use crate::change::Change;
 use crate::model::{Allocation, ConsumerRow, Inventory};
-use crate::names::{ResourceClass, TraitName};
+use crate::names::{ResourceClass, TraitName, SHARING_TRAIT};
 
 /// A cloud built for tests, providers named by short strings.
 struct World {
@@ -543,8 +543,7 @@ fn judge(
     for (&(p, k), &sum) in &sums {
         let provider = state.provider(p).unwrap();
         let inv = provider.inventories.get(prep.classes[k])?;
-        let cap = ((inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio) as i64;
-        if state.usage(p, prep.classes[k]) as i64 + sum as i64 > cap || sum > inv.max_unit {
+        if !inv.fits(state.usage(p, prep.classes[k]), sum) || sum > inv.max_unit {
             return None;
         }
     }

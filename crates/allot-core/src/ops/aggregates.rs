@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use super::{bump, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::model::Timestamp;
 use crate::state::State;
@@ -45,7 +45,7 @@ impl State {
             return Ok((rp.row.generation, changes));
         }
         changes.push(bump(rp, now));
-        Ok((rp.row.generation + 1, changes))
+        Ok((bumped_generation(rp), changes))
     }
 }
 

@@ -511,10 +511,9 @@ impl State {
             let all = needed.entry(key).or_insert(0);
             *all = all.saturating_add(used);
             let after = others.saturating_add(*all);
-            let capacity = (inv.total as f64 - inv.reserved as f64) * inv.allocation_ratio;
             // Over capacity is allowed only when nothing gets worse: there was usage
             // of the class here before, and no less than there will be.
-            if after as f64 > capacity && (before == 0 || after > before) {
+            if i128::from(after) > inv.capacity() && (before == 0 || after > before) {
                 return Err(Refusal::CapacityExceeded {
                     class: class.clone(),
                     provider: uuid,

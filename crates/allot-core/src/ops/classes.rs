@@ -17,7 +17,10 @@ pub enum Ensured {
     Existed,
 }
 
-fn custom_class(name: &str) -> crate::Result<ResourceClass> {
+/// Parses the name of a custom class to create: `CUSTOM_` and Placement's alphabet, or
+/// Placement's 400. Callers parse request text with this before calling
+/// [`State::create_class`], [`State::ensure_class`] or [`State::rename_class`].
+pub fn parse_custom_class(name: &str) -> crate::Result<ResourceClass> {
     if is_custom_name(name) {
         Ok(ResourceClass::new_unchecked(name))
     } else {
@@ -27,13 +30,24 @@ fn custom_class(name: &str) -> crate::Result<ResourceClass> {
     }
 }
 
+/// Refuses a well-formed but standard name where only a custom one may be created.
+fn only_custom(name: ResourceClass) -> crate::Result<ResourceClass> {
+    if name.is_custom() {
+        Ok(name)
+    } else {
+        parse_custom_class(name.as_str())
+    }
+}
+
 impl State {
     /// Creates a custom resource class; a class of that name must not exist.
-    pub fn create_class(&self, name: &str, now: Timestamp) -> Plan<()> {
-        let name = custom_class(name)?;
+    pub fn create_class(&self, name: ResourceClass, now: Timestamp) -> Plan<()> {
+        let name = only_custom(name)?;
         if self.class_exists(name.as_str()) {
+            // Placement gives a taken class name no code of its own (unlike a taken
+            // provider name), and clients branch on codes.
             return Err(Error::conflict(
-                ConflictCode::Duplicate,
+                ConflictCode::Other,
                 format!("Conflicting resource class already exists: {name}"),
             ));
         }
@@ -52,8 +66,8 @@ impl State {
     }
 
     /// Creates a custom resource class unless it exists (the 1.7 PUT).
-    pub fn ensure_class(&self, name: &str, now: Timestamp) -> Plan<Ensured> {
-        let class = custom_class(name)?;
+    pub fn ensure_class(&self, name: ResourceClass, now: Timestamp) -> Plan<Ensured> {
+        let class = only_custom(name)?;
         if self.class_exists(class.as_str()) {
             return Ok((Ensured::Existed, vec![]));
         }
@@ -72,8 +86,14 @@ impl State {
     }
 
     /// Renames a custom resource class (the 1.2–1.6 PUT). Returns the new name.
-    pub fn rename_class(&self, old: &str, new: &str, now: Timestamp) -> Plan<ResourceClass> {
-        let new_name = custom_class(new)?;
+    pub fn rename_class(
+        &self,
+        old: &ResourceClass,
+        new: ResourceClass,
+        now: Timestamp,
+    ) -> Plan<ResourceClass> {
+        let new_name = only_custom(new)?;
+        let old = old.as_str();
         if !self.class_exists(old) {
             return Err(Error::not_found(format!("No such resource class {old}.")));
         }
@@ -84,7 +104,7 @@ impl State {
         };
         if self.class_exists(new_name.as_str()) {
             return Err(Error::conflict(
-                ConflictCode::Duplicate,
+                ConflictCode::Other,
                 format!("Resource class already exists: {new_name}"),
             ));
         }
@@ -98,7 +118,8 @@ impl State {
     }
 
     /// Deletes a custom resource class that no inventory uses.
-    pub fn delete_class(&self, name: &str) -> Plan<()> {
+    pub fn delete_class(&self, name: &ResourceClass) -> Plan<()> {
+        let name = name.as_str();
         if !self.class_exists(name) {
             return Err(Error::not_found(format!("No such resource class {name}.")));
         }
@@ -123,6 +144,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::rc;
 
     fn applied<T>(state: &mut State, plan: impl FnOnce(&State) -> Plan<T>) {
         let (_, changes) = plan(state).expect("plan");
@@ -132,35 +154,43 @@ mod tests {
     #[test]
     fn create_rename_delete() {
         let mut s = State::new();
-        applied(&mut s, |s| s.create_class("CUSTOM_A", 10));
+        applied(&mut s, |s| s.create_class(rc("CUSTOM_A"), 10));
         assert!(s.class_exists("CUSTOM_A"));
-        let dup = s.create_class("CUSTOM_A", 11).unwrap_err();
+        let dup = s.create_class(rc("CUSTOM_A"), 11).unwrap_err();
         assert!(matches!(
             dup,
             Error::Conflict {
-                code: ConflictCode::Duplicate,
+                code: ConflictCode::Other,
                 ..
             }
         ));
-        applied(&mut s, |s| s.rename_class("CUSTOM_A", "CUSTOM_B", 12));
+        applied(&mut s, |s| {
+            s.rename_class(&rc("CUSTOM_A"), rc("CUSTOM_B"), 12)
+        });
         assert!(!s.class_exists("CUSTOM_A"));
         assert_eq!(s.custom_class("CUSTOM_B").unwrap().created_at, 10);
         assert_eq!(s.custom_class("CUSTOM_B").unwrap().updated_at, 12);
-        applied(&mut s, |s| s.delete_class("CUSTOM_B"));
+        applied(&mut s, |s| s.delete_class(&rc("CUSTOM_B")));
         assert!(!s.class_exists("CUSTOM_B"));
     }
 
     #[test]
     fn standard_classes_are_fixed() {
         let s = State::new();
-        assert!(matches!(s.delete_class("VCPU"), Err(Error::Invalid(_))));
         assert!(matches!(
-            s.rename_class("VCPU", "CUSTOM_X", 1),
+            s.delete_class(&rc("VCPU")),
             Err(Error::Invalid(_))
         ));
-        assert!(matches!(s.create_class("VCPU", 1), Err(Error::Invalid(_))));
         assert!(matches!(
-            s.delete_class("CUSTOM_NONE"),
+            s.rename_class(&rc("VCPU"), rc("CUSTOM_X"), 1),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            s.create_class(rc("VCPU"), 1),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            s.delete_class(&rc("CUSTOM_NONE")),
             Err(Error::NotFound(_))
         ));
     }
@@ -168,9 +198,9 @@ mod tests {
     #[test]
     fn ensure_is_idempotent() {
         let mut s = State::new();
-        let (first, changes) = s.ensure_class("CUSTOM_X", 1).unwrap();
+        let (first, changes) = s.ensure_class(rc("CUSTOM_X"), 1).unwrap();
         s.apply(&changes);
-        let (second, changes2) = s.ensure_class("CUSTOM_X", 2).unwrap();
+        let (second, changes2) = s.ensure_class(rc("CUSTOM_X"), 2).unwrap();
         assert_eq!((first, second), (Ensured::Created, Ensured::Existed));
         assert!(changes2.is_empty());
     }

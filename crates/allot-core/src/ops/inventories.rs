@@ -13,7 +13,7 @@
 
 use uuid::Uuid;
 
-use super::{bump, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, Provider, ProviderId, Timestamp};
@@ -41,14 +41,6 @@ impl ReservedRule {
     }
 }
 
-/// The capacity as Placement computes it when it validates an inventory: signed, so
-/// that `reserved > total` (or a negative ratio, which the schema allows) shows up as a
-/// negative number, and truncated toward zero like Python's `int()`.
-fn signed_capacity(inv: &Inventory) -> f64 {
-    let usable = inv.total as f64 - inv.reserved as f64;
-    (usable * inv.allocation_ratio).trunc()
-}
-
 /// Checks one inventory's capacity; `Err` holds the reason, without the endpoint's
 /// prefix.
 fn check_capacity(
@@ -57,13 +49,16 @@ fn check_capacity(
     inv: &Inventory,
     rule: ReservedRule,
 ) -> Result<(), String> {
-    let capacity = signed_capacity(inv);
+    // Placement validates the capacity it reports, truncated like Python's `int()`:
+    // signed, so that `reserved > total` (or a negative ratio, which the schema
+    // allows) shows up as a negative number.
+    let capacity = inv.reported_capacity();
     match rule {
-        ReservedRule::BelowTotal if capacity <= 0.0 => Err(format!(
+        ReservedRule::BelowTotal if capacity <= 0 => Err(format!(
             "Invalid inventory for '{class}' on resource provider '{provider}'. \
              The reserved value is greater than or equal to total."
         )),
-        ReservedRule::UpToTotal if capacity < 0.0 => Err(format!(
+        ReservedRule::UpToTotal if capacity < 0 => Err(format!(
             "Invalid inventory for '{class}' on resource provider '{provider}'. \
              The reserved value is greater than total."
         )),
@@ -164,7 +159,7 @@ impl State {
         }
         let class = ResourceClass::new_unchecked(class);
         let changes = Self::inventory_changes(p, Some((&class, inventory)), None, now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Replaces the inventory of a class the provider already has
@@ -193,7 +188,7 @@ impl State {
             )));
         };
         let changes = Self::inventory_changes(p, Some((existing, inventory)), None, now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Replaces all of a provider's inventories (`PUT .../inventories`). Classes not in
@@ -237,7 +232,7 @@ impl State {
             .into_iter()
             .collect();
         Ok((
-            p.row.generation + 1,
+            bumped_generation(p),
             vec![Change::SetInventories(p.id(), all), bump(p, now)],
         ))
     }
@@ -272,7 +267,7 @@ impl State {
             )));
         }
         let changes = Self::inventory_changes(p, None, Some(class), now);
-        Ok((p.row.generation + 1, changes))
+        Ok((bumped_generation(p), changes))
     }
 
     /// Deletes all of a provider's inventories (`DELETE .../inventories`, 1.5, which
@@ -288,7 +283,7 @@ impl State {
             ));
         }
         Ok((
-            p.row.generation + 1,
+            bumped_generation(p),
             vec![Change::SetInventories(p.id(), vec![]), bump(p, now)],
         ))
     }
@@ -297,7 +292,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, rc};
 
     const RP: Uuid = Uuid::from_u128(0x1234);
 
@@ -532,7 +527,7 @@ mod tests {
         assert!(s
             .set_inventories(&RP, 0, &gold, ReservedRule::BelowTotal, 1)
             .is_err());
-        let (_, c) = s.create_class("CUSTOM_GOLD", 1).unwrap();
+        let (_, c) = s.create_class(rc("CUSTOM_GOLD"), 1).unwrap();
         s.apply(&c);
         assert_eq!(
             apply(&mut s, |s| s.set_inventories(

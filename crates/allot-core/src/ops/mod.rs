@@ -26,13 +26,19 @@ use crate::model::{Provider, Timestamp};
 use crate::state::State;
 use uuid::Uuid;
 
+/// The generation `provider` has once [`bump`]ed: what a write that bumps it answers
+/// with. The one place a provider's generation is counted up.
+pub fn bumped_generation(provider: &Provider) -> u64 {
+    provider.row.generation + 1
+}
+
 /// The change that records "this provider changed": its generation goes up by one and
 /// its `updated_at` moves to `now`. Every write to a provider's inventories, traits,
 /// aggregates or allocations includes it, which is what makes generations a guard
 /// against lost updates.
 pub fn bump(provider: &Provider, now: Timestamp) -> Change {
     let mut row = provider.row.clone();
-    row.generation += 1;
+    row.generation = bumped_generation(provider);
     row.updated_at = now;
     Change::PutProvider {
         row,

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use super::aggregates::GENERATION_CHANGED;
-use super::{bump, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::Error;
 use crate::model::{Provider, Timestamp};
@@ -79,7 +79,7 @@ fn replace_traits(
     (
         ProviderTraits {
             traits,
-            generation: rp.row.generation + 1,
+            generation: bumped_generation(rp),
         },
         changes,
     )
@@ -90,7 +90,7 @@ mod tests {
     use super::*;
     use crate::error::ConflictCode;
     use crate::model::{ProviderId, TraitRecord};
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, tn};
 
     const RP: Uuid = Uuid::from_u128(0x2222);
 
@@ -232,9 +232,9 @@ mod tests {
             .unwrap();
         s.apply(&changes);
         assert!(matches!(
-            s.delete_trait("CUSTOM_A"),
+            s.delete_trait(&tn("CUSTOM_A")),
             Err(Error::Conflict { .. })
         ));
-        assert!(s.delete_trait("CUSTOM_B").is_ok());
+        assert!(s.delete_trait(&tn("CUSTOM_B")).is_ok());
     }
 }

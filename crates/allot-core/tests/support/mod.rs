@@ -151,6 +151,11 @@ pub enum Op {
     },
 }
 
+/// A class name of the test alphabet as the typed value operations take.
+fn parsed(name: &str) -> ResourceClass {
+    ResourceClass::parse(name).expect("well-formed class")
+}
+
 pub fn class(i: u8) -> &'static str {
     CLASSES[i as usize % CLASSES.len()]
 }
@@ -392,7 +397,7 @@ fn over_committed_holder(state: &State, pick: u8) -> Option<u8> {
             state.consumer(&consumer_uuid(*slot)).is_some_and(|c| {
                 c.allocations.iter().any(|a| {
                     let inv = state.provider(a.provider).unwrap().inventories[a.class.as_str()];
-                    state.usage(a.provider, a.class.as_str()) > inv.capacity()
+                    !inv.fits(state.usage(a.provider, a.class.as_str()), 0)
                 })
             })
         })
@@ -453,9 +458,11 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             .map_or(0, |p| p.row.generation)
     };
     match op {
-        Op::CreateClass(c) => changes(state.create_class(class(*c), now)),
-        Op::RenameClass { from, to } => changes(state.rename_class(class(*from), class(*to), now)),
-        Op::DeleteClass(c) => changes(state.delete_class(class(*c))),
+        Op::CreateClass(c) => changes(state.create_class(parsed(class(*c)), now)),
+        Op::RenameClass { from, to } => {
+            changes(state.rename_class(&parsed(class(*from)), parsed(class(*to)), now))
+        }
+        Op::DeleteClass(c) => changes(state.delete_class(&parsed(class(*c)))),
         Op::CreateProvider { slot, parent } => {
             let parent = parent.map(|p| provider_uuid(p).to_string());
             changes(state.create_provider(

@@ -1,7 +1,8 @@
 //! `/resource_classes`: the standard classes and custom ones (1.2), and the bodiless
 //! create-or-ensure PUT of 1.7.
 
-use allot_core::ops::classes::Ensured;
+use allot_core::ops::classes::{parse_custom_class, Ensured};
+use allot_core::ResourceClass;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -9,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::Ctx;
-use crate::error::{codes, ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::policy::{authorize, Action};
 use crate::{http, schemas, wire, AppState};
 
@@ -18,22 +19,19 @@ struct NameBody {
     name: String,
 }
 
+/// A class named in a path. A name that is not well formed names no class, so it gets
+/// the same 404 as an unknown one.
+fn class_in_path(name: &str) -> Result<ResourceClass, crate::ApiError> {
+    ResourceClass::parse(name)
+        .ok_or_else(|| crate::ApiError::not_found(format!("No such resource class {name}.")))
+}
+
 fn url(name: &str) -> String {
     format!("/resource_classes/{name}")
 }
 
 fn serialize(name: &str) -> wire::ResourceClassBody<'_> {
     wire::ResourceClassBody::new(name, url(name))
-}
-
-/// Placement marks a taken provider name `placement.duplicate_name`, but answers a
-/// taken class name (create or rename) with no code of its own; clients branch on it.
-fn class_name_taken(e: ApiError) -> ApiError {
-    if e.code == codes::DUPLICATE_NAME {
-        e.with_code(codes::UNDEFINED)
-    } else {
-        e
-    }
 }
 
 /// `GET /resource_classes`.
@@ -63,10 +61,9 @@ pub async fn create(
     let _ = http::json_value(&headers, &body)?;
     authorize(&ctx, app.config.policy, Action::ClassesCreate)?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
-    let name = input.name.clone();
-    app.write(move |view, now| view.create_class(&name, now))
-        .await
-        .map_err(class_name_taken)?;
+    let name = parse_custom_class(&input.name)?;
+    app.write(move |view, now| view.create_class(name, now))
+        .await?;
     Ok(http::location(
         http::empty(StatusCode::CREATED),
         &url(&input.name),
@@ -106,9 +103,9 @@ pub async fn update(
         // Validate the name as if it came in a body, for the same message.
         crate::schema::validate(&json!({"name": name}), &schemas::resource_class())
             .map_err(|e| crate::ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-        let n = name.clone();
+        let class = parse_custom_class(&name)?;
         let ensured = app
-            .write(move |view, now| view.ensure_class(&n, now))
+            .write(move |view, now| view.ensure_class(class, now))
             .await?;
         let status = match ensured {
             Ensured::Created => StatusCode::CREATED,
@@ -119,10 +116,11 @@ pub async fn update(
     let _ = http::json_value(&headers, &body)?;
     authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
     let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
+    let new = parse_custom_class(&input.name)?;
+    let old = class_in_path(&name)?;
     let renamed = app
-        .write(move |view, now| view.rename_class(&name, &input.name, now))
-        .await
-        .map_err(class_name_taken)?;
+        .write(move |view, now| view.rename_class(&old, new, now))
+        .await?;
     Ok(http::json(StatusCode::OK, &serialize(renamed.as_str())))
 }
 
@@ -130,6 +128,7 @@ pub async fn update(
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(2)?;
     authorize(&ctx, app.config.policy, Action::ClassesDelete)?;
+    let name = class_in_path(&name)?;
     app.write(move |view, _| view.delete_class(&name)).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -1,6 +1,7 @@
 //! `/traits` (1.6): standard and custom traits.
 
-use allot_core::ops::traits::Ensured;
+use allot_core::ops::traits::{parse_custom_trait, Ensured};
+use allot_core::TraitName;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 
@@ -98,9 +99,9 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
 pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
     authorize(&ctx, app.config.policy, Action::TraitsUpdate)?;
-    let n = name.clone();
+    let parsed = parse_custom_trait(&name)?;
     let ensured = app
-        .write(move |view, now| view.ensure_trait(&n, now))
+        .write(move |view, now| view.ensure_trait(parsed, now))
         .await?;
     let status = match ensured {
         Ensured::Created => StatusCode::CREATED,
@@ -119,6 +120,9 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
     authorize(&ctx, app.config.policy, Action::TraitsDelete)?;
+    // A name that is not well formed names no trait: the same 404 as an unknown one.
+    let name = TraitName::parse(&name)
+        .ok_or_else(|| ApiError::not_found(format!("No such trait(s): {name}.")))?;
     app.write(move |view, _| view.delete_trait(&name)).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
