@@ -12,7 +12,7 @@ regression). Tests that pass but are not listed yet are reported as new
 passes; ``--update`` rewrites the list with the current passes, so the list
 grows as the server grows and is reviewed in the git diff like code.
 
-Input is the JSON written by ../shared/conformance/run --json. A test's key
+Input is the JSON written by conformance/runner/run --json. A test's key
 is its YAML file and its ``name``; upstream repeats a few names within one
 file (usage-secure-rbac.yaml), so the n-th repeat (n >= 2) of a name gets
 `` (#n)`` appended, in file order. Outcomes are bucketed like the runner:

@@ -1,6 +1,10 @@
 """Normal forms of answers, so that only differences that matter show.
 
-- errors: the status, and `errors[0].code` from microversion 1.23;
+- errors: the status and, when the answer is Placement's error envelope
+  (`{"errors": [{"status", "title", "detail", ...}]}`), `errors[0].code`
+  (Placement sends it from microversion 1.23 on; an envelope without one
+  has no code, so a code on one side only differs); an error answer that
+  is not an envelope is marked as such, so it differs from one that is;
 - success: the status and the JSON body with every list sorted (Placement
   promises no order anywhere we compare), integral floats written as ints
   (16.0 == 16), `last-modified` and request ids ignored (headers are not
@@ -12,10 +16,6 @@
 
 import difflib
 import json
-
-
-def minor(version):
-    return int(version.split('.')[1])
 
 
 def canon(x):
@@ -36,15 +36,11 @@ def dumps(x):
 def normalize(call, resp):
     rep = {'status': resp.status}
     if resp.status >= 400:
-        if minor(call.version) >= 23:
-            code = None
-            body = resp.body
-            if isinstance(body, dict):
-                errs = body.get('errors')
-                if isinstance(errs, list) and errs and isinstance(errs[0],
-                                                                  dict):
-                    code = errs[0].get('code')
-            rep['code'] = code
+        error = envelope_error(resp.body)
+        if error is None:
+            rep['envelope'] = False
+        elif 'code' in error:
+            rep['code'] = error['code']
         return rep
     body = resp.body
     if body is None:
@@ -60,6 +56,16 @@ def normalize(call, resp):
                 dumps(canon(r)) for r in reqs)
     rep['body'] = canon(body)
     return rep
+
+
+def envelope_error(body):
+    """`errors[0]` when `body` is Placement's error envelope, else None."""
+    if not isinstance(body, dict):
+        return None
+    errs = body.get('errors')
+    if not (isinstance(errs, list) and errs and isinstance(errs[0], dict)):
+        return None
+    return errs[0]
 
 
 def same(rep_a, rep_b):
@@ -90,14 +96,11 @@ def diff(rep_a, rep_b, label_a, label_b, limit=80):
 
 def signature(call, rep_a, rep_b):
     """What kind of mismatch this is, to group repeats of one cause."""
-    path = call.path.split('?')[0]
-    parts = [p if not _looks_variable(p) else '*' for p in path.split('/')]
     params = sorted({kv.split('=')[0].rstrip('0123456789').split('_')[0]
                      for kv in call.path.partition('?')[2].split('&') if kv})
-    if rep_a['status'] != rep_b['status'] or rep_a.get('code') != rep_b.get(
-            'code'):
+    if rep_a['status'] != rep_b['status'] or rep_a['status'] >= 400:
         what = 'status %s/%s %s/%s' % (rep_a['status'], rep_b['status'],
-                                       rep_a.get('code'), rep_b.get('code'))
+                                       error_kind(rep_a), error_kind(rep_b))
     else:
         what = 'body'
         a, b = rep_a.get('body'), rep_b.get('body')
@@ -105,8 +108,24 @@ def signature(call, rep_a, rep_b):
             keys = sorted(k for k in set(a) | set(b)
                           if dumps(a.get(k)) != dumps(b.get(k)))
             what = 'body ' + ','.join(keys)
-    return '%s %s [%s] %s' % (call.method, '/'.join(parts), ','.join(params),
-                              what)
+    return '%s %s [%s] %s' % (call.method, shape(call.path),
+                              ','.join(params), what)
+
+
+def error_kind(rep):
+    """An error answer's code for a report: the code, `-` for an envelope
+    without one, `not-an-envelope`; None for a success."""
+    if rep['status'] < 400:
+        return None
+    if rep.get('envelope') is False:
+        return 'not-an-envelope'
+    return rep.get('code', '-')
+
+
+def shape(path):
+    """The path without its query, uuids and CUSTOM_ names written `*`."""
+    parts = path.split('?')[0].split('/')
+    return '/'.join('*' if _looks_variable(p) else p for p in parts)
 
 
 def _looks_variable(seg):

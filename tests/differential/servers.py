@@ -108,7 +108,7 @@ class Server:
                      '[oslo_policy]\nenforce_new_defaults = False\n'
                      % self.workdir)
         # db sync, then exec gunicorn (one sync worker): the same as
-        # ../shared/conformance/placement-real-server.
+        # conformance/runner/placement-real-server.
         script = ('"$1/bin/placement-manage" --config-file "$2" db sync '
                   '&& exec "$1/bin/gunicorn" -w 1 -b 127.0.0.1:"$3" '
                   '--timeout 300 placement.wsgi.api:application')
