@@ -69,7 +69,10 @@ class Server:
             argv = [self.allot_bin, 'serve',
                     '--bind', '127.0.0.1:%d' % self.port,
                     '--database', 'sqlite:%s/allot.db' % self.workdir,
-                    '--log', 'warn']
+                    '--log', 'warn',
+                    # The same rules as the Placement beside it
+                    # (enforce_new_defaults = False), not allot's default.
+                    '--policy', 'legacy']
             env = dict(os.environ)
         with open(self.log, 'wb') as log:
             self.proc = subprocess.Popen(

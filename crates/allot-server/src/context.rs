@@ -3,17 +3,48 @@
 //!
 //! On the way in: a request id, the negotiated microversion, the caller's identity
 //! (Placement's `noauth2`: the token is `USER[:PROJECT]`), CORS. On the way out: the
-//! `openstack-request-id`, `openstack-api-version` and `vary` headers on every
-//! response, and every error rendered into the envelope (see `crate::error`).
+//! request id (as both `openstack-request-id` and `x-openstack-request-id`),
+//! `openstack-api-version` and `vary` headers on every response, a relative `Location`
+//! made absolute, and every error rendered into the envelope (see `crate::error`).
 
+use std::net::SocketAddr;
+
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
+use tokio::net::TcpListener;
 
 use crate::error::{render, ApiError, ErrorFormat, ErrorInfo};
 use crate::microversion::{self, Version, VersionError};
 use crate::AppState;
+
+/// The two names the request id goes out under: Placement's own, and the one oslo's
+/// request-id middleware uses, which is what keystoneauth, Nova's report client and
+/// openstacksdk read. Placement sends both, with the same value.
+pub const REQUEST_ID_HEADERS: [&str; 2] = ["openstack-request-id", "x-openstack-request-id"];
+
+/// The local address a connection came in on. [`crate::serve`] records it per
+/// connection so that a `Location` header can still be made absolute when the request
+/// names no usable host (WSGI's `SERVER_NAME` and `SERVER_PORT`, which webob falls
+/// back on).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for LocalAddr {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        // A socket that cannot say its own address is not worth failing a connection
+        // over; the placeholder only ever ends up in a Location header.
+        LocalAddr(
+            stream
+                .io()
+                .local_addr()
+                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0))),
+        )
+    }
+}
 
 /// Who is calling.
 #[derive(Debug, Clone, Default)]
@@ -154,11 +185,77 @@ fn identity(headers: &HeaderMap) -> Option<Identity> {
     })
 }
 
+/// Whether a `Host` header is a plain `host[:port]` we may copy into a `Location`: a
+/// name of letters, digits and `-._` or a bracketed IPv6 address, then optionally a
+/// numeric port (no user info, path, query or spaces). Anything else is ignored
+/// rather than echoed back.
+fn usable_host(host: &str) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, rest)) => {
+                if addr.parse::<std::net::Ipv6Addr>().is_err() {
+                    return false;
+                }
+                match rest {
+                    "" => ("v6", None),
+                    _ => match rest.strip_prefix(':') {
+                        Some(port) => ("v6", Some(port)),
+                        None => return false,
+                    },
+                }
+            }
+            None => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+        && port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok())
+}
+
+/// The `http://host[:port]` that relative `Location`s are resolved against, as webob
+/// does it: the request's `Host` header, else the address the connection came in on
+/// (else `localhost`, for requests that did not come through a socket), without the
+/// default port 80.
+fn base_url(headers: &HeaderMap, local: Option<SocketAddr>) -> String {
+    let authority = match header_str(headers, "host").filter(|h| usable_host(h)) {
+        Some(host) => host.to_owned(),
+        None => local.map_or_else(|| "localhost".to_owned(), |a| a.to_string()),
+    };
+    let authority = authority.strip_suffix(":80").unwrap_or(&authority);
+    format!("http://{authority}")
+}
+
+/// Makes a relative (`/...`) `Location` header absolute against `base`.
+fn absolute_location(response: &mut Response, base: &str) {
+    let Some(relative) = response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.starts_with('/'))
+    else {
+        return;
+    };
+    if let Ok(v) = HeaderValue::from_str(&format!("{base}{relative}")) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+}
+
 /// The middleware around every request (see the module doc).
 pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let request_id = format!("req-{}", uuid::Uuid::new_v4());
     let method = req.method().clone();
     let headers = req.headers().clone();
+    let local = req
+        .extensions()
+        .get::<ConnectInfo<LocalAddr>>()
+        .map(|ConnectInfo(LocalAddr(a))| *a);
     let accept = header_str(&headers, "accept").map(str::to_owned);
     let format = error_format(accept.as_deref());
     let origin = header_str(&headers, "origin").map(str::to_owned);
@@ -211,8 +308,11 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
     if let (Some(cors), Some(origin)) = (&app.config.cors, origin.as_deref()) {
         cors.decorate(&mut response, origin);
     }
+    absolute_location(&mut response, &base_url(&headers, local));
     if let Ok(v) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("openstack-request-id", v);
+        for name in REQUEST_ID_HEADERS {
+            response.headers_mut().insert(name, v.clone());
+        }
     }
     response
 }

@@ -148,7 +148,9 @@ pub fn cache_headers(mut response: Response, last_modified: allot_core::Timestam
     response
 }
 
-/// Sets the `location` header.
+/// Sets the `location` header to a path (`/resource_providers/...`); the middleware
+/// makes it absolute against the request's host on the way out, as webob does for
+/// Placement (see `crate::context`).
 pub fn location(mut response: Response, url: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(url) {
         response.headers_mut().insert(header::LOCATION, v);

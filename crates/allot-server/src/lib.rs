@@ -104,7 +104,8 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let app = router(state).into_make_service_with_connect_info::<context::LocalAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

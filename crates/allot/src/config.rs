@@ -1,65 +1,109 @@
-//! `allot serve` settings: flags and environment variables (by clap), an optional TOML
-//! file, defaults; merged in that order of precedence into validated [`Settings`].
+//! `allot serve` settings, merged from four sources into validated [`Settings`].
+//!
+//! Precedence, for every setting alike: the flag, then its `ALLOT_*` environment
+//! variable, then the TOML file (`--config`/`ALLOT_CONFIG`), then the default. clap
+//! parses the flags; the environment and the file are read here rather than by clap's
+//! `env` attribute, so that a bad value's error can say where it came from (clap's
+//! errors name the flag even when the value came from the environment), and so that the
+//! merge can be unit-tested with an environment that is not the process's.
+//!
+//! Settings are typed at the edge: `--bind` is a [`SocketAddr`], `--policy` a
+//! [`Policy`], numbers and booleans are parsed, and the log filter is checked, whatever
+//! the source. A value that does not parse is an error naming its source (`--bind`,
+//! `ALLOT_BIND`, `config file PATH`), never a silent fallback.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-use clap::Args;
+use anyhow::{anyhow, Context};
+use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
-/// Flags of `allot serve`. Every flag also reads an `ALLOT_*` environment variable.
+/// The authorization rules, as `--policy` takes them: a mirror of
+/// [`allot_server::PolicyMode`], which knows nothing of clap or serde.
+#[derive(ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// Placement 16's current rules only, what it enforces out of the box
+    /// (oslo.policy's enforce_new_defaults = True): the reshaper needs the `service`
+    /// role
+    Secure,
+    /// The current rules or their deprecated `role:admin` (enforce_new_defaults =
+    /// False): admin may do everything
+    Legacy,
+    /// Anyone with a token, except the `admin_api` rule (for testing only)
+    Open,
+}
+
+impl From<Policy> for allot_server::PolicyMode {
+    fn from(p: Policy) -> Self {
+        match p {
+            Policy::Secure => allot_server::PolicyMode::Secure,
+            Policy::Legacy => allot_server::PolicyMode::Legacy,
+            Policy::Open => allot_server::PolicyMode::Open,
+        }
+    }
+}
+
+/// The default mode: the one Placement 16 enforces as installed from PyPI.
+pub const DEFAULT_POLICY: Policy = Policy::Secure;
+/// The default address: Placement's port, on loopback.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8778";
+/// The default log filter.
+pub const DEFAULT_LOG: &str = "info";
+
+/// Flags of `allot serve`. Every flag has an `ALLOT_*` environment variable (named in
+/// its help), read in [`ServeArgs::resolve`].
 #[derive(Args, Debug, Default)]
 pub struct ServeArgs {
-    /// Address and port to listen on [default: 127.0.0.1:8778, Placement's port].
-    #[arg(long, env = "ALLOT_BIND", value_name = "HOST:PORT")]
-    pub bind: Option<String>,
+    /// Address and port to listen on (ALLOT_BIND) [default: 127.0.0.1:8778,
+    /// Placement's port].
+    #[arg(long, value_name = "IP:PORT")]
+    pub bind: Option<SocketAddr>,
 
-    /// Database URL: `sqlite:PATH` (created on first start) [default:
+    /// Database URL: `sqlite:PATH`, created on first start (ALLOT_DATABASE) [default:
     /// sqlite:$XDG_DATA_HOME/allot/allot.db, i.e. ~/.local/share/allot/allot.db].
-    #[arg(long, env = "ALLOT_DATABASE", value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub database: Option<String>,
 
-    /// TOML file with any of these settings (keys: bind, database, log, policy,
-    /// cors_allowed_origins, cors_allow_headers, randomize_allocation_candidates,
-    /// max_allocation_candidates). Flags and environment variables win over it.
-    #[arg(long, env = "ALLOT_CONFIG", value_name = "FILE")]
+    /// TOML file with any of these settings (ALLOT_CONFIG; keys: bind, database, log,
+    /// policy, cors_allowed_origins, cors_allow_headers,
+    /// randomize_allocation_candidates, max_allocation_candidates). Flags and
+    /// environment variables win over it.
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Enable CORS for this origin (repeat for several; `*` for any). Off by default.
+    /// Enable CORS for this origin (repeat for several; `*` for any)
+    /// (ALLOT_CORS_ALLOWED_ORIGINS, comma-separated). Off by default.
     #[arg(
         long = "cors-allowed-origin",
-        env = "ALLOT_CORS_ALLOWED_ORIGINS",
         value_delimiter = ',',
         value_name = "ORIGIN"
     )]
     pub cors_allowed_origins: Vec<String>,
 
-    /// With CORS on: a request header a browser may send (repeatable).
-    #[arg(
-        long = "cors-allow-header",
-        env = "ALLOT_CORS_ALLOW_HEADERS",
-        value_delimiter = ',',
-        value_name = "NAME"
-    )]
+    /// With CORS on: a request header a browser may send (repeatable)
+    /// (ALLOT_CORS_ALLOW_HEADERS, comma-separated).
+    #[arg(long = "cors-allow-header", value_delimiter = ',', value_name = "NAME")]
     pub cors_allow_headers: Vec<String>,
 
-    /// Authorization rules: `legacy` (Placement's default: admin or service role for
-    /// everything), `secure` (Placement's new defaults), or `open` (anyone with a token;
-    /// for testing only) [default: legacy].
-    #[arg(long, env = "ALLOT_POLICY", value_name = "MODE")]
-    pub policy: Option<String>,
+    /// Authorization rules (ALLOT_POLICY) [default: secure, as Placement 16 enforces
+    /// out of the box; `legacy` lets an admin token without the `service` role
+    /// reshape].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub policy: Option<Policy>,
 
-    /// Log filter (tracing's EnvFilter syntax; ALLOT_LOG overrides) [default: info].
+    /// Log filter, in tracing's EnvFilter syntax (ALLOT_LOG) [default: info].
     #[arg(long, value_name = "FILTER")]
     pub log: Option<String>,
 
     /// Answer GET /allocation_candidates with a random sample of the candidates
     /// (gathered round-robin over the matching trees, up to
     /// --max-allocation-candidates) instead of their deterministic order, like
-    /// Placement's randomize_allocation_candidates [default: false].
+    /// Placement's randomize_allocation_candidates
+    /// (ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES) [default: false].
     #[arg(
         long,
-        env = "ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES",
         value_name = "BOOL",
         num_args = 0..=1,
         default_missing_value = "true"
@@ -68,19 +112,19 @@ pub struct ServeArgs {
 
     /// The most candidates one GET /allocation_candidates generates; a request's
     /// `limit` applies within it, and a request without `limit` gets at most this
-    /// many [default: 100000].
-    #[arg(long, env = "ALLOT_MAX_ALLOCATION_CANDIDATES", value_name = "N")]
+    /// many (ALLOT_MAX_ALLOCATION_CANDIDATES) [default: 100000].
+    #[arg(long, value_name = "N")]
     pub max_allocation_candidates: Option<usize>,
 }
 
-/// The optional TOML file.
+/// The optional TOML file, typed like the flags (serde names the bad key and line).
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
 struct FileSettings {
-    bind: Option<String>,
+    bind: Option<SocketAddr>,
     database: Option<String>,
     log: Option<String>,
-    policy: Option<String>,
+    policy: Option<Policy>,
     #[serde(default)]
     cors_allowed_origins: Vec<String>,
     #[serde(default)]
@@ -92,7 +136,7 @@ struct FileSettings {
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub bind: String,
+    pub bind: SocketAddr,
     pub database: String,
     pub log: String,
     pub policy: allot_server::PolicyMode,
@@ -101,66 +145,239 @@ pub struct Settings {
     pub max_allocation_candidates: usize,
 }
 
-fn default_database() -> String {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
+/// Where a value came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Flag(&'static str),
+    Env(&'static str),
+    File(PathBuf),
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Flag(name) => write!(f, "{name}"),
+            Source::Env(name) => write!(f, "environment variable {name}"),
+            Source::File(path) => write!(f, "config file {}", path.display()),
+            Source::Default => write!(f, "the default"),
+        }
+    }
+}
+
+/// The process environment as [`ServeArgs::resolve_with`] reads it: a variable set to
+/// the empty string counts as unset (as clap's `env` did).
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn default_database(env: &dyn Fn(&str) -> Option<String>) -> String {
+    let base = env("XDG_DATA_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
     format!("sqlite:{}", base.join("allot").join("allot.db").display())
 }
 
+/// Booleans from the environment: what clap accepts for the flag, plus the usual
+/// spellings of shell variables.
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(format!("invalid boolean {s:?} (expected true or false)")),
+    }
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::from_str(s.trim(), false).map_err(|_| {
+        let names: Vec<String> = Policy::value_variants()
+            .iter()
+            .filter_map(|p| p.to_possible_value().map(|v| v.get_name().to_owned()))
+            .collect();
+        format!(
+            "invalid policy mode {s:?} (expected one of: {})",
+            names.join(", ")
+        )
+    })
+}
+
+fn parse_bind(s: &str) -> Result<SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!("invalid address {s:?} (expected IP:PORT, e.g. 127.0.0.1:8778 or [::1]:8778)")
+    })
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("invalid number {s:?} (expected a positive integer)"))
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',').map(str::to_owned).collect()
+}
+
+/// Checks a log filter the way the subscriber will read it.
+fn check_log_filter(filter: &str) -> Result<(), String> {
+    tracing_subscriber::EnvFilter::try_new(filter)
+        .map(drop)
+        .map_err(|e| format!("invalid log filter {filter:?}: {e}"))
+}
+
+/// The merge of one setting: the first of flag, environment, file, default that is
+/// present, with its source.
+struct Merge<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    file: Option<&'a Path>,
+}
+
+impl Merge<'_> {
+    fn pick<T>(
+        &self,
+        flag: (&'static str, Option<T>),
+        var: &'static str,
+        parse: impl Fn(&str) -> Result<T, String>,
+        file: Option<T>,
+        default: impl FnOnce() -> T,
+    ) -> anyhow::Result<(T, Source)> {
+        if let Some(v) = flag.1 {
+            return Ok((v, Source::Flag(flag.0)));
+        }
+        if let Some(raw) = (self.env)(var) {
+            let v = parse(&raw).map_err(|e| anyhow!("{}: {e}", Source::Env(var)))?;
+            return Ok((v, Source::Env(var)));
+        }
+        if let (Some(v), Some(path)) = (file, self.file) {
+            return Ok((v, Source::File(path.to_owned())));
+        }
+        Ok((default(), Source::Default))
+    }
+
+    /// Lists: the first source that gives a non-empty list wins (items trimmed, empty
+    /// items dropped).
+    fn pick_list(&self, flag: Vec<String>, var: &'static str, file: Vec<String>) -> Vec<String> {
+        let clean = |list: Vec<String>| -> Vec<String> {
+            list.into_iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        let flag = clean(flag);
+        if !flag.is_empty() {
+            return flag;
+        }
+        let env = clean((self.env)(var).map(|v| split_list(&v)).unwrap_or_default());
+        if !env.is_empty() {
+            return env;
+        }
+        clean(file)
+    }
+}
+
 impl ServeArgs {
-    /// Merges flags, environment, file and defaults.
+    /// Merges flags, the process environment, the file and the defaults.
     pub fn resolve(self) -> anyhow::Result<Settings> {
-        let file = match &self.config {
+        self.resolve_with(&process_env)
+    }
+
+    /// [`ServeArgs::resolve`] with `env` standing for the environment (unset and empty
+    /// variables are `None`).
+    pub fn resolve_with(self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
+        let config = self
+            .config
+            .clone()
+            .or_else(|| env("ALLOT_CONFIG").map(PathBuf::from));
+        let file = match &config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("reading config file {}", path.display()))?;
                 toml::from_str::<FileSettings>(&text)
-                    .with_context(|| format!("parsing config file {}", path.display()))?
+                    .with_context(|| format!("config file {}", path.display()))?
             }
             None => FileSettings::default(),
         };
-        let pick_list = |cli: Vec<String>, file: Vec<String>| {
-            let list: Vec<String> = if cli.is_empty() { file } else { cli };
-            list.into_iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
+        let m = Merge {
+            env,
+            file: config.as_deref(),
         };
-        let origins = pick_list(self.cors_allowed_origins, file.cors_allowed_origins);
-        let headers = pick_list(self.cors_allow_headers, file.cors_allow_headers);
-        let max_allocation_candidates = self
-            .max_allocation_candidates
-            .or(file.max_allocation_candidates)
-            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES);
-        if max_allocation_candidates == 0 {
-            anyhow::bail!("max_allocation_candidates must be at least 1");
+
+        let (bind, _) = m.pick(
+            ("--bind", self.bind),
+            "ALLOT_BIND",
+            parse_bind,
+            file.bind,
+            || DEFAULT_BIND.parse().expect("the default address parses"),
+        )?;
+        let (database, source) = m.pick(
+            ("--database", self.database),
+            "ALLOT_DATABASE",
+            |s| Ok(s.to_owned()),
+            file.database,
+            || default_database(env),
+        )?;
+        if database.trim().is_empty() {
+            anyhow::bail!("{source}: the database URL is empty");
         }
-        let policy = self
-            .policy
-            .or(file.policy)
-            .unwrap_or_else(|| "legacy".into());
+        let (log, source) = m.pick(
+            ("--log", self.log),
+            "ALLOT_LOG",
+            |s| Ok(s.to_owned()),
+            file.log,
+            || DEFAULT_LOG.to_owned(),
+        )?;
+        check_log_filter(&log).map_err(|e| anyhow!("{source}: {e}"))?;
+        let (policy, _) = m.pick(
+            ("--policy", self.policy),
+            "ALLOT_POLICY",
+            parse_policy,
+            file.policy,
+            || DEFAULT_POLICY,
+        )?;
+        let origins = m.pick_list(
+            self.cors_allowed_origins,
+            "ALLOT_CORS_ALLOWED_ORIGINS",
+            file.cors_allowed_origins,
+        );
+        let headers = m.pick_list(
+            self.cors_allow_headers,
+            "ALLOT_CORS_ALLOW_HEADERS",
+            file.cors_allow_headers,
+        );
+        let (randomize_allocation_candidates, _) = m.pick(
+            (
+                "--randomize-allocation-candidates",
+                self.randomize_allocation_candidates,
+            ),
+            "ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES",
+            parse_bool,
+            file.randomize_allocation_candidates,
+            || false,
+        )?;
+        let (max_allocation_candidates, source) = m.pick(
+            (
+                "--max-allocation-candidates",
+                self.max_allocation_candidates,
+            ),
+            "ALLOT_MAX_ALLOCATION_CANDIDATES",
+            parse_count,
+            file.max_allocation_candidates,
+            || allot_core::candidates::DEFAULT_MAX_CANDIDATES,
+        )?;
+        if max_allocation_candidates == 0 {
+            anyhow::bail!("{source}: max_allocation_candidates must be at least 1");
+        }
+
         Ok(Settings {
-            bind: self
-                .bind
-                .or(file.bind)
-                .unwrap_or_else(|| "127.0.0.1:8778".into()),
-            database: self
-                .database
-                .or(file.database)
-                .unwrap_or_else(default_database),
-            log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
-            policy: policy.parse().map_err(anyhow::Error::msg)?,
+            bind,
+            database,
+            log,
+            policy: policy.into(),
             cors: (!origins.is_empty()).then_some(allot_server::Cors {
                 allowed_origins: origins,
                 allow_headers: headers,
             }),
-            randomize_allocation_candidates: self
-                .randomize_allocation_candidates
-                .or(file.randomize_allocation_candidates)
-                .unwrap_or(false),
+            randomize_allocation_candidates,
             max_allocation_candidates,
         })
     }
@@ -168,68 +385,270 @@ impl ServeArgs {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use allot_server::PolicyMode;
+    use clap::Parser;
+
     use super::*;
 
-    #[test]
-    fn flags_win_over_file() {
+    /// `allot serve ARGS...` as clap parses it.
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn args(argv: &[&str]) -> ServeArgs {
+        let mut full = vec!["allot"];
+        full.extend_from_slice(argv);
+        Cli::try_parse_from(full).expect("flags parse").serve
+    }
+
+    /// Resolves `argv` with exactly the variables in `env` and, if given, a config
+    /// file with `file` as its text.
+    fn resolve(
+        argv: &[&str],
+        env: &[(&str, &str)],
+        file: Option<&str>,
+    ) -> anyhow::Result<Settings> {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("allot.toml");
-        std::fs::write(
-            &path,
-            "bind = \"0.0.0.0:1\"\ndatabase = \"sqlite:/x.db\"\npolicy = \"open\"\n",
-        )
-        .unwrap();
-        let args = ServeArgs {
-            bind: Some("127.0.0.1:2".into()),
-            config: Some(path),
-            ..Default::default()
-        };
-        let s = args.resolve().unwrap();
-        assert_eq!(s.bind, "127.0.0.1:2");
-        assert_eq!(s.database, "sqlite:/x.db");
-        assert_eq!(s.policy, allot_server::PolicyMode::Open);
-        assert!(s.cors.is_none());
+        let mut env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        env.insert("HOME".into(), "/home/test".into());
+        if let Some(text) = file {
+            let path = dir.path().join("allot.toml");
+            std::fs::write(&path, text).unwrap();
+            env.insert("ALLOT_CONFIG".into(), path.display().to_string());
+        }
+        let lookup = move |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+        args(argv).resolve_with(&lookup)
+    }
+
+    /// One setting's precedence: with all sources present the flag wins; without the
+    /// flag the variable; without both the file; without any the default.
+    fn precedence<T: PartialEq + std::fmt::Debug>(
+        flag: [&str; 2],
+        var: (&str, &str),
+        file: &str,
+        get: impl Fn(&Settings) -> T,
+        expected: [T; 4],
+    ) {
+        let [from_flag, from_env, from_file, default] = expected;
+        let s = resolve(&flag, &[var], Some(file)).unwrap();
+        assert_eq!(get(&s), from_flag, "flag over variable and file");
+        let s = resolve(&[], &[var], Some(file)).unwrap();
+        assert_eq!(get(&s), from_env, "variable over file");
+        let s = resolve(&[], &[], Some(file)).unwrap();
+        assert_eq!(get(&s), from_file, "file over default");
+        let s = resolve(&[], &[], None).unwrap();
+        assert_eq!(get(&s), default, "default");
     }
 
     #[test]
-    fn candidate_settings() {
-        let s = ServeArgs::default().resolve().unwrap();
-        assert!(!s.randomize_allocation_candidates);
-        assert_eq!(
-            s.max_allocation_candidates,
-            allot_core::candidates::DEFAULT_MAX_CANDIDATES
+    fn bind_precedence() {
+        precedence(
+            ["--bind", "127.0.0.1:1"],
+            ("ALLOT_BIND", "127.0.0.1:2"),
+            "bind = \"[::1]:3\"",
+            |s| s.bind.to_string(),
+            ["127.0.0.1:1", "127.0.0.1:2", "[::1]:3", "127.0.0.1:8778"].map(String::from),
         );
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("allot.toml");
-        std::fs::write(
-            &path,
-            "randomize_allocation_candidates = true\nmax_allocation_candidates = 500\n",
-        )
-        .unwrap();
-        let args = ServeArgs {
-            config: Some(path),
-            max_allocation_candidates: Some(20),
-            ..Default::default()
-        };
-        let s = args.resolve().unwrap();
-        assert!(s.randomize_allocation_candidates);
-        assert_eq!(s.max_allocation_candidates, 20);
-        let zero = ServeArgs {
-            max_allocation_candidates: Some(0),
-            ..Default::default()
-        };
-        assert!(zero.resolve().is_err());
     }
 
     #[test]
-    fn unknown_file_keys_are_refused() {
+    fn database_precedence() {
+        precedence(
+            ["--database", "sqlite:/flag.db"],
+            ("ALLOT_DATABASE", "sqlite:/env.db"),
+            "database = \"sqlite:/file.db\"",
+            |s| s.database.clone(),
+            [
+                "sqlite:/flag.db",
+                "sqlite:/env.db",
+                "sqlite:/file.db",
+                "sqlite:/home/test/.local/share/allot/allot.db",
+            ]
+            .map(String::from),
+        );
+    }
+
+    #[test]
+    fn log_precedence() {
+        // ALLOT_LOG used to beat --log; now the flag wins like every other.
+        precedence(
+            ["--log", "debug"],
+            ("ALLOT_LOG", "warn"),
+            "log = \"allot=trace\"",
+            |s| s.log.clone(),
+            ["debug", "warn", "allot=trace", "info"].map(String::from),
+        );
+    }
+
+    #[test]
+    fn policy_precedence() {
+        precedence(
+            ["--policy", "open"],
+            ("ALLOT_POLICY", "legacy"),
+            "policy = \"open\"",
+            |s| s.policy,
+            [
+                PolicyMode::Open,
+                PolicyMode::Legacy,
+                PolicyMode::Open,
+                PolicyMode::Secure,
+            ],
+        );
+    }
+
+    #[test]
+    fn cors_precedence() {
+        precedence(
+            ["--cors-allowed-origin", "http://flag"],
+            ("ALLOT_CORS_ALLOWED_ORIGINS", "http://env1, http://env2"),
+            "cors_allowed_origins = [\"http://file\"]",
+            |s| s.cors.as_ref().map(|c| c.allowed_origins.clone()),
+            [
+                Some(vec!["http://flag".to_owned()]),
+                Some(vec!["http://env1".to_owned(), "http://env2".to_owned()]),
+                Some(vec!["http://file".to_owned()]),
+                None,
+            ],
+        );
+        let with_origin = "cors_allowed_origins = [\"*\"]\ncors_allow_headers = [\"x-file\"]";
+        precedence(
+            ["--cors-allow-header", "x-flag"],
+            ("ALLOT_CORS_ALLOW_HEADERS", "x-env"),
+            with_origin,
+            |s| s.cors.as_ref().map(|c| c.allow_headers.clone()),
+            [
+                Some(vec!["x-flag".to_owned()]),
+                Some(vec!["x-env".to_owned()]),
+                Some(vec!["x-file".to_owned()]),
+                None,
+            ],
+        );
+    }
+
+    #[test]
+    fn candidate_settings_precedence() {
+        precedence(
+            ["--randomize-allocation-candidates", "false"],
+            ("ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES", "true"),
+            "randomize_allocation_candidates = false",
+            |s| s.randomize_allocation_candidates,
+            [false, true, false, false],
+        );
+        // The bare flag means true, over a variable that says false.
+        let s = resolve(
+            &["--randomize-allocation-candidates"],
+            &[("ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES", "false")],
+            None,
+        )
+        .unwrap();
+        assert!(s.randomize_allocation_candidates);
+        precedence(
+            ["--max-allocation-candidates", "20"],
+            ("ALLOT_MAX_ALLOCATION_CANDIDATES", "30"),
+            "max_allocation_candidates = 500",
+            |s| s.max_allocation_candidates,
+            [20, 30, 500, allot_core::candidates::DEFAULT_MAX_CANDIDATES],
+        );
+    }
+
+    #[test]
+    fn config_file_flag_beats_its_variable() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("allot.toml");
-        std::fs::write(&path, "bnd = \"x\"\n").unwrap();
-        let args = ServeArgs {
-            config: Some(path),
-            ..Default::default()
-        };
-        assert!(args.resolve().is_err());
+        let path = dir.path().join("flag.toml");
+        std::fs::write(&path, "policy = \"open\"\n").unwrap();
+        let s = resolve(
+            &["--config", path.to_str().unwrap()],
+            &[],
+            Some("policy = \"legacy\"\n"),
+        )
+        .unwrap();
+        assert_eq!(s.policy, PolicyMode::Open);
+    }
+
+    /// The error message for a bad value, which must name where it came from.
+    fn error(argv: &[&str], env: &[(&str, &str)], file: Option<&str>) -> String {
+        format!(
+            "{:#}",
+            resolve(argv, env, file).expect_err("a bad value is refused")
+        )
+    }
+
+    #[test]
+    fn bad_values_name_their_source() {
+        let cases: &[(&[(&str, &str)], Option<&str>, &str)] = &[
+            (
+                &[("ALLOT_BIND", "localhost")],
+                None,
+                "environment variable ALLOT_BIND",
+            ),
+            (
+                &[("ALLOT_POLICY", "strict")],
+                None,
+                "environment variable ALLOT_POLICY",
+            ),
+            (
+                &[("ALLOT_LOG", "allot=loud")],
+                None,
+                "environment variable ALLOT_LOG",
+            ),
+            (
+                &[("ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES", "maybe")],
+                None,
+                "environment variable ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES",
+            ),
+            (
+                &[("ALLOT_MAX_ALLOCATION_CANDIDATES", "-1")],
+                None,
+                "environment variable ALLOT_MAX_ALLOCATION_CANDIDATES",
+            ),
+            (
+                &[("ALLOT_MAX_ALLOCATION_CANDIDATES", "0")],
+                None,
+                "environment variable ALLOT_MAX_ALLOCATION_CANDIDATES",
+            ),
+            (&[], Some("bind = \"nowhere\""), "config file"),
+            (&[], Some("policy = \"strict\""), "config file"),
+            (&[], Some("log = \"allot=loud\""), "config file"),
+            (&[], Some("max_allocation_candidates = 0"), "config file"),
+            (&[], Some("bnd = \"x\""), "config file"),
+        ];
+        for (env, file, source) in cases {
+            let message = error(&[], env, *file);
+            assert!(message.contains(source), "{env:?} {file:?}: {message}");
+        }
+        let message = error(&["--log", "allot=loud"], &[], None);
+        assert!(message.starts_with("--log:"), "{message}");
+        let message = error(&["--max-allocation-candidates", "0"], &[], None);
+        assert!(
+            message.starts_with("--max-allocation-candidates:"),
+            "{message}"
+        );
+        // A bad value is an error even where a lower source has a good one.
+        let message = error(
+            &[],
+            &[("ALLOT_POLICY", "strict")],
+            Some("policy = \"open\""),
+        );
+        assert!(message.contains("ALLOT_POLICY"), "{message}");
+    }
+
+    #[test]
+    fn clap_refuses_bad_flags_by_name() {
+        for argv in [
+            &["allot", "--bind", "localhost:1"][..],
+            &["allot", "--policy", "strict"],
+            &["allot", "--max-allocation-candidates", "x"],
+        ] {
+            let e = Cli::try_parse_from(argv).expect_err("a bad flag is refused");
+            assert!(e.to_string().contains(argv[1]), "{e}");
+        }
+        assert_eq!(args(&["--policy", "legacy"]).policy, Some(Policy::Legacy));
     }
 }

@@ -1,7 +1,7 @@
 //! The `allot` binary: `allot serve` runs the Placement API on the embedded store.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
-//! TOML file (`--config`), then defaults, in that order of precedence.
+//! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
 
 mod config;
 
@@ -37,10 +37,9 @@ fn main() -> anyhow::Result<()> {
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = args.resolve()?;
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ALLOT_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.log)),
-        )
+        // The filter was checked in `resolve`, and ALLOT_LOG already had its turn there
+        // (below --log, like every variable).
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&settings.log))
         .with_writer(std::io::stderr)
         .init();
 
@@ -67,7 +66,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&settings.bind)
+        let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
             .with_context(|| format!("binding {}", settings.bind))?;
         // The real address (the port may have been 0) goes on stderr for scripts and
