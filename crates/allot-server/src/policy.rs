@@ -126,11 +126,11 @@ actions! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Base {
     /// `admin_api`: the one rule the open policy keeps.
-    AdminApi,
-    ServiceApi,
-    AdminOrServiceApi,
-    ProjectReaderApi,
-    AdminOrProjectReaderOrServiceApi,
+    Admin,
+    Service,
+    AdminOrService,
+    ProjectReader,
+    AdminOrProjectReaderOrService,
 }
 
 /// A policy check, the building blocks of check strings.
@@ -165,7 +165,7 @@ const PROJECT: &[TokenScope] = &[TokenScope::Project];
 
 /// An API action guarded by `rule:admin_or_service_api`, for projects only.
 const ADMIN_OR_SERVICE: Rule = Rule {
-    check: Check::Rule(Base::AdminOrServiceApi),
+    check: Check::Rule(Base::AdminOrService),
     deprecated: None,
     scopes: PROJECT,
 };
@@ -174,30 +174,30 @@ impl Base {
     /// Placement 16.0's base rules (`placement/policies/base.py`).
     const fn rule(self) -> Rule {
         match self {
-            Base::AdminApi => Rule {
+            Base::Admin => Rule {
                 check: Check::Role("admin"),
                 deprecated: None,
                 scopes: PROJECT,
             },
-            Base::ServiceApi => Rule {
+            Base::Service => Rule {
                 check: Check::Role("service"),
                 deprecated: DEPRECATED_ADMIN,
                 scopes: PROJECT,
             },
-            Base::AdminOrServiceApi => Rule {
+            Base::AdminOrService => Rule {
                 check: Check::Any(&[Check::Role("admin"), Check::Role("service")]),
                 deprecated: DEPRECATED_ADMIN,
                 scopes: PROJECT,
             },
-            Base::ProjectReaderApi => Rule {
+            Base::ProjectReader => Rule {
                 check: Check::All(&[Check::Role("reader"), Check::TargetProject]),
                 deprecated: DEPRECATED_ADMIN,
                 scopes: &[],
             },
-            Base::AdminOrProjectReaderOrServiceApi => Rule {
+            Base::AdminOrProjectReaderOrService => Rule {
                 check: Check::Any(&[
                     Check::Role("admin"),
-                    Check::Rule(Base::ProjectReaderApi),
+                    Check::Rule(Base::ProjectReader),
                     Check::Role("service"),
                 ]),
                 deprecated: DEPRECATED_ADMIN,
@@ -213,13 +213,13 @@ impl Action {
         match self {
             // Total usages: admins, services, and readers of the queried project.
             Action::TotalUsages => Rule {
-                check: Check::Rule(Base::AdminOrProjectReaderOrServiceApi),
+                check: Check::Rule(Base::AdminOrProjectReaderOrService),
                 deprecated: None,
                 scopes: PROJECT,
             },
             // Reshaper: services only under the new defaults.
             Action::Reshape => Rule {
-                check: Check::Rule(Base::ServiceApi),
+                check: Check::Rule(Base::Service),
                 deprecated: None,
                 scopes: PROJECT,
             },
@@ -278,7 +278,7 @@ impl Subject<'_> {
 
     /// Whether a base rule passes; the open fixture leaves only `admin_api` as it is.
     fn base_passes(&self, base: Base) -> bool {
-        (self.mode == PolicyMode::Open && base != Base::AdminApi) || self.rule_passes(&base.rule())
+        (self.mode == PolicyMode::Open && base != Base::Admin) || self.rule_passes(&base.rule())
     }
 
     fn rule_passes(&self, rule: &Rule) -> bool {
@@ -493,7 +493,7 @@ mod tests {
                 mode,
                 target_project: None,
             }
-            .base_passes(Base::AdminApi)
+            .base_passes(Base::Admin)
         };
         for mode in [Legacy, Secure, Open] {
             assert!(!subject("no roles", mode), "{mode:?}");
@@ -506,8 +506,8 @@ mod tests {
             mode: Open,
             target_project: None,
         };
-        assert!(open.base_passes(Base::ServiceApi));
-        assert!(open.base_passes(Base::ProjectReaderApi));
+        assert!(open.base_passes(Base::Service));
+        assert!(open.base_passes(Base::ProjectReader));
     }
 
     #[test]

@@ -580,9 +580,12 @@ mod tests {
         )
     }
 
+    /// Environment variables, a config file's text, and what the error must say.
+    type BadCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
+
     #[test]
     fn bad_values_name_their_source() {
-        let cases: &[(&[(&str, &str)], Option<&str>, &str)] = &[
+        let cases: &[BadCase] = &[
             (
                 &[("ALLOT_BIND", "localhost")],
                 None,
