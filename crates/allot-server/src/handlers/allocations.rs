@@ -16,6 +16,7 @@
 //! hands to the rule with its endpoint. Request objects keep the order of the text
 //! (see [`Entries`]), because the rule walks them in that order, as Placement does.
 
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use allot_core::ops::allocations::{
@@ -31,13 +32,12 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::params::{no_provider, uuid_like, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schemas, AppState};
+use crate::{http, schemas, wire, AppState};
 
 const LIST: Action = Action::AllocationsList;
 const MANAGE: Action = Action::AllocationsManage;
@@ -285,49 +285,53 @@ pub async fn list_for_consumer(
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, LIST)?;
     let minor = ctx.version.0;
-    let (body, last_modified) = {
+    let (response, last_modified) = {
         let view = app.host.read();
         let consumer = canonical_uuid(&raw).and_then(|u| view.consumer(&u));
         let held = consumer
             .map(|c| view.consumer_allocations(&c.row.uuid))
             .unwrap_or_default();
-        let by_provider: Map<String, Value> = held
-            .iter()
-            .map(|h| {
-                let resources: Map<String, Value> = h
-                    .resources
-                    .iter()
-                    .map(|(class, used)| (class.to_string(), json!(used)))
-                    .collect();
-                (
-                    h.provider.uuid().to_string(),
-                    json!({"generation": h.provider.row.generation, "resources": resources}),
-                )
-            })
-            .collect();
-        let mut body = json!({ "allocations": by_provider });
+        let allocations = wire::InOrder(
+            held.iter()
+                .map(|h| {
+                    let on_provider = wire::HeldOnProvider {
+                        generation: h.provider.row.generation,
+                        resources: by_class(h.resources.iter().copied()),
+                    };
+                    (h.provider.uuid(), on_provider)
+                })
+                .collect(),
+        );
+        let mut body = wire::ConsumerAllocations {
+            allocations,
+            project_id: None,
+            user_id: None,
+            consumer_generation: None,
+            consumer_type: None,
+        };
         let mut last_modified = None;
         if let (Some(c), false) = (consumer, held.is_empty()) {
             last_modified = Some(c.row.updated_at);
             if minor >= 12 {
-                body["project_id"] = json!(c.row.project_id);
-                body["user_id"] = json!(c.row.user_id);
+                body.project_id = Some(&c.row.project_id);
+                body.user_id = Some(&c.row.user_id);
             }
             if minor >= 28 {
-                body["consumer_generation"] = json!(c.row.generation);
+                body.consumer_generation = Some(c.row.generation);
             }
             if minor >= 38 {
-                body["consumer_type"] = json!(c
-                    .row
-                    .consumer_type
-                    .as_deref()
-                    .unwrap_or(UNKNOWN_CONSUMER_TYPE));
+                body.consumer_type = Some(
+                    c.row
+                        .consumer_type
+                        .as_deref()
+                        .unwrap_or(UNKNOWN_CONSUMER_TYPE),
+                );
             }
         }
-        (body, last_modified)
+        (http::json(StatusCode::OK, &body), last_modified)
     };
     let last_modified = last_modified.unwrap_or_else(|| app.host.now());
-    Ok(ctx.cached(http::json(StatusCode::OK, &body), last_modified))
+    Ok(ctx.cached(response, last_modified))
 }
 
 /// `GET /resource_providers/{uuid}/allocations`: what every consumer holds on a
@@ -340,36 +344,42 @@ pub async fn list_for_provider(
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, PROVIDER_LIST)?;
     let minor = ctx.version.0;
-    let (body, last_modified) = {
+    let (response, last_modified) = {
         let view = app.host.read();
         let provider = path.provider(&view, |raw| {
             format!("Resource provider '{raw}' not found: {}", no_provider(raw))
         })?;
         let mut last_modified = None;
-        let by_consumer: Map<String, Value> = view
+        let allocations = view
             .provider_allocations(provider.id())
             .into_iter()
             .map(|(c, amounts)| {
                 last_modified = last_modified.max(Some(c.row.updated_at));
-                let resources: Map<String, Value> = amounts
-                    .iter()
-                    .map(|(class, used)| (class.to_string(), json!(used)))
-                    .collect();
-                let mut entry = json!({ "resources": resources });
-                if minor >= 28 {
-                    entry["consumer_generation"] = json!(c.row.generation);
-                }
-                (c.row.uuid.to_string(), entry)
+                let held = wire::HeldByConsumer {
+                    resources: by_class(amounts),
+                    consumer_generation: (minor >= 28).then_some(c.row.generation),
+                };
+                (&c.row.uuid, held)
             })
             .collect();
-        let body = json!({
-            "allocations": by_consumer,
-            "resource_provider_generation": provider.row.generation,
-        });
-        (body, last_modified)
+        let body = wire::ProviderAllocations {
+            allocations,
+            resource_provider_generation: provider.row.generation,
+        };
+        (http::json(StatusCode::OK, &body), last_modified)
     };
     let last_modified = last_modified.unwrap_or_else(|| app.host.now());
-    Ok(ctx.cached(http::json(StatusCode::OK, &body), last_modified))
+    Ok(ctx.cached(response, last_modified))
+}
+
+/// Amounts by class name, as the bodies write them.
+fn by_class<'a>(
+    amounts: impl IntoIterator<Item = (&'a ResourceClass, u64)>,
+) -> BTreeMap<&'a str, u64> {
+    amounts
+        .into_iter()
+        .map(|(class, used)| (class.as_str(), used))
+        .collect()
 }
 
 #[cfg(test)]
@@ -377,6 +387,7 @@ mod tests {
     use super::*;
     use crate::schema::validate;
     use crate::schemas::{allocations_post, allocations_put};
+    use serde_json::{json, Value};
 
     const RP: &str = "7260669a-e3d4-4867-aaa7-683e2ab6958c";
     const C: &str = "599ffd2d-526a-4b2e-8683-f13ad25f9958";

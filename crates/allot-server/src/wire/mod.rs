@@ -20,9 +20,11 @@
 //! - Borrow from the view (`&'a str`, `&'a Uuid`) where the data is there to borrow;
 //!   own what is computed for the answer (URLs, sums).
 //!
-//! `handlers/allocations.rs` and `handlers/reshaper.rs` still build `Value`s; `http::json`
-//! takes those too, since `Value` is `Serialize`.
+//! The allocation bodies ([`allocations`]) are the exception: they were built as maps
+//! that kept insertion order, and keep that order (an [`InOrder`] map where it is not
+//! sorted).
 
+pub mod allocations;
 pub mod candidates;
 pub mod classes;
 pub mod inventories;
@@ -31,6 +33,7 @@ pub mod root;
 pub mod traits;
 pub mod usages;
 
+pub use allocations::{ConsumerAllocations, HeldByConsumer, HeldOnProvider, ProviderAllocations};
 pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
@@ -42,7 +45,7 @@ pub use root::{ApiVersion, Versions};
 pub use traits::TraitList;
 pub use usages::{ConsumerTypeUsages, ProviderUsages, Usages, UsagesByType};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 /// A value that is sent even when it has none, as JSON `null` (a provider's parent
 /// when it is a root). Spelled out so that `Option<Nullable<T>>`, a field some
@@ -65,5 +68,17 @@ impl Link {
             href: href.into(),
             rel: "self",
         }
+    }
+}
+
+/// A map written in the order of its entries rather than sorted: for a body whose
+/// clients have seen its keys in the order the view lists them (a consumer's
+/// providers). The keys must be distinct; nothing here checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InOrder<K, V>(pub Vec<(K, V)>);
+
+impl<K: Serialize, V: Serialize> Serialize for InOrder<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
