@@ -11,7 +11,7 @@
 use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
-use allot_core::{Change, Inventory, ResourceClass, State, Timestamp, Uuid};
+use allot_core::{Change, Inventory, RequestedName, ResourceClass, State, Timestamp, Uuid};
 use proptest::prelude::*;
 
 /// The classes operations use: two standard ones and two custom ones, which must be
@@ -154,6 +154,11 @@ pub enum Op {
 /// A class name of the test alphabet as the typed value operations take.
 fn parsed(name: &str) -> ResourceClass {
     ResourceClass::parse(name).expect("well-formed class")
+}
+
+/// A class name of the test alphabet as a request names it.
+fn requested(name: &str) -> RequestedName<ResourceClass> {
+    RequestedName::Name(parsed(name))
 }
 
 pub fn class(i: u8) -> &'static str {
@@ -478,9 +483,9 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             inventories,
             stale,
         } => {
-            let list: Vec<(String, Inventory)> = inventories
+            let list: Vec<(RequestedName<ResourceClass>, Inventory)> = inventories
                 .iter()
-                .map(|(c, inv)| (class(*c).to_owned(), inv.inventory()))
+                .map(|(c, inv)| (requested(class(*c)), inv.inventory()))
                 .collect();
             changes(state.set_inventories(
                 &provider_uuid(*slot),
@@ -496,7 +501,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             inventory,
         } => changes(state.add_inventory(
             &provider_uuid(*slot),
-            class(*c),
+            &requested(class(*c)),
             inventory.inventory(),
             rule,
             now,
@@ -509,13 +514,13 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
         } => changes(state.update_inventory(
             &provider_uuid(*slot),
             generation(*slot) + u64::from(*stale),
-            class(*c),
+            &requested(class(*c)),
             inventory.inventory(),
             rule,
             now,
         )),
         Op::DeleteInventory { slot, class: c } => {
-            changes(state.delete_inventory(&provider_uuid(*slot), class(*c), now))
+            changes(state.delete_inventory(&provider_uuid(*slot), &requested(class(*c)), now))
         }
         Op::DeleteInventories(slot) => {
             changes(state.delete_inventories(&provider_uuid(*slot), now))
@@ -561,7 +566,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             changes(state.update_inventory(
                 &uuid,
                 provider.map_or(0, |p| p.row.generation),
-                class,
+                &requested(class),
                 inventory.inventory(),
                 rule,
                 now,
