@@ -176,9 +176,9 @@ mod tests {
     fn world() -> State {
         let mut s = State::new();
         for (n, parent) in [(1, None), (2, Some(1)), (3, None), (4, None)] {
-            let parent = parent.map(|p| uuid(p).to_string());
+            let parent = parent.map(|p| uuid(p).into());
             let (_, c) = s
-                .create_provider(uuid(n), &format!("p{n}"), parent.as_deref(), n as i64)
+                .create_provider(uuid(n), &format!("p{n}"), parent, n as i64)
                 .unwrap();
             s.apply(&c);
         }

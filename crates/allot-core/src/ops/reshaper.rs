@@ -225,7 +225,7 @@ mod tests {
         let (_, ch) = s.create_provider(RP, "rp", None, 1).unwrap();
         s.apply(&ch);
         let (_, ch) = s
-            .create_provider(CHILD, "child", Some(&RP.to_string()), 1)
+            .create_provider(CHILD, "child", Some(RP.into()), 1)
             .unwrap();
         s.apply(&ch);
         let invs = vec![

@@ -8,7 +8,9 @@
 //! allocations; writes race for the last units.
 #![allow(dead_code)]
 
-use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
+use allot_core::ops::allocations::{
+    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested,
+};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
 use allot_core::{Change, Inventory, RequestedName, ResourceClass, State, Timestamp, Uuid};
@@ -469,13 +471,8 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
         }
         Op::DeleteClass(c) => changes(state.delete_class(&parsed(class(*c)))),
         Op::CreateProvider { slot, parent } => {
-            let parent = parent.map(|p| provider_uuid(p).to_string());
-            changes(state.create_provider(
-                provider_uuid(*slot),
-                &format!("rp-{slot}"),
-                parent.as_deref(),
-                now,
-            ))
+            let parent = parent.map(|p| ProviderRef::from(provider_uuid(p)));
+            changes(state.create_provider(provider_uuid(*slot), &format!("rp-{slot}"), parent, now))
         }
         Op::DeleteProvider(slot) => changes(state.delete_provider(&provider_uuid(*slot))),
         Op::SetInventories {

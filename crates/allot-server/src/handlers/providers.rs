@@ -1,7 +1,8 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`: create, show, list with
 //! filters, update (rename, re-parent) and delete providers.
 
-use allot_core::ops::providers::ProviderInfo;
+use allot_core::ops::allocations::ProviderRef;
+use allot_core::ops::providers::{ParentChange, ProviderInfo};
 use allot_core::query::ProviderQuery;
 use allot_core::Uuid;
 use axum::body::Bytes;
@@ -112,12 +113,11 @@ pub async fn create(
     };
     let info = app
         .write(move |view, now| {
-            view.create_provider(
-                uuid,
-                &input.name,
-                input.parent_provider_uuid.as_deref(),
-                now,
-            )
+            let parent = input
+                .parent_provider_uuid
+                .as_deref()
+                .map(ProviderRef::parse);
+            view.create_provider(uuid, &input.name, parent, now)
         })
         .await?;
     let url = provider_url(&info.uuid);
@@ -148,14 +148,16 @@ pub async fn update(
     let schema = schemas::provider_update(ctx.version.at_least(14));
     let input: Value = http::json_body(&headers, &body, &schema)?;
     let name = input["name"].as_str().unwrap_or_default().to_owned();
-    // Absent: keep the parent; null: no parent; a string: that parent.
-    let parent: Option<Option<String>> = input
-        .get("parent_provider_uuid")
-        .map(|p| p.as_str().map(str::to_owned));
+    let parent = match input.get("parent_provider_uuid") {
+        None => ParentChange::Keep,
+        Some(p) => match p.as_str() {
+            Some(text) => ParentChange::SetTo(ProviderRef::parse(text)),
+            None => ParentChange::Clear,
+        },
+    };
     let allow_reparenting = ctx.version.at_least(37);
     let (info, previous_update) = app
         .write(move |view, now| {
-            let parent = parent.as_ref().map(|p| p.as_deref());
             view.update_provider(&target, &name, parent, allow_reparenting, now)
         })
         .await?;
