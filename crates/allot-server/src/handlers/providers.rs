@@ -4,7 +4,7 @@
 use allot_core::ops::allocations::ProviderRef;
 use allot_core::ops::providers::{ParentChange, ProviderInfo};
 use allot_core::query::ProviderQuery;
-use allot_core::Uuid;
+use allot_core::{ResourceClass, TraitName, Uuid};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -226,13 +226,23 @@ fn list_query(version: Version, raw: Option<&str>) -> Result<ProviderQuery, ApiE
     }
     let required = query.all("required");
     if !required.is_empty() {
-        (filters.required_traits, filters.forbidden_traits) = required_filter(version, &required)?;
+        // Any text is a trait to look up: the core answers text that is no trait name
+        // as an unknown trait, at the same step.
+        let (any_of, forbidden) = required_filter(version, &required)?;
+        filters.required_traits = any_of
+            .iter()
+            .map(|group| group.iter().map(|t| TraitName::requested(t)).collect())
+            .collect();
+        filters.forbidden_traits = forbidden.iter().map(|t| TraitName::requested(t)).collect();
     }
     filters.name = last("name");
-    filters.uuid = last("uuid");
-    filters.in_tree = last("in_tree");
+    filters.uuid = last("uuid").as_deref().map(ProviderRef::parse);
+    filters.in_tree = last("in_tree").as_deref().map(ProviderRef::parse);
     if let Some(resources) = last("resources") {
-        filters.resources = resources_filter(&resources)?;
+        filters.resources = resources_filter(&resources)?
+            .iter()
+            .map(|(class, amount)| (ResourceClass::requested(class), *amount))
+            .collect();
     }
     Ok(filters)
 }
@@ -266,10 +276,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.name.as_deref(), Some("b"));
-        assert_eq!(f.resources, vec![("VCPU".to_owned(), 1)]);
+        assert_eq!(f.resources, vec![(ResourceClass::requested("VCPU"), 1)]);
         assert_eq!(
-            f.in_tree.as_deref(),
-            Some("2290d4af-9e6e-400b-9d65-1ee01376f71a")
+            f.in_tree.and_then(|t| t.uuid()).map(|u| u.to_string()),
+            Some("2290d4af-9e6e-400b-9d65-1ee01376f71a".to_owned())
         );
     }
 
