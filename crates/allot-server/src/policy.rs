@@ -121,6 +121,8 @@ actions! {
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`); they are not actions.
+// The variants spell Placement's rule names (`admin_api`, ...), `_api` included.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Base {
     /// `admin_api`: the one rule the open policy keeps.

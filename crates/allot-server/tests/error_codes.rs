@@ -122,7 +122,7 @@ async fn schema_failures_fit_on_the_detail_s_last_line() {
     assert_eq!(code(&body), "placement.undefined_code");
     let detail = body["errors"][0]["detail"].as_str().unwrap();
     // What osc-placement shows: the last line of the detail, stripped.
-    let shown = detail.split('\n').last().unwrap().trim();
+    let shown = detail.split('\n').next_back().unwrap().trim();
     assert!(
         shown.starts_with(
             "JSON does not validate: 'osc_bad_name' does not match '^CUSTOM_[A-Z0-9_]+$'  \
