@@ -12,6 +12,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 
 use allot_core::candidates::{CandidateQuery, RequestGroup, SearchOptions};
 use allot_core::model::{Allocation, ConsumerRow, TraitRecord};
+use allot_core::ops::allocations::ProviderRef;
 use allot_core::{Change, Inventory, ProviderId, ResourceClass, State, TraitName, Uuid};
 
 const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c0c2e_6b1e_4a59_9a1a_5a0d1c6a2b10);
@@ -42,10 +43,10 @@ impl Builder {
     }
 
     fn provider(&mut self, name: &str, parent: Option<&str>) -> ProviderId {
-        let parent = parent.map(|p| uuid(p).to_string());
+        let parent = parent.map(|p| ProviderRef::from(uuid(p)));
         let (info, changes) = self
             .state
-            .create_provider(uuid(name), name, parent.as_deref(), 0)
+            .create_provider(uuid(name), name, parent, 0)
             .expect("a new provider");
         self.state.apply(&changes);
         self.state.provider_by_uuid(&info.uuid).unwrap().id()

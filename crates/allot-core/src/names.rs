@@ -2,6 +2,11 @@
 //!
 //! A name that reaches the domain has been checked once, at the boundary; the rest of
 //! the code passes these types around and never re-checks a raw string.
+//!
+//! Some endpoints let any text through their schema and answer a malformed name with
+//! the same message, at the same point, as a well-formed one that does not exist. Their
+//! requests carry a [`RequestedName`]: the boundary has sorted the text into "a name"
+//! or "not a name", and the operation reports both kinds in Placement's order.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -55,8 +60,9 @@ macro_rules! name_type {
                 self.0.starts_with(CUSTOM_PREFIX)
             }
 
-            /// Wraps a name without checking it. Only for names that were checked
-            /// before, such as those read back from a store.
+            /// Wraps a name without checking it. Only for trusted names: ones checked
+            /// before (read back from a store, found in the state, or just checked)
+            /// and literals in tests. Every call site says why its name is trusted.
             pub fn new_unchecked(name: impl Into<String>) -> Self {
                 $name(name.into())
             }
@@ -65,6 +71,15 @@ macro_rules! name_type {
             /// Whether such a class or trait exists is a question for the state.
             pub fn parse(name: &str) -> Option<Self> {
                 is_well_formed_name(name).then(|| $name(name.to_owned()))
+            }
+
+            /// Sorts request text into a well-formed name or text that is not one
+            /// (see [`RequestedName`]).
+            pub fn requested(text: &str) -> RequestedName<Self> {
+                match Self::parse(text) {
+                    Some(name) => RequestedName::Name(name),
+                    None => RequestedName::NotAName(text.to_owned()),
+                }
             }
         }
 
@@ -99,6 +114,41 @@ name_type!(
     TraitName
 );
 
+/// A name as a request gave it, sorted at the boundary: a well-formed name (which may
+/// or may not exist) or text that cannot be one (and so names nothing). For the
+/// endpoints that report both alike, after checks that come before any name's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestedName<N> {
+    /// A well-formed name.
+    Name(N),
+    /// Text that is not a name, kept for the error message.
+    NotAName(String),
+}
+
+impl<N: AsRef<str>> RequestedName<N> {
+    /// The text as the request gave it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RequestedName::Name(name) => name.as_ref(),
+            RequestedName::NotAName(text) => text,
+        }
+    }
+
+    /// The name, if the text is one.
+    pub fn name(&self) -> Option<&N> {
+        match self {
+            RequestedName::Name(name) => Some(name),
+            RequestedName::NotAName(_) => None,
+        }
+    }
+}
+
+impl<N: AsRef<str>> fmt::Display for RequestedName<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +177,17 @@ mod tests {
         assert!(ResourceClass::parse("vcpu").is_none());
         assert!(TraitName::parse("").is_none());
         assert!(TraitName::parse("HW CPU").is_none());
+    }
+
+    #[test]
+    fn requested_sorts_text() {
+        let good = ResourceClass::requested("VCPU");
+        assert_eq!(good.name().map(ResourceClass::as_str), Some("VCPU"));
+        let bad = TraitName::requested("not a trait");
+        assert_eq!(bad, RequestedName::NotAName("not a trait".to_owned()));
+        assert_eq!(bad.name(), None);
+        assert_eq!(bad.to_string(), "not a trait");
+        let long = "A".repeat(MAX_NAME_LEN + 1);
+        assert!(ResourceClass::requested(&long).name().is_none());
     }
 }

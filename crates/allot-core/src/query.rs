@@ -10,28 +10,32 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::model::Provider;
-use crate::ops::providers::canonical_uuid;
+use crate::names::{RequestedName, ResourceClass, TraitName};
+use crate::ops::allocations::ProviderRef;
 use crate::state::State;
 
 /// The filters of a provider listing, already parsed. Empty fields filter nothing.
+///
+/// Trait and class names are [`RequestedName`]s: Placement answers text that is no
+/// name as it answers a name it does not have, at the same step of the search.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderQuery {
     /// Exact name (an empty name filters nothing, as in Placement).
     pub name: Option<String>,
-    /// Exact uuid, as text (an empty one filters nothing).
-    pub uuid: Option<String>,
-    /// Only providers in the same tree as this provider (uuid as text).
-    pub in_tree: Option<String>,
+    /// Exact uuid (a spelling that names no provider matches none).
+    pub uuid: Option<ProviderRef>,
+    /// Only providers in the same tree as this provider.
+    pub in_tree: Option<ProviderRef>,
     /// Traits: the provider must have at least one trait of every group.
-    pub required_traits: Vec<Vec<String>>,
+    pub required_traits: Vec<Vec<RequestedName<TraitName>>>,
     /// Traits the provider must have none of.
-    pub forbidden_traits: Vec<String>,
+    pub forbidden_traits: Vec<RequestedName<TraitName>>,
     /// Aggregates: the provider must be in at least one aggregate of every group.
     pub member_of: Vec<Vec<Uuid>>,
     /// Aggregates the provider must be in none of.
     pub forbidden_aggregates: Vec<Uuid>,
     /// Resources the provider must have room for, by class, in the order asked.
-    pub resources: Vec<(String, u64)>,
+    pub resources: Vec<(RequestedName<ResourceClass>, u64)>,
 }
 
 impl State {
@@ -41,11 +45,10 @@ impl State {
     /// resource classes (`Invalid resource class in resources parameter`).
     pub fn query_providers(&self, query: &ProviderQuery) -> crate::Result<Vec<&Provider>> {
         let name = query.name.as_deref().filter(|n| !n.is_empty());
-        let uuid = query.uuid.as_deref().filter(|u| !u.is_empty());
 
-        let tree_root = match query.in_tree.as_deref().filter(|t| !t.is_empty()) {
+        let tree_root = match &query.in_tree {
             None => None,
-            Some(t) => match self.provider_by_uuid_str(t) {
+            Some(t) => match self.provider_by_ref(t) {
                 Some(p) => Some(p.row.root),
                 None => return Ok(vec![]),
             },
@@ -72,7 +75,7 @@ impl State {
         }
 
         for (class, _) in &query.resources {
-            if !self.class_exists(class) {
+            if !class.name().is_some_and(|c| self.class_exists(c.as_str())) {
                 return Err(Error::invalid(format!(
                     "Invalid resource class in resources parameter: No such resource class \
                      {class}."
@@ -80,19 +83,14 @@ impl State {
             }
         }
 
-        let uuid = uuid.map(canonical_uuid);
+        let uuid = query.uuid.as_ref().map(ProviderRef::uuid);
         Ok(self
             .providers()
             .filter(|p| name.is_none_or(|n| p.row.name == n))
             .filter(|p| uuid.is_none_or(|u| u == Some(p.uuid())))
             .filter(|p| tree_root.is_none_or(|r| p.row.root == r))
             .filter(|p| has_required_traits(p, &query.required_traits))
-            .filter(|p| {
-                !query
-                    .forbidden_traits
-                    .iter()
-                    .any(|t| p.traits.contains(t.as_str()))
-            })
+            .filter(|p| !query.forbidden_traits.iter().any(|t| has_trait(p, t)))
             .filter(|p| in_aggregates(p, &query.member_of))
             .filter(|p| {
                 !query
@@ -104,7 +102,7 @@ impl State {
                 query
                     .resources
                     .iter()
-                    .all(|(class, amount)| self.has_room(p, class, *amount))
+                    .all(|(class, amount)| self.has_room(p, class.as_str(), *amount))
             })
             .collect())
     }
@@ -128,8 +126,8 @@ impl State {
         self.usage(provider.id(), class)
     }
 
-    fn known_trait(&self, name: &str) -> crate::Result<()> {
-        if self.trait_exists(name) {
+    fn known_trait(&self, name: &RequestedName<TraitName>) -> crate::Result<()> {
+        if name.name().is_some_and(|n| self.trait_exists(n.as_str())) {
             Ok(())
         } else {
             Err(Error::invalid(format!(
@@ -139,10 +137,12 @@ impl State {
     }
 }
 
-fn has_required_traits(p: &Provider, groups: &[Vec<String>]) -> bool {
-    groups
-        .iter()
-        .all(|any| any.iter().any(|t| p.traits.contains(t.as_str())))
+fn has_trait(p: &Provider, t: &RequestedName<TraitName>) -> bool {
+    t.name().is_some_and(|n| p.traits.contains(n))
+}
+
+fn has_required_traits(p: &Provider, groups: &[Vec<RequestedName<TraitName>>]) -> bool {
+    groups.iter().all(|any| any.iter().any(|t| has_trait(p, t)))
 }
 
 fn in_aggregates(p: &Provider, groups: &[Vec<Uuid>]) -> bool {
@@ -156,7 +156,6 @@ mod tests {
     use super::*;
     use crate::change::Change;
     use crate::model::Inventory;
-    use crate::names::{ResourceClass, TraitName};
 
     const AGG1: Uuid = Uuid::from_u128(0xa1);
     const AGG2: Uuid = Uuid::from_u128(0xa2);
@@ -176,9 +175,9 @@ mod tests {
     fn world() -> State {
         let mut s = State::new();
         for (n, parent) in [(1, None), (2, Some(1)), (3, None), (4, None)] {
-            let parent = parent.map(|p| uuid(p).to_string());
+            let parent = parent.map(|p| uuid(p).into());
             let (_, c) = s
-                .create_provider(uuid(n), &format!("p{n}"), parent.as_deref(), n as i64)
+                .create_provider(uuid(n), &format!("p{n}"), parent, n as i64)
                 .unwrap();
             s.apply(&c);
         }
@@ -230,16 +229,19 @@ mod tests {
             .collect()
     }
 
-    fn groups(g: &[&[&str]]) -> Vec<Vec<String>> {
+    fn groups(g: &[&[&str]]) -> Vec<Vec<RequestedName<TraitName>>> {
         g.iter()
-            .map(|any| any.iter().map(|t| t.to_string()).collect())
+            .map(|any| any.iter().map(|t| TraitName::requested(t)).collect())
             .collect()
+    }
+
+    fn class(name: &str) -> RequestedName<ResourceClass> {
+        ResourceClass::requested(name)
     }
 
     #[test]
     fn filters() {
         let s = world();
-        let u = |n| uuid(n).to_string();
         let cases: Vec<(&str, ProviderQuery, &[&str])> = vec![
             (
                 "nothing",
@@ -265,7 +267,7 @@ mod tests {
             (
                 "uuid",
                 ProviderQuery {
-                    uuid: Some(u(2)),
+                    uuid: Some(uuid(2).into()),
                     ..Default::default()
                 },
                 &["p2"],
@@ -273,7 +275,7 @@ mod tests {
             (
                 "uuid other spelling",
                 ProviderQuery {
-                    uuid: Some(uuid(2).simple().to_string()),
+                    uuid: Some(ProviderRef::parse(&uuid(2).simple().to_string())),
                     ..Default::default()
                 },
                 &[],
@@ -281,7 +283,7 @@ mod tests {
             (
                 "in_tree child",
                 ProviderQuery {
-                    in_tree: Some(u(2)),
+                    in_tree: Some(uuid(2).into()),
                     ..Default::default()
                 },
                 &["p1", "p2"],
@@ -289,7 +291,7 @@ mod tests {
             (
                 "in_tree root",
                 ProviderQuery {
-                    in_tree: Some(u(3)),
+                    in_tree: Some(uuid(3).into()),
                     ..Default::default()
                 },
                 &["p3"],
@@ -297,7 +299,7 @@ mod tests {
             (
                 "in_tree missing",
                 ProviderQuery {
-                    in_tree: Some(u(9)),
+                    in_tree: Some(uuid(9).into()),
                     ..Default::default()
                 },
                 &[],
@@ -321,7 +323,7 @@ mod tests {
             (
                 "forbidden",
                 ProviderQuery {
-                    forbidden_traits: vec!["HW_CPU_X86_AVX".into()],
+                    forbidden_traits: vec![TraitName::requested("HW_CPU_X86_AVX")],
                     ..Default::default()
                 },
                 &["p3", "p4"],
@@ -330,7 +332,7 @@ mod tests {
                 "required and forbidden",
                 ProviderQuery {
                     required_traits: groups(&[&["STORAGE_DISK_SSD"]]),
-                    forbidden_traits: vec!["HW_CPU_X86_AVX".into()],
+                    forbidden_traits: vec![TraitName::requested("HW_CPU_X86_AVX")],
                     ..Default::default()
                 },
                 &["p3"],
@@ -378,7 +380,7 @@ mod tests {
             (
                 "vcpu 4",
                 ProviderQuery {
-                    resources: vec![("VCPU".into(), 4)],
+                    resources: vec![(class("VCPU"), 4)],
                     ..Default::default()
                 },
                 &["p1", "p3"],
@@ -387,7 +389,7 @@ mod tests {
             (
                 "vcpu 8",
                 ProviderQuery {
-                    resources: vec![("VCPU".into(), 8)],
+                    resources: vec![(class("VCPU"), 8)],
                     ..Default::default()
                 },
                 &["p1", "p3"],
@@ -395,7 +397,7 @@ mod tests {
             (
                 "vcpu 9",
                 ProviderQuery {
-                    resources: vec![("VCPU".into(), 9)],
+                    resources: vec![(class("VCPU"), 9)],
                     ..Default::default()
                 },
                 &[],
@@ -404,7 +406,7 @@ mod tests {
             (
                 "disk 50",
                 ProviderQuery {
-                    resources: vec![("DISK_GB".into(), 50)],
+                    resources: vec![(class("DISK_GB"), 50)],
                     ..Default::default()
                 },
                 &["p2"],
@@ -412,7 +414,7 @@ mod tests {
             (
                 "disk over max_unit",
                 ProviderQuery {
-                    resources: vec![("DISK_GB".into(), 55)],
+                    resources: vec![(class("DISK_GB"), 55)],
                     ..Default::default()
                 },
                 &[],
@@ -420,7 +422,7 @@ mod tests {
             (
                 "disk under min_unit",
                 ProviderQuery {
-                    resources: vec![("DISK_GB".into(), 1)],
+                    resources: vec![(class("DISK_GB"), 1)],
                     ..Default::default()
                 },
                 &[],
@@ -428,7 +430,7 @@ mod tests {
             (
                 "disk off step",
                 ProviderQuery {
-                    resources: vec![("DISK_GB".into(), 12)],
+                    resources: vec![(class("DISK_GB"), 12)],
                     ..Default::default()
                 },
                 &[],
@@ -436,7 +438,7 @@ mod tests {
             (
                 "two classes",
                 ProviderQuery {
-                    resources: vec![("VCPU".into(), 1), ("DISK_GB".into(), 5)],
+                    resources: vec![(class("VCPU"), 1), (class("DISK_GB"), 5)],
                     ..Default::default()
                 },
                 &[],
@@ -444,7 +446,7 @@ mod tests {
             (
                 "class nobody has",
                 ProviderQuery {
-                    resources: vec![("MEMORY_MB".into(), 1)],
+                    resources: vec![(class("MEMORY_MB"), 1)],
                     ..Default::default()
                 },
                 &[],
@@ -452,10 +454,10 @@ mod tests {
             (
                 "everything",
                 ProviderQuery {
-                    in_tree: Some(u(1)),
+                    in_tree: Some(uuid(1).into()),
                     required_traits: groups(&[&["HW_CPU_X86_AVX"]]),
                     member_of: vec![vec![AGG2]],
-                    resources: vec![("DISK_GB".into(), 10)],
+                    resources: vec![(class("DISK_GB"), 10)],
                     ..Default::default()
                 },
                 &["p2"],
@@ -479,33 +481,48 @@ mod tests {
         );
         assert_eq!(
             err(ProviderQuery {
-                forbidden_traits: vec!["BOGUS".into()],
+                forbidden_traits: vec![TraitName::requested("BOGUS")],
                 ..Default::default()
             }),
             "Invalid trait(s) in \"required\" parameter: No such trait(s): BOGUS."
         );
         assert_eq!(
             err(ProviderQuery {
-                resources: vec![("VCPU".into(), 1), ("CUSTOM_NOPE".into(), 1)],
+                resources: vec![(class("VCPU"), 1), (class("CUSTOM_NOPE"), 1)],
                 ..Default::default()
             }),
             "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE."
         );
+        // Text that is no name is answered as a name that does not exist.
+        assert_eq!(
+            err(ProviderQuery {
+                forbidden_traits: vec![TraitName::requested("not a trait")],
+                ..Default::default()
+            }),
+            "Invalid trait(s) in \"required\" parameter: No such trait(s): not a trait."
+        );
+        assert_eq!(
+            err(ProviderQuery {
+                resources: vec![(class("vcpu"), 1)],
+                ..Default::default()
+            }),
+            "Invalid resource class in resources parameter: No such resource class vcpu."
+        );
         // A step that matches nothing ends the search before later names are checked.
         let quiet = [
             ProviderQuery {
-                in_tree: Some(uuid(9).to_string()),
+                in_tree: Some(uuid(9).into()),
                 required_traits: groups(&[&["BOGUS"]]),
                 ..Default::default()
             },
             ProviderQuery {
                 required_traits: groups(&[&["HW_CPU_X86_SSE"]]),
-                forbidden_traits: vec!["BOGUS".into()],
+                forbidden_traits: vec![TraitName::requested("BOGUS")],
                 ..Default::default()
             },
             ProviderQuery {
                 member_of: vec![vec![uuid(0xff)]],
-                resources: vec![("BOGUS".into(), 1)],
+                resources: vec![(class("BOGUS"), 1)],
                 ..Default::default()
             },
         ];
@@ -516,7 +533,7 @@ mod tests {
         assert!(s
             .query_providers(&ProviderQuery {
                 name: Some("zz".into()),
-                resources: vec![("BOGUS".into(), 1)],
+                resources: vec![(class("BOGUS"), 1)],
                 ..Default::default()
             })
             .is_err());

@@ -123,6 +123,8 @@ actions! {
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`); they are not actions.
+// The variants spell Placement's rule names (`admin_api`, ...), `_api` included.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Base {
     /// `admin_api`: the one rule the open policy keeps.
@@ -340,17 +342,29 @@ fn judge(
     }
 }
 
+/// Whose thing an action acts on, for the rules that compare projects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    /// Nothing in particular: Placement's default target is the caller's own project.
+    CallersProject,
+    /// Something of the project named, or of no project at all (`None`: a query that
+    /// names none, which only a caller without a project matches).
+    Project(Option<&'a str>),
+}
+
 fn enforce(
     ctx: &Ctx,
     mode: PolicyMode,
     action: Action,
-    target_project: Option<Option<&str>>,
+    target: Target<'_>,
 ) -> Result<(), ApiError> {
     let Some(identity) = &ctx.identity else {
         return Err(ApiError::forbidden(action.name()));
     };
-    // Placement's default target is the caller's own project.
-    let target_project = target_project.unwrap_or(identity.project_id.as_deref());
+    let target_project = match target {
+        Target::CallersProject => identity.project_id.as_deref(),
+        Target::Project(project) => project,
+    };
     match judge(identity, mode, action, target_project) {
         Verdict::Allowed => Ok(()),
         Verdict::Denied | Verdict::WrongScope => Err(ApiError::forbidden(action.name())),
@@ -360,7 +374,7 @@ fn enforce(
 /// Checks that the caller may perform `action` on something of its own project: 403
 /// if not.
 pub fn authorize(ctx: &Ctx, mode: PolicyMode, action: Action) -> Result<(), ApiError> {
-    enforce(ctx, mode, action, None)
+    enforce(ctx, mode, action, Target::CallersProject)
 }
 
 /// Like [`authorize`], for an action on something that belongs to `target_project`
@@ -371,7 +385,7 @@ pub fn authorize_target(
     action: Action,
     target_project: Option<&str>,
 ) -> Result<(), ApiError> {
-    enforce(ctx, mode, action, Some(target_project))
+    enforce(ctx, mode, action, Target::Project(target_project))
 }
 
 #[cfg(test)]
@@ -547,6 +561,9 @@ mod tests {
         assert!(authorize_target(&reader, Secure, TotalUsages, Some(MINE)).is_ok());
         let other = authorize_target(&reader, Secure, TotalUsages, Some(OTHER));
         assert_eq!(other.unwrap_err().status, StatusCode::FORBIDDEN);
+        // A target of no project is not the caller's project.
+        let none = authorize_target(&reader, Secure, TotalUsages, None);
+        assert_eq!(none.unwrap_err().status, StatusCode::FORBIDDEN);
 
         let anonymous = ctx(None);
         let err = authorize(&anonymous, Open, TraitsList).unwrap_err();

@@ -10,6 +10,7 @@ use super::*;
 use crate::change::Change;
 use crate::model::{Allocation, ConsumerRow, Inventory};
 use crate::names::{ResourceClass, TraitName, SHARING_TRAIT};
+use crate::ops::allocations::ProviderRef;
 
 /// A cloud built for tests, providers named by short strings.
 struct World {
@@ -38,10 +39,10 @@ impl World {
     }
 
     fn provider(&mut self, name: &str, parent: Option<&str>) -> &mut Self {
-        let parent = parent.map(|p| Self::uuid(p).to_string());
+        let parent = parent.map(|p| ProviderRef::from(Self::uuid(p)));
         let (_, c) = self
             .state
-            .create_provider(Self::uuid(name), name, parent.as_deref(), 0)
+            .create_provider(Self::uuid(name), name, parent, 0)
             .unwrap();
         self.state.apply(&c);
         self

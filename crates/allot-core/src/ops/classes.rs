@@ -22,6 +22,7 @@ pub enum Ensured {
 /// [`State::create_class`], [`State::ensure_class`] or [`State::rename_class`].
 pub fn parse_custom_class(name: &str) -> crate::Result<ResourceClass> {
     if is_custom_name(name) {
+        // Trusted: a custom name is a well-formed one, checked just now.
         Ok(ResourceClass::new_unchecked(name))
     } else {
         Err(Error::invalid(format!(

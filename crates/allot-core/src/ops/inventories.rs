@@ -10,6 +10,11 @@
 //! The messages are the whole messages Placement answers with on each endpoint (they
 //! differ from endpoint to endpoint, and its test suite looks for them), so the HTTP
 //! layer passes them on unchanged.
+//!
+//! Classes come as [`RequestedName`] names: the schemas let through text that is no class
+//! name (a class too long, keys of the replace-all body that are not class names, any
+//! path segment), and Placement answers it as it answers a class it does not have, at
+//! the same point.
 
 use uuid::Uuid;
 
@@ -17,7 +22,7 @@ use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, Provider, ProviderId, Timestamp};
-use crate::names::ResourceClass;
+use crate::names::{RequestedName, ResourceClass};
 use crate::state::State;
 
 /// How strict the capacity rule is: Placement let `reserved` equal `total` from
@@ -76,8 +81,16 @@ const GENERATION_CONFLICT: &str = "resource provider generation conflict";
 
 impl State {
     /// How much of `class` on `provider` allocations use (see [`State::usage`]).
-    pub fn inventory_usage(&self, provider: ProviderId, class: &str) -> u64 {
-        self.usage(provider, class)
+    pub fn inventory_usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
+        self.usage(provider, class.as_str())
+    }
+
+    /// The class a request names, if it is a name and such a class exists.
+    fn existing_class<'r>(
+        &self,
+        class: &'r RequestedName<ResourceClass>,
+    ) -> Option<&'r ResourceClass> {
+        class.name().filter(|c| self.class_exists(c.as_str()))
     }
 
     /// The classes among `classes` that allocations on `provider` use, in resource
@@ -85,24 +98,25 @@ impl State {
     fn classes_in_use<'a>(
         &self,
         provider: &Provider,
-        classes: impl Iterator<Item = &'a str>,
-    ) -> Vec<&'a str> {
-        let mut used: Vec<&str> = classes
+        classes: impl Iterator<Item = &'a ResourceClass>,
+    ) -> Vec<&'a ResourceClass> {
+        let mut used: Vec<&ResourceClass> = classes
             .filter(|c| self.inventory_usage(provider.id(), c) > 0)
             .collect();
-        let order = |c: &str| {
+        let order = |c: &ResourceClass| {
             self.class_names()
-                .position(|n| n == c)
+                .position(|n| n == c.as_str())
                 .unwrap_or(usize::MAX)
         };
         used.sort_by_key(|c| (order(c), c.to_string()));
         used
     }
 
-    fn in_use_message(provider: &Provider, classes: &[&str]) -> String {
+    fn in_use_message(provider: &Provider, classes: &[&ResourceClass]) -> String {
+        let names: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
         format!(
             "Inventory for '{}' on resource provider '{}' in use.",
-            classes.join(", "),
+            names.join(", "),
             provider.uuid()
         )
     }
@@ -112,7 +126,7 @@ impl State {
     fn inventory_changes(
         provider: &Provider,
         replace: Option<(&ResourceClass, Inventory)>,
-        remove: Option<&str>,
+        remove: Option<&ResourceClass>,
         now: Timestamp,
     ) -> Vec<Change> {
         let mut all = provider.inventories.clone();
@@ -133,7 +147,7 @@ impl State {
     pub fn add_inventory(
         &self,
         provider: &Uuid,
-        class: &str,
+        class: &RequestedName<ResourceClass>,
         inventory: Inventory,
         rule: ReservedRule,
         now: Timestamp,
@@ -144,10 +158,10 @@ impl State {
                 "Unable to create inventory for resource provider {provider}: {reason}"
             ))
         };
-        check_capacity(p.uuid(), class, &inventory, rule).map_err(|r| refuse(&r))?;
-        if !self.class_exists(class) {
+        check_capacity(p.uuid(), class.as_str(), &inventory, rule).map_err(|r| refuse(&r))?;
+        let Some(class) = self.existing_class(class) else {
             return Err(refuse(&format!("No such resource class {class}.")));
-        }
+        };
         if p.inventories.contains_key(class) {
             return Err(Error::conflict(
                 ConflictCode::ConcurrentUpdate,
@@ -157,8 +171,7 @@ impl State {
                 ),
             ));
         }
-        let class = ResourceClass::new_unchecked(class);
-        let changes = Self::inventory_changes(p, Some((&class, inventory)), None, now);
+        let changes = Self::inventory_changes(p, Some((class, inventory)), None, now);
         Ok((bumped_generation(p), changes))
     }
 
@@ -168,19 +181,19 @@ impl State {
         &self,
         provider: &Uuid,
         generation: u64,
-        class: &str,
+        class: &RequestedName<ResourceClass>,
         inventory: Inventory,
         rule: ReservedRule,
         now: Timestamp,
     ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
         check_generation(p, generation, GENERATION_CONFLICT)?;
-        check_capacity(p.uuid(), class, &inventory, rule)
+        check_capacity(p.uuid(), class.as_str(), &inventory, rule)
             .map_err(|r| update_refused(p.uuid(), &r))?;
-        if !self.class_exists(class) {
+        let Some(class) = self.existing_class(class) else {
             // Not caught by Placement's handler: its generic "not found" answer.
             return Err(Error::not_found(format!("No such resource class {class}.")));
-        }
+        };
         let Some((existing, _)) = p.inventories.get_key_value(class) else {
             return Err(Error::invalid(format!(
                 "No inventory record with resource class for resource provider {provider}: \
@@ -198,26 +211,27 @@ impl State {
         &self,
         provider: &Uuid,
         generation: u64,
-        inventories: &[(String, Inventory)],
+        inventories: &[(RequestedName<ResourceClass>, Inventory)],
         rule: ReservedRule,
         now: Timestamp,
     ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
         check_generation(p, generation, GENERATION_CONFLICT)?;
         for (class, inv) in inventories {
-            check_capacity(p.uuid(), class, inv, rule).map_err(|r| update_refused(p.uuid(), &r))?;
+            check_capacity(p.uuid(), class.as_str(), inv, rule)
+                .map_err(|r| update_refused(p.uuid(), &r))?;
         }
-        if let Some((class, _)) = inventories.iter().find(|(c, _)| !self.class_exists(c)) {
-            return Err(Error::invalid(format!(
-                "Unknown resource class in inventory for resource provider {provider}: \
-                 No such resource class {class}."
-            )));
+        let mut all: std::collections::BTreeMap<ResourceClass, Inventory> = Default::default();
+        for (class, inv) in inventories {
+            let Some(class) = self.existing_class(class) else {
+                return Err(Error::invalid(format!(
+                    "Unknown resource class in inventory for resource provider {provider}: \
+                     No such resource class {class}."
+                )));
+            };
+            all.insert(class.clone(), *inv);
         }
-        let removed = p
-            .inventories
-            .keys()
-            .map(|c| c.as_str())
-            .filter(|c| !inventories.iter().any(|(n, _)| n == c));
+        let removed = p.inventories.keys().filter(|c| !all.contains_key(*c));
         let in_use = self.classes_in_use(p, removed);
         if !in_use.is_empty() {
             return Err(Error::conflict(
@@ -225,30 +239,32 @@ impl State {
                 format!("update conflict: {}", Self::in_use_message(p, &in_use)),
             ));
         }
-        let all: Vec<(ResourceClass, Inventory)> = inventories
-            .iter()
-            .map(|(c, inv)| (ResourceClass::new_unchecked(c.as_str()), *inv))
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .into_iter()
-            .collect();
         Ok((
             bumped_generation(p),
-            vec![Change::SetInventories(p.id(), all), bump(p, now)],
+            vec![
+                Change::SetInventories(p.id(), all.into_iter().collect()),
+                bump(p, now),
+            ],
         ))
     }
 
     /// Deletes one class's inventory (`DELETE .../inventories/{class}`, which takes no
     /// generation). Returns the provider's new generation.
-    pub fn delete_inventory(&self, provider: &Uuid, class: &str, now: Timestamp) -> Plan<u64> {
+    pub fn delete_inventory(
+        &self,
+        provider: &Uuid,
+        class: &RequestedName<ResourceClass>,
+        now: Timestamp,
+    ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
         let not_found = |reason: String| {
             Error::not_found(format!(
                 "No inventory of class {class} found for delete: {reason}"
             ))
         };
-        if !self.class_exists(class) {
+        let Some(class) = self.existing_class(class) else {
             return Err(not_found(format!("No such resource class {class}.")));
-        }
+        };
         let in_use = self.classes_in_use(p, std::iter::once(class));
         if !in_use.is_empty() {
             // Placement labels this conflict "concurrent update", not "inventory in
@@ -275,7 +291,7 @@ impl State {
     /// delete. Returns the provider's new generation.
     pub fn delete_inventories(&self, provider: &Uuid, now: Timestamp) -> Plan<u64> {
         let p = self.provider_required(provider)?;
-        let in_use = self.classes_in_use(p, p.inventories.keys().map(|c| c.as_str()));
+        let in_use = self.classes_in_use(p, p.inventories.keys());
         if !in_use.is_empty() {
             return Err(Error::conflict(
                 ConflictCode::InventoryInUse,
@@ -295,6 +311,10 @@ mod tests {
     use crate::testing::{new_provider, rc};
 
     const RP: Uuid = Uuid::from_u128(0x1234);
+
+    fn c(name: &str) -> RequestedName<ResourceClass> {
+        ResourceClass::requested(name)
+    }
 
     fn state() -> State {
         let mut s = State::new();
@@ -367,7 +387,7 @@ mod tests {
         assert_eq!(
             apply(&mut s, |s| s.add_inventory(
                 &RP,
-                "DISK_GB",
+                &c("DISK_GB"),
                 inv(2048, 512, 1.0),
                 rule,
                 5
@@ -379,14 +399,14 @@ mod tests {
         assert_eq!(provider(&s).inventories["DISK_GB"].reserved, 512);
 
         let dup = s
-            .add_inventory(&RP, "DISK_GB", inv(1, 0, 1.0), rule, 6)
+            .add_inventory(&RP, &c("DISK_GB"), inv(1, 0, 1.0), rule, 6)
             .unwrap_err();
         assert!(
             matches!(&dup, Error::Conflict { code: ConflictCode::ConcurrentUpdate, message }
             if message.starts_with("Update conflict"))
         );
         let unknown = s
-            .add_inventory(&RP, "NO_CLASS_14", inv(1, 0, 1.0), rule, 6)
+            .add_inventory(&RP, &c("NO_CLASS_14"), inv(1, 0, 1.0), rule, 6)
             .unwrap_err();
         assert_eq!(
             unknown,
@@ -396,13 +416,13 @@ mod tests {
         );
         // Capacity is checked before the class.
         let both = s
-            .add_inventory(&RP, "NO_CLASS", inv(1, 2, 1.0), rule, 6)
+            .add_inventory(&RP, &c("NO_CLASS"), inv(1, 2, 1.0), rule, 6)
             .unwrap_err();
         assert!(
             both.to_string().contains("greater than or equal to total"),
             "{both}"
         );
-        let missing = s.add_inventory(&Uuid::from_u128(9), "VCPU", inv(1, 0, 1.0), rule, 6);
+        let missing = s.add_inventory(&Uuid::from_u128(9), &c("VCPU"), inv(1, 0, 1.0), rule, 6);
         assert!(matches!(missing, Err(Error::NotFound(_))));
     }
 
@@ -411,29 +431,29 @@ mod tests {
         let mut s = state();
         let rule = ReservedRule::BelowTotal;
         apply(&mut s, |s| {
-            s.add_inventory(&RP, "DISK_GB", inv(2048, 512, 1.0), rule, 5)
+            s.add_inventory(&RP, &c("DISK_GB"), inv(2048, 512, 1.0), rule, 5)
         });
 
         let stale = s
-            .update_inventory(&RP, 0, "DISK_GB", inv(2048, 0, 1.0), rule, 6)
+            .update_inventory(&RP, 0, &c("DISK_GB"), inv(2048, 0, 1.0), rule, 6)
             .unwrap_err();
         assert!(
             matches!(&stale, Error::Conflict { code: ConflictCode::ConcurrentUpdate, message }
             if message == GENERATION_CONFLICT)
         );
         let bad = s
-            .update_inventory(&RP, 1, "DISK_GB", inv(2048, 4096, 1.0), rule, 6)
+            .update_inventory(&RP, 1, &c("DISK_GB"), inv(2048, 4096, 1.0), rule, 6)
             .unwrap_err();
         assert!(matches!(&bad, Error::Invalid(m) if m.starts_with(&format!(
             "Unable to update inventory for resource provider {RP}: Invalid inventory for 'DISK_GB'"))));
         let absent = s
-            .update_inventory(&RP, 1, "MEMORY_MB", inv(2048, 0, 1.0), rule, 6)
+            .update_inventory(&RP, 1, &c("MEMORY_MB"), inv(2048, 0, 1.0), rule, 6)
             .unwrap_err();
         assert!(
             matches!(&absent, Error::Invalid(m) if m.starts_with("No inventory record with resource class"))
         );
         let unknown = s
-            .update_inventory(&RP, 1, "HOUSE", inv(2048, 0, 1.0), rule, 6)
+            .update_inventory(&RP, 1, &c("HOUSE"), inv(2048, 0, 1.0), rule, 6)
             .unwrap_err();
         assert_eq!(unknown, Error::not_found("No such resource class HOUSE."));
 
@@ -441,7 +461,7 @@ mod tests {
             apply(&mut s, |s| s.update_inventory(
                 &RP,
                 1,
-                "DISK_GB",
+                &c("DISK_GB"),
                 inv(2048, 1024, 1.0),
                 rule,
                 7
@@ -455,7 +475,7 @@ mod tests {
             apply(&mut s, |s| s.update_inventory(
                 &RP,
                 2,
-                "DISK_GB",
+                &c("DISK_GB"),
                 inv(512, 512, 1.0),
                 up_to,
                 8
@@ -469,8 +489,8 @@ mod tests {
         let mut s = state();
         let rule = ReservedRule::BelowTotal;
         let two = vec![
-            ("IPV4_ADDRESS".to_string(), inv(253, 0, 1.0)),
-            ("DISK_GB".to_string(), inv(1024, 0, 1.0)),
+            (c("IPV4_ADDRESS"), inv(253, 0, 1.0)),
+            (c("DISK_GB"), inv(1024, 0, 1.0)),
         ];
         assert_eq!(
             apply(&mut s, |s| s.set_inventories(&RP, 0, &two, rule, 3)),
@@ -491,12 +511,21 @@ mod tests {
                 ..
             }
         ));
-        let house = vec![("HOUSE".to_string(), inv(253, 0, 1.0))];
+        let house = vec![(c("HOUSE"), inv(253, 0, 1.0))];
         let unknown = s.set_inventories(&RP, 1, &house, rule, 4).unwrap_err();
         assert!(
             matches!(&unknown, Error::Invalid(m) if m.starts_with("Unknown resource class in inventory"))
         );
-        let full = vec![("IPV4_ADDRESS".to_string(), inv(253, 253, 1.0))];
+        // Text that is no class name is answered as an unknown class.
+        let lower = vec![(c("VCPU"), inv(1, 0, 1.0)), (c("house"), inv(1, 0, 1.0))];
+        assert_eq!(
+            s.set_inventories(&RP, 1, &lower, rule, 4).unwrap_err(),
+            Error::invalid(format!(
+                "Unknown resource class in inventory for resource provider {RP}: \
+                 No such resource class house."
+            ))
+        );
+        let full = vec![(c("IPV4_ADDRESS"), inv(253, 253, 1.0))];
         let refused = s.set_inventories(&RP, 1, &full, rule, 4).unwrap_err();
         assert!(refused
             .to_string()
@@ -523,7 +552,7 @@ mod tests {
     #[test]
     fn custom_classes_must_exist() {
         let mut s = state();
-        let gold = vec![("CUSTOM_GOLD".to_string(), inv(5, 0, 1.0))];
+        let gold = vec![(c("CUSTOM_GOLD"), inv(5, 0, 1.0))];
         assert!(s
             .set_inventories(&RP, 0, &gold, ReservedRule::BelowTotal, 1)
             .is_err());
@@ -546,17 +575,17 @@ mod tests {
         let mut s = state();
         let rule = ReservedRule::BelowTotal;
         apply(&mut s, |s| {
-            s.add_inventory(&RP, "DISK_GB", inv(1024, 0, 1.0), rule, 2)
+            s.add_inventory(&RP, &c("DISK_GB"), inv(1024, 0, 1.0), rule, 2)
         });
         apply(&mut s, |s| {
-            s.add_inventory(&RP, "IPV4_ADDRESS", inv(255, 2, 1.0), rule, 3)
+            s.add_inventory(&RP, &c("IPV4_ADDRESS"), inv(255, 2, 1.0), rule, 3)
         });
         assert_eq!(
-            apply(&mut s, |s| s.delete_inventory(&RP, "IPV4_ADDRESS", 4)),
+            apply(&mut s, |s| s.delete_inventory(&RP, &c("IPV4_ADDRESS"), 4)),
             3
         );
         assert_eq!(provider(&s).inventories.len(), 1);
-        let again = s.delete_inventory(&RP, "IPV4_ADDRESS", 5).unwrap_err();
+        let again = s.delete_inventory(&RP, &c("IPV4_ADDRESS"), 5).unwrap_err();
         assert_eq!(
             again,
             Error::not_found(
@@ -564,7 +593,7 @@ mod tests {
                  No inventory of class IPV4_ADDRESS found for delete"
             )
         );
-        let unknown = s.delete_inventory(&RP, "HOUSE", 5).unwrap_err();
+        let unknown = s.delete_inventory(&RP, &c("HOUSE"), 5).unwrap_err();
         assert!(
             matches!(&unknown, Error::NotFound(m) if m.ends_with("No such resource class HOUSE."))
         );
@@ -581,13 +610,13 @@ mod tests {
         let s = state();
         let p = provider(&s);
         assert_eq!(
-            State::in_use_message(p, &["VCPU", "DISK_GB"]),
+            State::in_use_message(p, &[&rc("VCPU"), &rc("DISK_GB")]),
             format!("Inventory for 'VCPU, DISK_GB' on resource provider '{RP}' in use.")
         );
         // No allocations exist yet: nothing is ever in use.
         assert!(s
-            .classes_in_use(p, ["VCPU", "DISK_GB"].into_iter())
+            .classes_in_use(p, [rc("VCPU"), rc("DISK_GB")].iter())
             .is_empty());
-        assert_eq!(s.inventory_usage(p.id(), "VCPU"), 0);
+        assert_eq!(s.inventory_usage(p.id(), &rc("VCPU")), 0);
     }
 }

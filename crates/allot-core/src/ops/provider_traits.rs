@@ -9,7 +9,7 @@ use super::{bump, bumped_generation, check_generation, Plan};
 use crate::change::Change;
 use crate::error::Error;
 use crate::model::{Provider, Timestamp};
-use crate::names::TraitName;
+use crate::names::{RequestedName, TraitName};
 use crate::state::State;
 
 /// A provider's traits and generation after a write.
@@ -25,19 +25,28 @@ impl State {
     /// Gives the provider exactly the traits named, all of which must exist, if its
     /// generation is still `generation`. The generation goes up only if the set of
     /// traits actually changes.
+    ///
+    /// The request's schema lets any text through: text that is not a trait name is
+    /// reported with the unknown names, in one message, after the provider and
+    /// generation checks.
     pub fn set_provider_traits(
         &self,
         provider: &Uuid,
-        names: &[String],
+        names: &[RequestedName<TraitName>],
         generation: u64,
         now: Timestamp,
     ) -> Plan<ProviderTraits> {
         let rp = self.provider_required(provider)?;
         check_generation(rp, generation, GENERATION_CHANGED)?;
+        let mut wanted: BTreeSet<TraitName> = BTreeSet::new();
         let mut missing: Vec<&str> = Vec::new();
-        for name in names {
-            if !self.trait_exists(name) && !missing.contains(&name.as_str()) {
-                missing.push(name);
+        for requested in names {
+            match requested.name().filter(|n| self.trait_exists(n.as_str())) {
+                Some(name) => {
+                    wanted.insert(name.clone());
+                }
+                None if !missing.contains(&requested.as_str()) => missing.push(requested.as_str()),
+                None => {}
             }
         }
         if !missing.is_empty() {
@@ -46,10 +55,6 @@ impl State {
                 missing.join(", ")
             )));
         }
-        let wanted: BTreeSet<TraitName> = names
-            .iter()
-            .map(|n| TraitName::new_unchecked(n.as_str()))
-            .collect();
         Ok(replace_traits(rp, wanted, now))
     }
 
@@ -114,6 +119,10 @@ mod tests {
         list.iter().map(|s| s.to_string()).collect()
     }
 
+    fn requested(list: &[&str]) -> Vec<RequestedName<TraitName>> {
+        list.iter().map(|s| TraitName::requested(s)).collect()
+    }
+
     fn traits_of(s: &State) -> Vec<String> {
         s.provider_by_uuid(&RP)
             .unwrap()
@@ -158,6 +167,13 @@ mod tests {
                 0,
                 Err(Error::invalid("No such trait NOPE_1, NOPE_2")),
             ),
+            // Text that is no trait name is listed with the unknown names, in order.
+            (
+                &[],
+                &["NOPE_1", "not a trait", "CUSTOM_A", ""],
+                0,
+                Err(Error::invalid("No such trait NOPE_1, not a trait, ")),
+            ),
             // A stale generation is reported before unknown traits.
             (
                 &[],
@@ -178,7 +194,7 @@ mod tests {
                     .collect();
                 s.apply(&[Change::SetTraits(ProviderId(7), list)]);
             }
-            let result = s.set_provider_traits(&RP, &names(request), generation, 3);
+            let result = s.set_provider_traits(&RP, &requested(request), generation, 3);
             match (result, outcome) {
                 (Ok((answer, changes)), Ok((after, gen))) => {
                     s.apply(&changes);
@@ -201,7 +217,7 @@ mod tests {
         assert!(changes.is_empty());
         assert_eq!(answer.generation, 0);
         let (_, changes) = s
-            .set_provider_traits(&RP, &names(&["CUSTOM_A"]), 0, 2)
+            .set_provider_traits(&RP, &requested(&["CUSTOM_A"]), 0, 2)
             .unwrap();
         s.apply(&changes);
         let (answer, changes) = s.clear_provider_traits(&RP, 3).unwrap();
@@ -228,7 +244,7 @@ mod tests {
     fn traits_in_use_cannot_be_deleted() {
         let mut s = state();
         let (_, changes) = s
-            .set_provider_traits(&RP, &names(&["CUSTOM_A"]), 0, 2)
+            .set_provider_traits(&RP, &requested(&["CUSTOM_A"]), 0, 2)
             .unwrap();
         s.apply(&changes);
         assert!(matches!(

@@ -6,6 +6,7 @@
 
 use uuid::Uuid;
 
+use super::allocations::ProviderRef;
 use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -42,6 +43,17 @@ pub fn canonical_uuid(s: &str) -> Option<Uuid> {
         .filter(|u| u.hyphenated().to_string() == s)
 }
 
+/// What an update does to a provider's parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParentChange {
+    /// The request says nothing of the parent: it stays as it is.
+    Keep,
+    /// The request gives no parent (`null`): the provider becomes a root.
+    Clear,
+    /// The request names a parent, which must exist.
+    SetTo(ProviderRef),
+}
+
 /// The message Placement gives when an object cannot be written, inside the
 /// handler's own "Unable to ..." wording.
 fn action_failed(action: &str, reason: &str) -> String {
@@ -76,6 +88,11 @@ impl State {
         canonical_uuid(uuid).and_then(|u| self.provider_by_uuid(&u))
     }
 
+    /// The provider a request names, if it names one.
+    pub fn provider_by_ref(&self, provider: &ProviderRef) -> Option<&Provider> {
+        provider.uuid().and_then(|u| self.provider_by_uuid(&u))
+    }
+
     /// The provider and all its descendants, the provider first.
     pub fn subtree(&self, id: ProviderId) -> Vec<ProviderId> {
         let mut out = vec![id];
@@ -89,14 +106,14 @@ impl State {
         out
     }
 
-    /// Creates a provider, as a root or (given `parent`, the text of the parent's uuid)
-    /// under an existing provider. The caller picks the uuid (a random one when the
-    /// client gave none).
+    /// Creates a provider, as a root or (given `parent`, as the request names it) under
+    /// an existing provider. The caller picks the uuid (a random one when the client
+    /// gave none).
     pub fn create_provider(
         &self,
         uuid: Uuid,
         name: &str,
-        parent: Option<&str>,
+        parent: Option<ProviderRef>,
         now: Timestamp,
     ) -> Plan<ProviderInfo> {
         let refuse = |reason: &str| {
@@ -111,13 +128,13 @@ impl State {
         let id = self.next_provider_id();
         let (parent, root) = match parent {
             None => (None, id),
-            Some(p) if p == uuid.to_string() => {
+            Some(ProviderRef::Uuid(p)) if p == uuid => {
                 return Err(refuse(
                     "parent provider UUID cannot be same as UUID. Please set parent provider \
                      UUID to None if there is no parent.",
                 ))
             }
-            Some(p) => match self.provider_by_uuid_str(p) {
+            Some(p) => match self.provider_by_ref(&p) {
                 Some(parent) => (Some(parent.id()), parent.row.root),
                 None => return Err(refuse("parent provider UUID does not exist.")),
             },
@@ -158,9 +175,8 @@ impl State {
 
     /// Renames a provider and, optionally, changes its parent.
     ///
-    /// `parent` is `None` to keep the parent as it is, `Some(None)` to make the
-    /// provider a root, `Some(Some(uuid))` to put it under that provider. Without
-    /// `allow_reparenting` (before 1.37) a parent can only be given to a root
+    /// `parent` says whether the parent stays, goes (the provider becomes a root) or
+    /// becomes the provider named (see [`ParentChange`]). Without `allow_reparenting` (before 1.37) a parent can only be given to a root
     /// provider (or the same parent given again); with it a provider may move to any
     /// provider outside its own subtree, or become a root. A move rewrites the root of
     /// every provider in the moved subtree. The generation does not change.
@@ -171,7 +187,7 @@ impl State {
         &self,
         uuid: &Uuid,
         name: &str,
-        parent: Option<Option<&str>>,
+        parent: ParentChange,
         allow_reparenting: bool,
         now: Timestamp,
     ) -> Plan<(ProviderInfo, Timestamp)> {
@@ -182,16 +198,16 @@ impl State {
                 action_failed(action, reason)
             ))
         };
-        let current_parent = me.row.parent.map(|p| self.uuid_of(p).to_string());
         let wanted_parent = match parent {
-            None => current_parent.as_deref(),
-            Some(p) => p,
+            ParentChange::Keep => me.row.parent.map(|p| ProviderRef::Uuid(self.uuid_of(p))),
+            ParentChange::Clear => None,
+            ParentChange::SetTo(p) => Some(p),
         };
         // The new (parent, root), if the tree changes shape at all.
         let mut moved: Option<(Option<ProviderId>, ProviderId)> = None;
         match wanted_parent {
             Some(p) => {
-                let Some(new_parent) = self.provider_by_uuid_str(p) else {
+                let Some(new_parent) = self.provider_by_ref(&p) else {
                     // Placement words this one as a failed "create", even here.
                     return Err(refuse("create", "parent provider UUID does not exist."));
                 };
@@ -309,9 +325,9 @@ mod tests {
     }
 
     fn create(state: &mut State, uuid: Uuid, name: &str, parent: Option<Uuid>, now: Timestamp) {
-        let parent = parent.map(s);
+        let parent = parent.map(ProviderRef::Uuid);
         let (_, changes) = state
-            .create_provider(uuid, name, parent.as_deref(), now)
+            .create_provider(uuid, name, parent, now)
             .expect("create");
         state.apply(&changes);
     }
@@ -400,7 +416,7 @@ mod tests {
         ];
         for (uuid, name, parent, expected) in cases {
             let err = st
-                .create_provider(uuid, name, parent.as_deref(), 9)
+                .create_provider(uuid, name, parent.as_deref().map(ProviderRef::parse), 9)
                 .unwrap_err();
             let text = message(err.clone());
             assert!(text.contains(expected), "{name:?}: {text}");
@@ -424,7 +440,9 @@ mod tests {
     #[test]
     fn rename_keeps_generation_and_bumps_updated_at_only_on_change() {
         let mut st = forest();
-        let ((after, before), changes) = st.update_provider(&B, "b2", None, false, 10).unwrap();
+        let ((after, before), changes) = st
+            .update_provider(&B, "b2", ParentChange::Keep, false, 10)
+            .unwrap();
         assert_eq!(
             (
                 after.name.as_str(),
@@ -438,9 +456,13 @@ mod tests {
         st.apply(&changes);
         assert!(st.provider_by_name("b").is_none());
         assert_eq!(st.provider_by_name("b2").unwrap().uuid(), B);
-        let (_, none) = st.update_provider(&B, "b2", None, false, 11).unwrap();
+        let (_, none) = st
+            .update_provider(&B, "b2", ParentChange::Keep, false, 11)
+            .unwrap();
         assert!(none.is_empty());
-        let dup = st.update_provider(&B, "d", None, true, 12).unwrap_err();
+        let dup = st
+            .update_provider(&B, "d", ParentChange::Keep, true, 12)
+            .unwrap_err();
         assert_eq!(
             dup,
             Error::conflict(
@@ -449,7 +471,7 @@ mod tests {
             )
         );
         let missing = st
-            .update_provider(&Uuid::from_u128(5), "x", None, true, 12)
+            .update_provider(&Uuid::from_u128(5), "x", ParentChange::Keep, true, 12)
             .unwrap_err();
         assert!(matches!(missing, Error::NotFound(_)));
     }
@@ -476,7 +498,11 @@ mod tests {
         ];
         for (who, parent, allow, wanted) in cases {
             let name = st.provider_by_uuid(&who).unwrap().row.name.clone();
-            let got = st.update_provider(&who, &name, Some(parent), allow, 20);
+            let change = match parent {
+                Some(p) => ParentChange::SetTo(ProviderRef::parse(p)),
+                None => ParentChange::Clear,
+            };
+            let got = st.update_provider(&who, &name, change, allow, 20);
             match (got, wanted) {
                 (Ok(_), None) => {}
                 (Err(e), Some(w)) => {
@@ -499,7 +525,7 @@ mod tests {
         let mut st = forest();
         // b (with c below it) moves under d.
         let ((b, _), changes) = st
-            .update_provider(&B, "b", Some(Some(&s(D))), true, 30)
+            .update_provider(&B, "b", ParentChange::SetTo(D.into()), true, 30)
             .unwrap();
         assert_eq!((b.parent_uuid, b.root_uuid), (Some(D), D));
         st.apply(&changes);
@@ -508,14 +534,16 @@ mod tests {
         assert_eq!(info(&st, A).updated_at, 1);
         assert!(st.provider_by_uuid(&A).unwrap().children.is_empty());
         // b becomes a root: c follows.
-        let ((b, _), changes) = st.update_provider(&B, "b", Some(None), true, 31).unwrap();
+        let ((b, _), changes) = st
+            .update_provider(&B, "b", ParentChange::Clear, true, 31)
+            .unwrap();
         assert_eq!((b.parent_uuid, b.root_uuid), (None, B));
         st.apply(&changes);
         assert_eq!(info(&st, C).root_uuid, B);
         assert_eq!(info(&st, C).parent_uuid, Some(B));
         // A root getting a parent before 1.37 moves its subtree too.
         let (_, changes) = st
-            .update_provider(&B, "b", Some(Some(&s(A))), false, 32)
+            .update_provider(&B, "b", ParentChange::SetTo(A.into()), false, 32)
             .unwrap();
         st.apply(&changes);
         assert_eq!(info(&st, C).root_uuid, A);

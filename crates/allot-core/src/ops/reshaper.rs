@@ -140,6 +140,7 @@ impl State {
             let p = next.provider(*id).expect("checked above");
             let mut union = p.inventories.clone();
             for (class, inventory) in &request.inventories {
+                // Trusted: every class of the request passed `class_exists` above.
                 union.insert(ResourceClass::new_unchecked(class.as_str()), *inventory);
             }
             let step = vec![
@@ -179,6 +180,7 @@ impl State {
             let last: BTreeMap<ResourceClass, Inventory> = request
                 .inventories
                 .iter()
+                // Trusted: every class of the request passed `class_exists` in step 1.
                 .map(|(c, inv)| (ResourceClass::new_unchecked(c.as_str()), *inv))
                 .collect();
             let step = vec![
@@ -223,7 +225,7 @@ mod tests {
         let (_, ch) = s.create_provider(RP, "rp", None, 1).unwrap();
         s.apply(&ch);
         let (_, ch) = s
-            .create_provider(CHILD, "child", Some(&RP.to_string()), 1)
+            .create_provider(CHILD, "child", Some(RP.into()), 1)
             .unwrap();
         s.apply(&ch);
         let invs = vec![
@@ -237,7 +239,10 @@ mod tests {
                 },
             ),
             ("VCPU".to_string(), inv(10)),
-        ];
+        ]
+        .into_iter()
+        .map(|(c, i)| (ResourceClass::requested(&c), i))
+        .collect::<Vec<_>>();
         run(&mut s, |s| {
             s.set_inventories(&RP, 0, &invs, ReservedRule::UpToTotal, 1)
         });

@@ -8,10 +8,12 @@
 //! allocations; writes race for the last units.
 #![allow(dead_code)]
 
-use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
+use allot_core::ops::allocations::{
+    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested,
+};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
-use allot_core::{Change, Inventory, ResourceClass, State, Timestamp, Uuid};
+use allot_core::{Change, Inventory, RequestedName, ResourceClass, State, Timestamp, Uuid};
 use proptest::prelude::*;
 
 /// The classes operations use: two standard ones and two custom ones, which must be
@@ -154,6 +156,11 @@ pub enum Op {
 /// A class name of the test alphabet as the typed value operations take.
 fn parsed(name: &str) -> ResourceClass {
     ResourceClass::parse(name).expect("well-formed class")
+}
+
+/// A class name of the test alphabet as a request names it.
+fn requested(name: &str) -> RequestedName<ResourceClass> {
+    RequestedName::Name(parsed(name))
 }
 
 pub fn class(i: u8) -> &'static str {
@@ -464,13 +471,8 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
         }
         Op::DeleteClass(c) => changes(state.delete_class(&parsed(class(*c)))),
         Op::CreateProvider { slot, parent } => {
-            let parent = parent.map(|p| provider_uuid(p).to_string());
-            changes(state.create_provider(
-                provider_uuid(*slot),
-                &format!("rp-{slot}"),
-                parent.as_deref(),
-                now,
-            ))
+            let parent = parent.map(|p| ProviderRef::from(provider_uuid(p)));
+            changes(state.create_provider(provider_uuid(*slot), &format!("rp-{slot}"), parent, now))
         }
         Op::DeleteProvider(slot) => changes(state.delete_provider(&provider_uuid(*slot))),
         Op::SetInventories {
@@ -478,9 +480,9 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             inventories,
             stale,
         } => {
-            let list: Vec<(String, Inventory)> = inventories
+            let list: Vec<(RequestedName<ResourceClass>, Inventory)> = inventories
                 .iter()
-                .map(|(c, inv)| (class(*c).to_owned(), inv.inventory()))
+                .map(|(c, inv)| (requested(class(*c)), inv.inventory()))
                 .collect();
             changes(state.set_inventories(
                 &provider_uuid(*slot),
@@ -496,7 +498,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             inventory,
         } => changes(state.add_inventory(
             &provider_uuid(*slot),
-            class(*c),
+            &requested(class(*c)),
             inventory.inventory(),
             rule,
             now,
@@ -509,13 +511,13 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
         } => changes(state.update_inventory(
             &provider_uuid(*slot),
             generation(*slot) + u64::from(*stale),
-            class(*c),
+            &requested(class(*c)),
             inventory.inventory(),
             rule,
             now,
         )),
         Op::DeleteInventory { slot, class: c } => {
-            changes(state.delete_inventory(&provider_uuid(*slot), class(*c), now))
+            changes(state.delete_inventory(&provider_uuid(*slot), &requested(class(*c)), now))
         }
         Op::DeleteInventories(slot) => {
             changes(state.delete_inventories(&provider_uuid(*slot), now))
@@ -561,7 +563,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             changes(state.update_inventory(
                 &uuid,
                 provider.map_or(0, |p| p.row.generation),
-                class,
+                &requested(class),
                 inventory.inventory(),
                 rule,
                 now,

@@ -532,13 +532,14 @@ mod tests {
     /// A small cloud: a root with two NUMA children and their devices, a second root,
     /// a sharing disk provider.
     fn cloud() -> View {
+        use allot_core::ops::allocations::ProviderRef;
         use allot_core::{Change, Inventory, ResourceClass, TraitName};
         let mut s = View::new();
         let agg = Uuid::from_u128(0xa);
         let add = |s: &mut View, n: u128, parent: Option<u128>| {
-            let parent = parent.map(|p| Uuid::from_u128(p).to_string());
+            let parent = parent.map(|p| ProviderRef::from(Uuid::from_u128(p)));
             let (_, c) = s
-                .create_provider(Uuid::from_u128(n), &format!("p{n}"), parent.as_deref(), 0)
+                .create_provider(Uuid::from_u128(n), &format!("p{n}"), parent, 0)
                 .unwrap();
             s.apply(&c);
             s.provider_by_uuid(&Uuid::from_u128(n)).unwrap().id()

@@ -5,7 +5,7 @@
 //! HTTP concerns: the order of Placement's checks, the bodies, and the headers.
 
 use allot_core::ops::inventories::ReservedRule;
-use allot_core::{Inventory, Timestamp, Uuid};
+use allot_core::{Inventory, RequestedName, ResourceClass, Timestamp, Uuid};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -198,12 +198,15 @@ pub async fn create(
     let uuid = require_provider(&app, &path)?;
     let input: InventoryBody = http::json_body(&headers, &body, &schemas::inventory_post())?;
     let class = input.resource_class.clone().unwrap_or_default();
+    // The schema's pattern does not bound the length: a class too long to be one is
+    // answered as an unknown class, after the capacity check.
+    let requested = ResourceClass::requested(&class);
     let inventory = input.inventory();
     let rule = rule(&ctx);
-    let c = class.clone();
     let (generation, now) = app
         .write(move |view, now| {
-            let (generation, changes) = view.add_inventory(&uuid, &c, inventory, rule, now)?;
+            let (generation, changes) =
+                view.add_inventory(&uuid, &requested, inventory, rule, now)?;
             Ok(((generation, now), changes))
         })
         .await?;
@@ -230,6 +233,9 @@ pub async fn update(
     let expected = generation(input.resource_provider_generation.as_ref())?;
     let inventory = input.inventory();
     let rule = rule(&ctx);
+    // Any path segment reaches the rules, which answer one that is no class name as
+    // an unknown class.
+    let class = ResourceClass::requested(&class);
     let (generation, now) = app
         .write(move |view, now| {
             let (generation, changes) =
@@ -254,7 +260,7 @@ pub async fn replace_all(
     let uuid = require_provider(&app, &path)?;
     let input: InventoriesBody = http::json_body(&headers, &body, &schemas::inventories_put())?;
     let expected = generation(Some(&input.resource_provider_generation))?;
-    let inventories: Vec<(String, Inventory)> = input
+    let inventories: Vec<(RequestedName<ResourceClass>, Inventory)> = input
         .inventories
         .into_iter()
         .map(|(class, raw)| {
@@ -263,7 +269,7 @@ pub async fn replace_all(
             let inventory = serde_json::from_value::<InventoryBody>(raw)
                 .map(|b| b.inventory())
                 .unwrap_or_else(|_| Inventory::with_total(1));
-            (class, inventory)
+            (ResourceClass::requested(&class), inventory)
         })
         .collect();
     let rule = rule(&ctx);
@@ -288,6 +294,7 @@ pub async fn delete(
 ) -> ApiResult {
     authorize(&ctx, app.config.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
+    let class = ResourceClass::requested(&class);
     app.write(move |view, now| view.delete_inventory(&uuid, &class, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))

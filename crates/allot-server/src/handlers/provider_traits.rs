@@ -1,7 +1,7 @@
 //! `/resource_providers/{uuid}/traits` (1.6): a provider's traits, replaced as a whole
 //! under a generation check, or all removed.
 
-use allot_core::{State as View, Timestamp, TraitName};
+use allot_core::{RequestedName, State as View, Timestamp, TraitName};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -84,13 +84,15 @@ pub async fn update(
     schema::validate(&value, &schemas::provider_traits())
         .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
     let uuid = path.uuid(no_provider)?;
-    let names: Vec<String> = value["traits"]
+    // The schema lets any text through; the core reports text that is not a trait
+    // name with the unknown ones, after its own checks.
+    let names: Vec<RequestedName<TraitName>> = value["traits"]
         .as_array()
         .map(|items| {
             items
                 .iter()
                 .filter_map(Value::as_str)
-                .map(str::to_owned)
+                .map(TraitName::requested)
                 .collect()
         })
         .unwrap_or_default();

@@ -1,9 +1,10 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`: create, show, list with
 //! filters, update (rename, re-parent) and delete providers.
 
-use allot_core::ops::providers::ProviderInfo;
+use allot_core::ops::allocations::ProviderRef;
+use allot_core::ops::providers::{ParentChange, ProviderInfo};
 use allot_core::query::ProviderQuery;
-use allot_core::Uuid;
+use allot_core::{ResourceClass, TraitName, Uuid};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -112,12 +113,11 @@ pub async fn create(
     };
     let info = app
         .write(move |view, now| {
-            view.create_provider(
-                uuid,
-                &input.name,
-                input.parent_provider_uuid.as_deref(),
-                now,
-            )
+            let parent = input
+                .parent_provider_uuid
+                .as_deref()
+                .map(ProviderRef::parse);
+            view.create_provider(uuid, &input.name, parent, now)
         })
         .await?;
     let url = provider_url(&info.uuid);
@@ -148,14 +148,16 @@ pub async fn update(
     let schema = schemas::provider_update(ctx.version.at_least(14));
     let input: Value = http::json_body(&headers, &body, &schema)?;
     let name = input["name"].as_str().unwrap_or_default().to_owned();
-    // Absent: keep the parent; null: no parent; a string: that parent.
-    let parent: Option<Option<String>> = input
-        .get("parent_provider_uuid")
-        .map(|p| p.as_str().map(str::to_owned));
+    let parent = match input.get("parent_provider_uuid") {
+        None => ParentChange::Keep,
+        Some(p) => match p.as_str() {
+            Some(text) => ParentChange::SetTo(ProviderRef::parse(text)),
+            None => ParentChange::Clear,
+        },
+    };
     let allow_reparenting = ctx.version.at_least(37);
     let (info, previous_update) = app
         .write(move |view, now| {
-            let parent = parent.as_ref().map(|p| p.as_deref());
             view.update_provider(&target, &name, parent, allow_reparenting, now)
         })
         .await?;
@@ -224,13 +226,23 @@ fn list_query(version: Version, raw: Option<&str>) -> Result<ProviderQuery, ApiE
     }
     let required = query.all("required");
     if !required.is_empty() {
-        (filters.required_traits, filters.forbidden_traits) = required_filter(version, &required)?;
+        // Any text is a trait to look up: the core answers text that is no trait name
+        // as an unknown trait, at the same step.
+        let (any_of, forbidden) = required_filter(version, &required)?;
+        filters.required_traits = any_of
+            .iter()
+            .map(|group| group.iter().map(|t| TraitName::requested(t)).collect())
+            .collect();
+        filters.forbidden_traits = forbidden.iter().map(|t| TraitName::requested(t)).collect();
     }
     filters.name = last("name");
-    filters.uuid = last("uuid");
-    filters.in_tree = last("in_tree");
+    filters.uuid = last("uuid").as_deref().map(ProviderRef::parse);
+    filters.in_tree = last("in_tree").as_deref().map(ProviderRef::parse);
     if let Some(resources) = last("resources") {
-        filters.resources = resources_filter(&resources)?;
+        filters.resources = resources_filter(&resources)?
+            .iter()
+            .map(|(class, amount)| (ResourceClass::requested(class), *amount))
+            .collect();
     }
     Ok(filters)
 }
@@ -264,10 +276,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.name.as_deref(), Some("b"));
-        assert_eq!(f.resources, vec![("VCPU".to_owned(), 1)]);
+        assert_eq!(f.resources, vec![(ResourceClass::requested("VCPU"), 1)]);
         assert_eq!(
-            f.in_tree.as_deref(),
-            Some("2290d4af-9e6e-400b-9d65-1ee01376f71a")
+            f.in_tree.and_then(|t| t.uuid()).map(|u| u.to_string()),
+            Some("2290d4af-9e6e-400b-9d65-1ee01376f71a".to_owned())
         );
     }
 

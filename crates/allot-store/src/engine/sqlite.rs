@@ -117,6 +117,7 @@ impl SqliteEngine {
         let mut stmt = conn.prepare("SELECT name, created_at, updated_at FROM resource_classes")?;
         for row in stmt.query_map([], |r| {
             Ok(ClassRecord {
+                // Trusted: only names the core checked are ever written.
                 name: ResourceClass::new_unchecked(r.get::<_, String>(0)?),
                 created_at: r.get(1)?,
                 updated_at: r.get(2)?,
@@ -131,6 +132,7 @@ impl SqliteEngine {
         let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
         for row in stmt.query_map([], |r| {
             Ok(TraitRecord {
+                // Trusted: only names the core checked are ever written.
                 name: TraitName::new_unchecked(r.get::<_, String>(0)?),
                 created_at: r.get(1)?,
             })
@@ -204,6 +206,7 @@ impl SqliteEngine {
         for row in rows {
             let (pid, class, inv) = row?;
             let pid = ProviderId(pid as u64);
+            // Trusted: classes read back from the store were checked when written.
             match grouped.last_mut() {
                 Some((last, list)) if *last == pid => {
                     list.push((ResourceClass::new_unchecked(class), inv))
@@ -224,6 +227,7 @@ impl SqliteEngine {
         for row in rows {
             let (pid, name) = row?;
             let pid = ProviderId(pid as u64);
+            // Trusted: traits read back from the store were checked when written.
             match grouped.last_mut() {
                 Some((last, list)) if *last == pid => list.push(TraitName::new_unchecked(name)),
                 _ => grouped.push((pid, vec![TraitName::new_unchecked(name)])),
@@ -322,6 +326,7 @@ fn load_consumers(conn: &Connection, changes: &mut Vec<Change>) -> Result<(), St
         let (consumer, provider, class, used) = row?;
         let allocation = Allocation {
             provider: ProviderId(provider as u64),
+            // Trusted: classes read back from the store were checked when written.
             class: ResourceClass::new_unchecked(class),
             used: used as u64,
         };
