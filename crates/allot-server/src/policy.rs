@@ -122,9 +122,9 @@ actions! {
     Reshape => "placement:reshaper:reshape",
 }
 
-/// The base rules the actions' checks refer to (`rule:NAME`); they are not actions.
-// The variants spell Placement's rule names (`admin_api`, ...), `_api` included.
-#[allow(clippy::enum_variant_names)]
+/// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
+/// `service_api`, ... without the `_api` every one of them ends in); they are not
+/// actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Base {
     /// `admin_api`: the one rule the open policy keeps.
