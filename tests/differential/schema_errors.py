@@ -6,7 +6,9 @@ code and the whole `detail` of each answer. The cases cover every kind of
 JSON Schema failure that Placement's body schemas can produce (type,
 required, additionalProperties with and without patternProperties,
 minimum/maximum, pattern, minLength/maxLength, minProperties, minItems,
-uniqueItems, format uuid, anyOf) on every endpoint that takes a body.
+uniqueItems, format uuid, anyOf) on every endpoint that takes a body, and
+some invalid query strings (validated the same way). Deliberate differences
+are listed in KNOWN and shown, not counted.
 
     python3 tests/differential/schema_errors.py            # compare, exit 1 on a difference
     python3 tests/differential/schema_errors.py -v         # also print the agreeing details
@@ -287,6 +289,55 @@ CASES = [
      {'inventories': {RP: {'resource_provider_generation': 0,
                            'inventories': {}}},
       'allocations': {CONSUMER: alloc12({}, consumer_generation=None)}}),
+    # Python's repr and pprint: quotes, escapes, long strings and lists.
+    ('classes', 'POST', '/resource_classes', '1.2',
+     {'nam': 'it\'s "both" \u00e9\u00a0\x01\t\n\\'}),
+    ('classes', 'POST', '/resource_classes', '1.2', {'nam': "it's"}),
+    ('classes', 'POST', '/resource_classes', '1.2', {'nam': WORDY}),
+    ('classes', 'POST', '/resource_classes', '1.2',
+     {'nam': [WORDY, {'k': WORDY}, 1e-7, -0.0, 1e16, 123.25]}),
+    ('aggregates', 'PUT', PROVIDER + '/aggregates', '1.1',
+     [AGG, RP, RP2, CONSUMER, AGG]),
+    ('inventories', 'PUT', PROVIDER + '/inventories/VCPU', '1.0',
+     {'total': 0.5, 'resource_provider_generation': 0}),
+    # Query strings go through the same validator.
+    ('queries', 'GET', '/resource_providers?uuid=bad', '1.0', None),
+    ('queries', 'GET', '/resource_providers?foo=1', '1.18', None),
+    ('queries', 'GET', '/usages?project_id=', '1.9', None),
+    ('queries', 'GET', '/usages?user_id=u', '1.9', None),
+    ('queries', 'GET', '/usages?project_id=p&consumer_type=lower', '1.38',
+     None),
+    ('queries', 'GET', '/allocation_candidates?resources=VCPU:1&foo=1',
+     '1.10', None),
+    ('queries', 'GET', '/allocation_candidates?resources=VCPU:1&limit=0',
+     '1.16', None),
+    ('queries', 'GET', '/allocation_candidates?resources=VCPU:1&limit=',
+     '1.21', None),
+    ('queries', 'GET',
+     '/allocation_candidates?resources=VCPU:1&group_policy=x', '1.25', None),
+    ('queries', 'GET', '/allocation_candidates?resources_X=VCPU:1', '1.25',
+     None),
+    ('queries', 'GET', '/allocation_candidates?resources=VCPU:1&x=1&y=2',
+     '1.36', None),
+]
+
+# Known differences (docs/api.md, "Differences"): compared and shown, but
+# not counted as failures.
+KNOWN = [
+    # jsonschema counts integral floats (1.0, 1e20, -0.0) as integers;
+    # allot's typed bodies cannot take them, so its schema refuses them.
+    ('inventories', 'PUT', PROVIDER + '/inventories/VCPU', '1.0',
+     {'total': 1.0, 'resource_provider_generation': 0}),
+    ('inventories', 'PUT', PROVIDER + '/inventories/VCPU', '1.0',
+     {'total': 1e20, 'resource_provider_generation': 0}),
+    ('inventories', 'PUT', PROVIDER + '/inventories/VCPU', '1.0',
+     {'total': 1, 'reserved': -0.0, 'resource_provider_generation': 0}),
+    # webob strips anything that looks like an HTML tag from the detail.
+    ('classes', 'POST', '/resource_classes', '1.2',
+     {'name': 'CUSTOM_A', '<b>': 1}),
+    # Python reads integers of any size; serde_json makes a float of them.
+    ('inventories', 'PUT', PROVIDER + '/inventories/VCPU', '1.0',
+     {'total': 99999999999999999999, 'resource_provider_generation': 0}),
 ]
 
 
@@ -321,7 +372,8 @@ def main(argv):
     p.add_argument('--allot-bin', default=os.environ.get(
         'ALLOT_BIN', os.path.join(repo, 'target', 'release', 'allot')))
     p.add_argument('--only', help='one family: providers, inventories, '
-                   'traits, aggregates, classes, allocations, reshaper')
+                   'traits, aggregates, classes, allocations, reshaper, '
+                   'queries')
     p.add_argument('-v', '--verbose', action='store_true')
     args = p.parse_args(argv)
 
@@ -336,7 +388,9 @@ def main(argv):
         allot.start()
         for server in (placement, allot):
             setup(server)
-        for family, method, path, version, body in CASES:
+        known = 0
+        for case in CASES + KNOWN:
+            family, method, path, version, body = case
             if args.only and family != args.only:
                 continue
             compared += 1
@@ -347,8 +401,13 @@ def main(argv):
             label = '%s %s @%s %s' % (method, path, version,
                                       _short(body))
             if w != g:
-                differ += 1
-                print('DIFFER %s' % label)
+                if case in KNOWN:
+                    known += 1
+                    compared -= 1
+                    print('KNOWN  %s' % label)
+                else:
+                    differ += 1
+                    print('DIFFER %s' % label)
                 print('  placement: %s %s\n    %s' % w)
                 print('  allot:     %s %s\n    %s' % g)
             elif args.verbose:
@@ -360,6 +419,8 @@ def main(argv):
         shutil.rmtree(workroot, ignore_errors=True)
     else:
         print('server logs: %s' % workroot)
+    if known:
+        print('%d known differences (docs/api.md)' % known)
     print('%d passed, %d failed' % (compared - differ, differ))
     return 1 if differ else 0
 

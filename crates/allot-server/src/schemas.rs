@@ -129,13 +129,17 @@ pub fn inventories_put() -> Value {
 
 /// `POST /resource_providers`; `parent_provider_uuid` is accepted from 1.14.
 pub fn provider_create(with_parent: bool) -> Value {
-    let mut schema = provider_update(with_parent);
-    schema["properties"]["uuid"] = json!({"type": "string", "format": "uuid"});
-    schema
+    provider_shape(true, with_parent)
 }
 
 /// `PUT /resource_providers/{uuid}`; `parent_provider_uuid` is accepted from 1.14.
 pub fn provider_update(with_parent: bool) -> Value {
+    provider_shape(false, with_parent)
+}
+
+/// A provider's fields, in Placement's order: `name`, `uuid` (on creation),
+/// `parent_provider_uuid` (from 1.14).
+fn provider_shape(with_uuid: bool, with_parent: bool) -> Value {
     let mut schema = json!({
         "type": "object",
         "properties": {
@@ -144,6 +148,9 @@ pub fn provider_update(with_parent: bool) -> Value {
         "required": ["name"],
         "additionalProperties": false,
     });
+    if with_uuid {
+        schema["properties"]["uuid"] = json!({"type": "string", "format": "uuid"});
+    }
     if with_parent {
         schema["properties"]["parent_provider_uuid"] = json!({
             "anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}],
@@ -194,12 +201,10 @@ pub fn usages_query(minor: u16) -> Value {
         "additionalProperties": false,
     });
     if minor >= 38 {
-        // Placement's also says `minLength: 1`, which only an empty value fails, and
-        // that fails the pattern first in Placement's (ordered) schema: leaving it
-        // out gives the same message.
         schema["properties"]["consumer_type"] = json!({
             "type": "string",
             "pattern": format!("{CONSUMER_TYPE_PATTERN}|^all|^unknown$"),
+            "minLength": 1,
             "maxLength": 255,
         });
     }
@@ -312,8 +317,8 @@ fn allocations_dict(minor: u16, deletable: bool) -> Value {
             "project_id": owner_id(),
             "user_id": owner_id(),
         },
-        "required": ["allocations", "project_id", "user_id"],
         "additionalProperties": false,
+        "required": ["allocations", "project_id", "user_id"],
     });
     let mut required = vec!["allocations", "project_id", "user_id"];
     if minor >= 28 {
@@ -336,11 +341,11 @@ fn allocations_dict(minor: u16, deletable: bool) -> Value {
         });
     }
     if minor >= 38 {
-        // Placement's also says `minLength: 1`; an empty type fails its pattern first
-        // there, so leaving it out gives the same message (see `usages_query`).
+        // (An empty type fails `pattern` before `minLength`, as in Placement.)
         schema["properties"]["consumer_type"] = json!({
             "type": "string",
             "pattern": CONSUMER_TYPE_PATTERN,
+            "minLength": 1,
             "maxLength": 255,
         });
         required.push("consumer_type");
@@ -365,8 +370,8 @@ pub fn allocations_post(minor: u16) -> Value {
     json!({
         "type": "object",
         "minProperties": 1,
-        "patternProperties": {UUID_KEY_PATTERN: allocations_dict(minor, true)},
         "additionalProperties": false,
+        "patternProperties": {UUID_KEY_PATTERN: allocations_dict(minor, true)},
     })
 }
 
@@ -376,57 +381,64 @@ pub fn allocations_post(minor: u16) -> Value {
 /// (and from 1.31 `in_tree`) may carry a group suffix, a number before 1.33 and up to
 /// 64 of `[a-zA-Z0-9_-]` from 1.33.
 pub fn allocation_candidates_query(minor: u16) -> Value {
+    // Built in the order of Placement's schemas (each a copy of the one before with
+    // members added or removed), which is the order its messages copy them in.
     let string = json!({"type": "string"});
+    let limit = json!({
+        "type": ["integer", "string"],
+        "pattern": "^[1-9][0-9]*$",
+        "minimum": 1,
+        "minLength": 1,
+    });
     let mut properties = serde_json::Map::new();
-    let mut schema = json!({"type": "object", "additionalProperties": false});
-    if minor >= 16 {
-        properties.insert(
-            "limit".into(),
-            json!({
-                "type": ["integer", "string"],
-                "pattern": "^[1-9][0-9]*$",
-                "minimum": 1,
-                "minLength": 1,
-            }),
-        );
-    }
     if minor < 25 {
         properties.insert("resources".into(), string.clone());
+        if minor >= 16 {
+            properties.insert("limit".into(), limit);
+        }
         if minor >= 17 {
-            properties.insert("required".into(), string.clone());
+            properties.insert("required".into(), json!({"type": ["string"]}));
         }
         if minor >= 21 {
-            properties.insert("member_of".into(), string.clone());
+            properties.insert("member_of".into(), json!({"type": ["string"]}));
         }
-        schema["required"] = json!(["resources"]);
-    } else {
-        let suffix = if minor >= 33 {
-            "[a-zA-Z0-9_-]{1,64}"
-        } else {
-            "[1-9][0-9]*"
-        };
-        let mut patterns = serde_json::Map::new();
-        let mut prefixes = vec!["resources", "required", "member_of"];
-        if minor >= 31 {
-            prefixes.push("in_tree");
-        }
-        for prefix in prefixes {
-            patterns.insert(format!("^{prefix}({suffix})?$"), string.clone());
-        }
-        schema["patternProperties"] = Value::Object(patterns);
-        properties.insert(
-            "group_policy".into(),
-            json!({"type": "string", "enum": ["none", "isolate"]}),
-        );
-        if minor >= 35 {
-            properties.insert("root_required".into(), json!({"type": ["string"]}));
-        }
-        if minor >= 36 {
-            properties.insert("same_subtree".into(), json!({"type": ["string"]}));
-        }
+        return json!({
+            "type": "object",
+            "properties": properties,
+            "required": ["resources"],
+            "additionalProperties": false,
+        });
     }
-    schema["properties"] = Value::Object(properties);
-    schema
+    properties.insert("limit".into(), limit);
+    properties.insert(
+        "group_policy".into(),
+        json!({"type": "string", "enum": ["none", "isolate"]}),
+    );
+    if minor >= 35 {
+        properties.insert("root_required".into(), json!({"type": ["string"]}));
+    }
+    if minor >= 36 {
+        properties.insert("same_subtree".into(), json!({"type": ["string"]}));
+    }
+    let suffix = if minor >= 33 {
+        "[a-zA-Z0-9_-]{1,64}"
+    } else {
+        "[1-9][0-9]*"
+    };
+    let mut patterns = serde_json::Map::new();
+    let mut prefixes = vec!["resources", "required", "member_of"];
+    if minor >= 31 {
+        prefixes.push("in_tree");
+    }
+    for prefix in prefixes {
+        patterns.insert(format!("^{prefix}({suffix})?$"), string.clone());
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+        "patternProperties": patterns,
+    })
 }
 
 #[cfg(test)]
@@ -482,7 +494,7 @@ mod membership_schema_tests {
         );
         assert_eq!(
             err(json!({"traits": [""], "resource_provider_generation": 0})),
-            "'' is too short"
+            "'' should be non-empty"
         );
         assert_eq!(
             err(json!({"traits": [], "resource_provider_generation": "g"})),

@@ -320,7 +320,7 @@ async fn put_checks_in_placements_order() {
             json!({"allocations": [{"resource_provider": {"uuid": RP}, "resources": {"VCPU": 1}}]}),
             "'project_id' is a required property",
         ),
-        ("1.12", owned(json!({})), "does not have enough properties"),
+        ("1.12", owned(json!({})), "should be non-empty"),
         (
             "1.12",
             owned(dict(RP, json!({"VCPU": 0}))),
@@ -352,7 +352,7 @@ async fn put_checks_in_placements_order() {
                 "mappings",
                 json!({}),
             ),
-            "{} does not have enough properties",
+            "{} should be non-empty",
         ),
         (
             "1.38",
@@ -593,7 +593,7 @@ async fn post_many_consumers() {
     .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = call(&app, Method::POST, "/allocations", "1.13", Some(json!({}))).await;
-    assert!(r.detail().contains("does not have enough properties"));
+    assert!(r.detail().contains("should be non-empty"));
 
     // All or nothing.
     let r = call(

@@ -543,7 +543,7 @@ mod tests {
         .starts_with("0 is less than the minimum of 1"));
         assert!(
             err(json!({"allocations": rp(json!({}))}), allocations_put(7))
-                .contains("does not have enough properties")
+                .contains("should be non-empty")
         );
         // project_id and user_id: refused before 1.8, required from it.
         let owned =
@@ -565,8 +565,7 @@ mod tests {
             allocations_put(12)
         )
         .contains("does not match any of the regexes"));
-        assert!(err(dict(json!({})), allocations_put(12))
-            .starts_with("{} does not have enough properties"));
+        assert!(err(dict(json!({})), allocations_put(12)).starts_with("{} should be non-empty"));
         assert!(err(dict(json!({})), allocations_put(28))
             .starts_with("'consumer_generation' is a required property"));
         let mut body = dict(json!({}));
@@ -585,7 +584,7 @@ mod tests {
             .starts_with("'instance' does not match '^[A-Z0-9_]+$'"));
         // POST: consumers by uuid, each possibly empty.
         assert!(validate(&json!({C: dict(json!({}))}), &allocations_post(13)).is_ok());
-        assert!(err(json!({}), allocations_post(13)).contains("does not have enough properties"));
+        assert!(err(json!({}), allocations_post(13)).contains("should be non-empty"));
         assert!(err(json!({C: dict(json!({}))}), allocations_post(28))
             .contains("'consumer_generation' is a required"));
     }

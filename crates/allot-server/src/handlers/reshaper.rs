@@ -180,7 +180,7 @@ mod tests {
             (
                 30,
                 json!({"inventories": {}, "allocations": {}}),
-                "{} does not have enough properties",
+                "{} should be non-empty",
             ),
             (
                 30,

@@ -174,8 +174,12 @@ mod tests {
                 "user_id=u".into(),
                 Some("'project_id' is a required property"),
             ),
-            (9, "project_id=".into(), Some("'' is too short")),
-            (9, "project_id=p&user_id=".into(), Some("'' is too short")),
+            (9, "project_id=".into(), Some("'' should be non-empty")),
+            (
+                9,
+                "project_id=p&user_id=".into(),
+                Some("'' should be non-empty"),
+            ),
             (9, format!("project_id={long}"), Some("'xxxx")),
             (9, format!("project_id=p&user_id={long}"), Some("'xxxx")),
             (
