@@ -520,8 +520,9 @@ fn type_matches(v: &Value, ty: &str) -> bool {
 }
 
 fn is_uuid(s: &str) -> bool {
-    // Python's uuid.UUID() accepts hex with or without dashes, braces and "urn:uuid:";
-    // Placement's format checker accepts what it accepts.
+    // The standard forms (plain, hyphenated, braced, "urn:uuid:"), which is what the
+    // handlers parse after validation. Placement's checker is a little looser (dashes
+    // anywhere): a difference listed in docs/api.md.
     uuid::Uuid::parse_str(s).is_ok()
 }
 

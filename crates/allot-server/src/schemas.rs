@@ -1,5 +1,10 @@
 //! The JSON Schemas of request bodies (validated by `crate::schema`), one function per
 //! request shape, named after the request.
+//!
+//! Every schema declares its keys in the order of Placement's schema source (where
+//! Placement derives one schema from another, members added later come last): the
+//! validator checks keywords in that order, and a failure's message copies the
+//! failing subschema as written, so the order is part of what clients see.
 
 use serde_json::{json, Value};
 
