@@ -12,7 +12,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 
 use allot_core::candidates::{CandidateQuery, RequestGroup, SearchOptions};
 use allot_core::model::{Allocation, ConsumerRow, TraitRecord};
-use allot_core::ops::allocations::ProviderRef;
+use allot_core::ProviderRef;
 use allot_core::{Change, Inventory, ProviderId, ResourceClass, State, TraitName, Uuid};
 
 const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c0c2e_6b1e_4a59_9a1a_5a0d1c6a2b10);

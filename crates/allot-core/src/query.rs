@@ -10,8 +10,7 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::model::Provider;
-use crate::names::{RequestedName, ResourceClass, TraitName};
-use crate::ops::allocations::ProviderRef;
+use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 /// The filters of a provider listing, already parsed. Empty fields filter nothing.

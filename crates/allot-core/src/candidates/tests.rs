@@ -9,8 +9,8 @@ use super::filter::Prepared;
 use super::*;
 use crate::change::Change;
 use crate::model::{Allocation, ConsumerRow, Inventory};
+use crate::names::ProviderRef;
 use crate::names::{ResourceClass, TraitName, SHARING_TRAIT};
-use crate::ops::allocations::ProviderRef;
 
 /// A cloud built for tests, providers named by short strings.
 struct World {

@@ -50,7 +50,7 @@ use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Allocation, Consumer, ConsumerRow, Provider, ProviderId, Timestamp};
-use crate::names::ResourceClass;
+use crate::names::{ProviderRef, ResourceClass};
 use crate::state::State;
 
 /// The project and user Placement gives consumers written without them (before 1.8):
@@ -101,51 +101,6 @@ impl ConsumerGeneration {
         match self {
             ConsumerGeneration::Unchecked | ConsumerGeneration::New => "None".into(),
             ConsumerGeneration::Is(g) => g.to_string(),
-        }
-    }
-}
-
-/// A provider as a request names it. Placement looks providers up by the text of
-/// their uuid, so only the canonical spelling (see
-/// [`super::providers::canonical_uuid`]) can name one; any other spelling names none,
-/// and is kept as given for the refusal to repeat.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ProviderRef {
-    /// A uuid in its canonical spelling.
-    Uuid(Uuid),
-    /// Any other text.
-    Spelled(String),
-}
-
-impl ProviderRef {
-    /// Reads the text a request gives for a provider.
-    pub fn parse(text: &str) -> ProviderRef {
-        match super::providers::canonical_uuid(text) {
-            Some(uuid) => ProviderRef::Uuid(uuid),
-            None => ProviderRef::Spelled(text.to_owned()),
-        }
-    }
-
-    /// The uuid, when the spelling can name a provider.
-    pub fn uuid(&self) -> Option<Uuid> {
-        match self {
-            ProviderRef::Uuid(uuid) => Some(*uuid),
-            ProviderRef::Spelled(_) => None,
-        }
-    }
-}
-
-impl From<Uuid> for ProviderRef {
-    fn from(uuid: Uuid) -> Self {
-        ProviderRef::Uuid(uuid)
-    }
-}
-
-impl std::fmt::Display for ProviderRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProviderRef::Uuid(uuid) => uuid.fmt(f),
-            ProviderRef::Spelled(text) => f.write_str(text),
         }
     }
 }

@@ -43,7 +43,7 @@ use crate::state::State;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderInventories {
     /// The provider's uuid, as the request spells it (only the canonical spelling
-    /// names a provider, see [`super::providers::canonical_uuid`]).
+    /// names a provider, see [`crate::names::canonical_uuid`]).
     pub provider: String,
     /// The generation the request expects the provider to have.
     pub generation: i64,
@@ -196,7 +196,8 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::allocations::{ConsumerGeneration, ProviderRef, Requested};
+    use crate::names::ProviderRef;
+    use crate::ops::allocations::{ConsumerGeneration, Requested};
     use crate::ops::inventories::ReservedRule;
     use uuid::Uuid;
 

@@ -8,12 +8,12 @@
 //! allocations; writes race for the last units.
 #![allow(dead_code)]
 
-use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested,
-};
+use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
-use allot_core::{Change, Inventory, RequestedName, ResourceClass, State, Timestamp, Uuid};
+use allot_core::{
+    Change, Inventory, ProviderRef, RequestedName, ResourceClass, State, Timestamp, Uuid,
+};
 use proptest::prelude::*;
 
 /// The classes operations use: two standard ones and two custom ones, which must be

@@ -532,7 +532,7 @@ mod tests {
     /// A small cloud: a root with two NUMA children and their devices, a second root,
     /// a sharing disk provider.
     fn cloud() -> View {
-        use allot_core::ops::allocations::ProviderRef;
+        use allot_core::ProviderRef;
         use allot_core::{Change, Inventory, ResourceClass, TraitName};
         let mut s = View::new();
         let agg = Uuid::from_u128(0xa);

@@ -19,12 +19,12 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+use allot_core::names::canonical_uuid;
 use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested, INCOMPLETE_CONSUMER_ID,
+    ConsumerGeneration, ConsumerWrite, Endpoint, Requested, INCOMPLETE_CONSUMER_ID,
     UNKNOWN_CONSUMER_TYPE,
 };
-use allot_core::ops::providers::canonical_uuid;
-use allot_core::{ResourceClass, Uuid};
+use allot_core::{ProviderRef, ResourceClass, Uuid};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -114,7 +114,8 @@ pub async fn reshape(
 mod tests {
     use super::*;
     use crate::schema;
-    use allot_core::ops::allocations::{ConsumerGeneration, ProviderRef};
+    use allot_core::ops::allocations::ConsumerGeneration;
+    use allot_core::ProviderRef;
     use serde_json::json;
 
     /// A checked body as the handler reads it.
