@@ -98,10 +98,9 @@ impl State {
                     .any(|a| p.aggregates.contains(a))
             })
             .filter(|p| {
-                query
-                    .resources
-                    .iter()
-                    .all(|(class, amount)| self.has_room(p, class.as_str(), *amount))
+                query.resources.iter().all(|(class, amount)| {
+                    class.name().is_some_and(|c| self.has_room(p, c, *amount))
+                })
             })
             .collect())
     }
@@ -110,7 +109,7 @@ impl State {
     /// inventory of the class, the amount respects the inventory's `min_unit`,
     /// `max_unit` and `step_size`, and what is used plus the amount stays within
     /// `(total - reserved) * allocation_ratio`.
-    pub fn has_room(&self, provider: &Provider, class: &str, amount: u64) -> bool {
+    pub fn has_room(&self, provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
         let Some(inv) = provider.inventories.get(class) else {
             return false;
         };
@@ -121,8 +120,8 @@ impl State {
     }
 
     /// How much of `class` the allocations against `provider` use.
-    pub fn provider_usage(&self, provider: &Provider, class: &str) -> u64 {
-        self.usage(provider.id(), class)
+    pub fn provider_usage(&self, provider: &Provider, class: &ResourceClass) -> u64 {
+        self.usage(provider.id(), class.as_str())
     }
 
     fn known_trait(&self, name: &RequestedName<TraitName>) -> crate::Result<()> {
