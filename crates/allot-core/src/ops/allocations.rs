@@ -50,7 +50,7 @@ use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Allocation, Consumer, ConsumerRow, Provider, ProviderId, Timestamp};
-use crate::names::{ProviderRef, ResourceClass};
+use crate::names::{ProviderRef, RequestedName, ResourceClass};
 use crate::state::State;
 
 /// The project and user Placement gives consumers written without them (before 1.8):
@@ -110,8 +110,9 @@ impl ConsumerGeneration {
 pub struct Requested {
     /// The provider, as the request named it.
     pub provider: ProviderRef,
-    /// The class.
-    pub class: ResourceClass,
+    /// The class, as the request named it: text that is no class name is refused as
+    /// an unknown class, at the same step.
+    pub class: RequestedName<ResourceClass>,
     /// How much (0 means "nothing", and is dropped).
     pub used: u64,
 }
@@ -153,8 +154,8 @@ enum Refusal {
     UnknownClass {
         /// The consumer asking for it.
         consumer: Uuid,
-        /// The class.
-        class: ResourceClass,
+        /// The class, as the request named it.
+        class: RequestedName<ResourceClass>,
     },
     /// Some providers have no inventory of any class the write involves (409):
     /// the classes and the providers, each joined with ", ".
@@ -353,10 +354,10 @@ impl State {
 
         // What each consumer asks for, merged by provider and class (first position
         // kept), zero amounts dropped. An empty list empties the consumer.
-        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = writes
+        let asked: Vec<Vec<(Uuid, &RequestedName<ResourceClass>, u64)>> = writes
             .iter()
             .map(|w| {
-                let mut merged: Vec<(Uuid, &ResourceClass, u64)> = Vec::new();
+                let mut merged: Vec<(Uuid, &RequestedName<ResourceClass>, u64)> = Vec::new();
                 for r in w.allocations.iter().filter(|r| r.used > 0) {
                     let Some(uuid) = r.provider.uuid() else {
                         continue;
@@ -373,10 +374,11 @@ impl State {
             })
             .collect();
 
-        // 3. Classes.
+        // 3. Classes (text that is no class name names none).
         for (write, list) in writes.iter().zip(&asked) {
-            if let Some((_, class, _)) =
-                list.iter().find(|(_, c, _)| !self.class_exists(c.as_str()))
+            if let Some((_, class, _)) = list
+                .iter()
+                .find(|(_, c, _)| !c.name().is_some_and(|c| self.class_exists(c.as_str())))
             {
                 return Err(Refusal::UnknownClass {
                     consumer: write.consumer,
@@ -384,6 +386,15 @@ impl State {
                 });
             }
         }
+        // Every class is a name from here on.
+        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = asked
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|&(p, c, used)| Some((p, c.name()?, used)))
+                    .collect()
+            })
+            .collect();
 
         // What the written consumers hold now, and what the emptied ones release
         // (Placement carries those as zero amounts through its checks).
@@ -664,7 +675,7 @@ mod tests {
             generation: ConsumerGeneration::Unchecked,
             allocations: vec![Requested {
                 provider: Uuid::from_u128(1).into(),
-                class: vcpu(),
+                class: RequestedName::Name(vcpu()),
                 used,
             }],
         }
@@ -673,7 +684,7 @@ mod tests {
     fn on(mut w: ConsumerWrite, provider: u128, class: &str, used: u64) -> ConsumerWrite {
         w.allocations.push(Requested {
             provider: Uuid::from_u128(provider).into(),
-            class: ResourceClass::new_unchecked(class),
+            class: ResourceClass::requested(class),
             used,
         });
         w
@@ -845,6 +856,7 @@ mod tests {
         run(&mut s, &[claim(10, 1)]).unwrap();
         let p1 = Uuid::from_u128(1);
         let p2 = Uuid::from_u128(2);
+        let long = "A".repeat(crate::names::MAX_NAME_LEN + 1);
         let stale = |w: ConsumerWrite| ConsumerWrite {
             generation: ConsumerGeneration::Is(7),
             ..w
@@ -868,8 +880,20 @@ mod tests {
                 vec![on(on(claim(11, 9), 2, "VCPU", 1), 1, "COWS", 1)],
                 Refusal::UnknownClass {
                     consumer: Uuid::from_u128(11),
-                    class: ResourceClass::new_unchecked("COWS"),
+                    class: ResourceClass::requested("COWS"),
                 },
+            ),
+            // Text too long to be a class is an unknown class, at the same step.
+            (
+                vec![on(on(claim(11, 9), 2, "VCPU", 1), 1, &long, 1)],
+                Refusal::UnknownClass {
+                    consumer: Uuid::from_u128(11),
+                    class: RequestedName::NotAName(long.clone()),
+                },
+            ),
+            (
+                vec![on(on(claim(11, 1), 1, &long, 1), 99, "VCPU", 1)],
+                Refusal::UnknownProvider(Uuid::from_u128(99).into()),
             ),
             // A provider with none of the classes: all classes, in standard order.
             (
@@ -940,7 +964,7 @@ mod tests {
             (
                 Refusal::UnknownClass {
                     consumer: p,
-                    class: ResourceClass::new_unchecked("COWS"),
+                    class: ResourceClass::requested("COWS"),
                 },
                 400,
                 format!(
@@ -964,7 +988,7 @@ mod tests {
         let consumer = Uuid::from_u128(10);
         let unknown = || Refusal::UnknownClass {
             consumer,
-            class: ResourceClass::new_unchecked("COWS"),
+            class: ResourceClass::requested("COWS"),
         };
         let cases = [
             (

@@ -277,7 +277,7 @@ mod tests {
                 .iter()
                 .map(|(p, class, used)| Requested {
                     provider: (*p).into(),
-                    class: ResourceClass::new_unchecked(*class),
+                    class: ResourceClass::requested(class),
                     used: *used,
                 })
                 .collect(),
@@ -479,7 +479,7 @@ mod tests {
             "malformed reshaper data: No such resource class DISK_OF_STEEL.".into(),
         ));
         let mut w = writes.clone();
-        w[0].allocations[0].class = ResourceClass::new_unchecked("COWS");
+        w[0].allocations[0].class = ResourceClass::requested("COWS");
         cases.push((
             targets.clone(),
             w,

@@ -373,7 +373,7 @@ pub fn consumer_write(state: &State, spec: &WriteSpec) -> ConsumerWrite {
             .iter()
             .map(|&(p, c, used)| Requested {
                 provider: provider_uuid(p).into(),
-                class: ResourceClass::new_unchecked(class(c)),
+                class: ResourceClass::requested(class(c)),
                 used,
             })
             .collect(),
@@ -389,7 +389,7 @@ fn held(state: &State, slot: u8, delta: i8) -> Vec<Requested> {
                 .iter()
                 .map(|a| Requested {
                     provider: state.uuid_of(a.provider).into(),
-                    class: a.class.clone(),
+                    class: RequestedName::Name(a.class.clone()),
                     used: a.used.saturating_add_signed(delta.into()),
                 })
                 .collect()

@@ -168,8 +168,9 @@ impl ConsumerBody {
             for (class, used) in resources {
                 allocations.push(Requested {
                     provider: provider.clone(),
-                    // The schema's pattern made it a class name.
-                    class: ResourceClass::new_unchecked(class),
+                    // The schema's pattern has no length limit: a key too long to
+                    // be a class is refused by the rule as an unknown class.
+                    class: ResourceClass::requested(&class),
                     used,
                 });
             }
@@ -438,6 +439,20 @@ mod tests {
             ]
         );
         assert_eq!(w.allocations[2].provider, ProviderRef::Spelled("X".into()));
+        // A key the schema's pattern lets through but too long to be a class is
+        // handed on as text that names none.
+        let long = "A".repeat(256);
+        let w = write(
+            &format!(
+                r#"{{"allocations": [{{"resource_provider": {{"uuid": "{RP}"}},
+                    "resources": {{"{long}": 1}}}}]}}"#
+            ),
+            7,
+        );
+        assert_eq!(
+            w.allocations[0].class,
+            allot_core::RequestedName::NotAName(long)
+        );
         assert_eq!(w.project_id, INCOMPLETE_CONSUMER_ID);
         assert_eq!(w.generation, ConsumerGeneration::Unchecked);
 
