@@ -10,7 +10,7 @@ use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Provider, ProviderId, ProviderRow, Timestamp};
-use crate::names::{canonical_uuid, ProviderRef};
+use crate::names::ProviderRef;
 use crate::state::State;
 
 /// A provider as clients see it: its row with the parent's and root's ids turned into
@@ -72,13 +72,8 @@ impl State {
         }
     }
 
-    /// A provider by the text of its uuid, compared as Placement compares it (see
-    /// [`canonical_uuid`]).
-    pub fn provider_by_uuid_str(&self, uuid: &str) -> Option<&Provider> {
-        canonical_uuid(uuid).and_then(|u| self.provider_by_uuid(&u))
-    }
-
-    /// The provider a request names, if it names one.
+    /// The provider a request names, if it names one (only a uuid spelled as
+    /// [`crate::names::canonical_uuid`] accepts can).
     pub fn provider_by_ref(&self, provider: &ProviderRef) -> Option<&Provider> {
         provider.uuid().and_then(|u| self.provider_by_uuid(&u))
     }
