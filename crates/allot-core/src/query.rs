@@ -74,7 +74,7 @@ impl State {
         }
 
         for (class, _) in &query.resources {
-            if !class.name().is_some_and(|c| self.class_exists(c.as_str())) {
+            if !class.name().is_some_and(|c| self.class_exists(c)) {
                 return Err(Error::invalid(format!(
                     "Invalid resource class in resources parameter: No such resource class \
                      {class}."
@@ -121,11 +121,11 @@ impl State {
 
     /// How much of `class` the allocations against `provider` use.
     pub fn provider_usage(&self, provider: &Provider, class: &ResourceClass) -> u64 {
-        self.usage(provider.id(), class.as_str())
+        self.usage(provider.id(), class)
     }
 
     fn known_trait(&self, name: &RequestedName<TraitName>) -> crate::Result<()> {
-        if name.name().is_some_and(|n| self.trait_exists(n.as_str())) {
+        if name.name().is_some_and(|n| self.trait_exists(n)) {
             Ok(())
         } else {
             Err(Error::invalid(format!(

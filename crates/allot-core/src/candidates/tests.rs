@@ -562,7 +562,7 @@ fn judge(
     for (&(p, k), &sum) in &sums {
         let provider = state.provider(p).unwrap();
         let inv = provider.inventories.get(prep.classes[k])?;
-        if !inv.fits(state.usage(p, prep.classes[k].as_str()), sum) || sum > inv.max_unit {
+        if !inv.fits(state.usage(p, prep.classes[k]), sum) || sum > inv.max_unit {
             return None;
         }
     }

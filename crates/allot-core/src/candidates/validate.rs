@@ -40,9 +40,9 @@ enum Stage {
 pub(super) fn first_refusal(state: &State, query: &CandidateQuery) -> Option<Refusal> {
     // Text that is no name names nothing, like a name the state does not have.
     let known_trait =
-        |t: &RequestedName<TraitName>| t.name().is_some_and(|t| state.trait_exists(t.as_str()));
+        |t: &RequestedName<TraitName>| t.name().is_some_and(|t| state.trait_exists(t));
     let known_class =
-        |c: &RequestedName<ResourceClass>| c.name().is_some_and(|c| state.class_exists(c.as_str()));
+        |c: &RequestedName<ResourceClass>| c.name().is_some_and(|c| state.class_exists(c));
     let unknown_trait =
         |name: &RequestedName<TraitName>| Error::invalid(format!("No such trait(s): {name}."));
     for name in query.root_required.iter().chain(&query.root_forbidden) {

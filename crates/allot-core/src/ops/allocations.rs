@@ -378,7 +378,7 @@ impl State {
         for (write, list) in writes.iter().zip(&asked) {
             if let Some((_, class, _)) = list
                 .iter()
-                .find(|(_, c, _)| !c.name().is_some_and(|c| self.class_exists(c.as_str())))
+                .find(|(_, c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
             {
                 return Err(Refusal::UnknownClass {
                     consumer: write.consumer,
@@ -472,7 +472,7 @@ impl State {
                 });
             }
             let key = (provider.id(), class.as_str());
-            let before = self.usage(provider.id(), class.as_str());
+            let before = self.usage(provider.id(), class);
             let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
             let all = needed.entry(key).or_insert(0);
             *all = all.saturating_add(used);
@@ -641,7 +641,7 @@ fn consumer_row(
 mod tests {
     use super::*;
     use crate::model::Inventory;
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, rc};
 
     fn vcpu() -> ResourceClass {
         ResourceClass::new_unchecked("VCPU")
@@ -716,7 +716,7 @@ mod tests {
         run(&mut s, &[claim(10, 3)]).unwrap();
         assert!(run(&mut s, &[claim(11, 2)]).is_err());
         run(&mut s, &[claim(11, 1)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         assert_eq!(generation(&s, 1), 2);
     }
 
@@ -726,7 +726,7 @@ mod tests {
         run(&mut s, &[claim(10, 4)]).unwrap();
         run(&mut s, &[claim(10, 3)]).unwrap();
         run(&mut s, &[claim(10, 4)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         // Created at 0, then bumped by each of the three writes.
         assert_eq!(consumer_generation(&s, 10), Some(3));
     }
@@ -740,7 +740,7 @@ mod tests {
         // Emptying a consumer that holds nothing keeps (creates) its record at
         // generation 0, as Placement does.
         run(&mut s, &[claim(10, 0)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 0);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 0);
         assert_eq!(consumer_generation(&s, 10), Some(0));
         assert!(s.consumer_allocations(&Uuid::from_u128(10)).is_empty());
     }
@@ -767,7 +767,7 @@ mod tests {
         // A swap (the move operation): one consumer releases, another takes it.
         run(&mut s, &[claim(10, 4)]).unwrap();
         run(&mut s, &[claim(10, 0), claim(11, 4)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         assert!(s.consumer(&Uuid::from_u128(10)).is_none());
         assert_eq!(
             refusal(&s, &[claim(12, 1), claim(12, 1)]),

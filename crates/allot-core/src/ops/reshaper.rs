@@ -132,7 +132,7 @@ impl State {
             if let Some((class, _)) = request
                 .inventories
                 .iter()
-                .find(|(c, _)| !c.name().is_some_and(|c| self.class_exists(c.as_str())))
+                .find(|(c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
             {
                 return Err(malformed(class.as_str()));
             }
@@ -163,9 +163,14 @@ impl State {
             let mut in_use: Vec<&str> = p
                 .inventories
                 .keys()
-                .map(|c| c.as_str())
-                .filter(|c| !request.inventories.iter().any(|(n, _)| n.as_str() == *c))
+                .filter(|c| {
+                    !request
+                        .inventories
+                        .iter()
+                        .any(|(n, _)| n.name() == Some(*c))
+                })
                 .filter(|c| next.usage(*id, c) > 0)
+                .map(|c| c.as_str())
                 .collect();
             if !in_use.is_empty() {
                 in_use.sort_by_key(|c| class_rank(&next, c));
@@ -200,6 +205,7 @@ mod tests {
     use crate::names::ProviderRef;
     use crate::ops::allocations::{ConsumerGeneration, Requested};
     use crate::ops::inventories::ReservedRule;
+    use crate::testing::rc;
     use uuid::Uuid;
 
     const RP: Uuid = Uuid::from_u128(0xa);
@@ -308,7 +314,7 @@ mod tests {
     }
 
     fn usage(s: &State, p: Uuid, class: &str) -> u64 {
-        s.usage(s.provider_by_uuid(&p).unwrap().id(), class)
+        s.usage(s.provider_by_uuid(&p).unwrap().id(), &rc(class))
     }
 
     fn disk() -> Inventory {
