@@ -12,7 +12,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 
 use allot_core::candidates::{CandidateQuery, RequestGroup, SearchOptions};
 use allot_core::model::{Allocation, ConsumerRow, TraitRecord};
-use allot_core::ops::allocations::ProviderRef;
+use allot_core::ProviderRef;
 use allot_core::{Change, Inventory, ProviderId, ResourceClass, State, TraitName, Uuid};
 
 const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c0c2e_6b1e_4a59_9a1a_5a0d1c6a2b10);
@@ -230,7 +230,10 @@ fn nested(n: usize) -> State {
 fn group(suffix: &str, resources: &[(&str, u64)]) -> RequestGroup {
     RequestGroup {
         suffix: suffix.into(),
-        resources: resources.iter().map(|(c, a)| (c.to_string(), *a)).collect(),
+        resources: resources
+            .iter()
+            .map(|(c, a)| (ResourceClass::requested(c), *a))
+            .collect(),
         ..Default::default()
     }
 }
@@ -246,14 +249,14 @@ fn query(groups: Vec<RequestGroup>, limit: Option<usize>) -> CandidateQuery {
 
 fn flat_queries() -> Vec<(&'static str, CandidateQuery)> {
     let mut small = group("", &[("VCPU", 2), ("MEMORY_MB", 4096), ("DISK_GB", 40)]);
-    small.required = vec![vec!["HW_CPU_X86_AVX2".into()]];
-    small.forbidden = vec!["COMPUTE_STATUS_DISABLED".into()];
+    small.required = vec![vec![TraitName::requested("HW_CPU_X86_AVX2")]];
+    small.forbidden = vec![TraitName::requested("COMPUTE_STATUS_DISABLED")];
     let mut nolimit = group("", &[("VCPU", 2), ("MEMORY_MB", 4096), ("DISK_GB", 40)]);
-    nolimit.required = vec![vec!["HW_CPU_X86_AVX2".into()]];
+    nolimit.required = vec![vec![TraitName::requested("HW_CPU_X86_AVX2")]];
     let mut member_of = group("", &[("VCPU", 8), ("MEMORY_MB", 16384)]);
     member_of.member_of = vec![(0..5).map(|r| uuid(&format!("rack{r}"))).collect()];
     let mut gold = group("", &[("VCPU", 2), ("MEMORY_MB", 2048)]);
-    gold.required = vec![vec!["CUSTOM_GOLD".into()]];
+    gold.required = vec![vec![TraitName::requested("CUSTOM_GOLD")]];
     vec![
         ("small", query(vec![small], Some(1000))),
         ("nolimit", query(vec![nolimit], None)),
@@ -276,7 +279,7 @@ fn nested_queries() -> Vec<(&'static str, CandidateQuery)> {
         "2",
         &[("SRIOV_NET_VF", 1), ("NET_BW_EGR_KILOBIT_PER_SEC", 1000)],
     );
-    port.required = vec![vec!["CUSTOM_PHYSNET_A".into()]];
+    port.required = vec![vec![TraitName::requested("CUSTOM_PHYSNET_A")]];
     let mut numa = query(
         vec![
             group("", &[("DISK_GB", 20)]),

@@ -1,7 +1,9 @@
-//! Validated names: resource classes and traits.
+//! Validated names: resource classes and traits, and providers as requests name them.
 //!
 //! A name that reaches the domain has been checked once, at the boundary; the rest of
-//! the code passes these types around and never re-checks a raw string.
+//! the code passes these types around and never re-checks a raw string. A provider
+//! named by a request ([`ProviderRef`]) is sorted the same way, once: a uuid spelled
+//! the one way that can name a provider, or text that names none.
 //!
 //! Some endpoints let any text through their schema and answer a malformed name with
 //! the same message, at the same point, as a well-formed one that does not exist. Their
@@ -10,6 +12,8 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+
+use uuid::Uuid;
 
 /// The longest resource class or trait name Placement accepts.
 pub const MAX_NAME_LEN: usize = 255;
@@ -149,6 +153,62 @@ impl<N: AsRef<str>> fmt::Display for RequestedName<N> {
     }
 }
 
+/// The uuid a string names, if it is written the one way Placement stores provider
+/// uuids: lowercase hex with dashes. Placement compares the uuids of URLs, query
+/// strings and parent references with the stored text, so any other spelling (no
+/// dashes, capitals, braces) names no provider.
+pub fn canonical_uuid(s: &str) -> Option<Uuid> {
+    Uuid::try_parse(s)
+        .ok()
+        .filter(|u| u.hyphenated().to_string() == s)
+}
+
+/// A provider as a request names it. Placement looks providers up by the text of
+/// their uuid, so only the canonical spelling (see [`canonical_uuid`]) can name one;
+/// any other spelling names none, and is kept as given for the refusal to repeat.
+/// Like [`RequestedName`], it is the boundary's sorting of request text: the core
+/// never looks at the text again, only at the uuid when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProviderRef {
+    /// A uuid in its canonical spelling.
+    Uuid(Uuid),
+    /// Any other text.
+    Spelled(String),
+}
+
+impl ProviderRef {
+    /// Reads the text a request gives for a provider.
+    pub fn parse(text: &str) -> ProviderRef {
+        match canonical_uuid(text) {
+            Some(uuid) => ProviderRef::Uuid(uuid),
+            None => ProviderRef::Spelled(text.to_owned()),
+        }
+    }
+
+    /// The uuid, when the spelling can name a provider.
+    pub fn uuid(&self) -> Option<Uuid> {
+        match self {
+            ProviderRef::Uuid(uuid) => Some(*uuid),
+            ProviderRef::Spelled(_) => None,
+        }
+    }
+}
+
+impl From<Uuid> for ProviderRef {
+    fn from(uuid: Uuid) -> Self {
+        ProviderRef::Uuid(uuid)
+    }
+}
+
+impl std::fmt::Display for ProviderRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProviderRef::Uuid(uuid) => uuid.fmt(f),
+            ProviderRef::Spelled(text) => f.write_str(text),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +249,20 @@ mod tests {
         assert_eq!(bad.to_string(), "not a trait");
         let long = "A".repeat(MAX_NAME_LEN + 1);
         assert!(ResourceClass::requested(&long).name().is_none());
+    }
+
+    #[test]
+    fn canonical_uuids_only() {
+        let u = "2290d4af-9e6e-400b-9d65-1ee01376f71a";
+        assert!(canonical_uuid(u).is_some());
+        for other in [
+            "2290d4af9e6e400b9d651ee01376f71a",
+            "2290D4AF-9E6E-400B-9D65-1EE01376F71A",
+            "{2290d4af-9e6e-400b-9d65-1ee01376f71a}",
+            "random_sauce",
+            "",
+        ] {
+            assert_eq!(canonical_uuid(other), None, "{other}");
+        }
     }
 }

@@ -10,8 +10,7 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::model::Provider;
-use crate::names::{RequestedName, ResourceClass, TraitName};
-use crate::ops::allocations::ProviderRef;
+use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 /// The filters of a provider listing, already parsed. Empty fields filter nothing.
@@ -75,7 +74,7 @@ impl State {
         }
 
         for (class, _) in &query.resources {
-            if !class.name().is_some_and(|c| self.class_exists(c.as_str())) {
+            if !class.name().is_some_and(|c| self.class_exists(c)) {
                 return Err(Error::invalid(format!(
                     "Invalid resource class in resources parameter: No such resource class \
                      {class}."
@@ -99,10 +98,9 @@ impl State {
                     .any(|a| p.aggregates.contains(a))
             })
             .filter(|p| {
-                query
-                    .resources
-                    .iter()
-                    .all(|(class, amount)| self.has_room(p, class.as_str(), *amount))
+                query.resources.iter().all(|(class, amount)| {
+                    class.name().is_some_and(|c| self.has_room(p, c, *amount))
+                })
             })
             .collect())
     }
@@ -111,7 +109,7 @@ impl State {
     /// inventory of the class, the amount respects the inventory's `min_unit`,
     /// `max_unit` and `step_size`, and what is used plus the amount stays within
     /// `(total - reserved) * allocation_ratio`.
-    pub fn has_room(&self, provider: &Provider, class: &str, amount: u64) -> bool {
+    pub fn has_room(&self, provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
         let Some(inv) = provider.inventories.get(class) else {
             return false;
         };
@@ -122,12 +120,12 @@ impl State {
     }
 
     /// How much of `class` the allocations against `provider` use.
-    pub fn provider_usage(&self, provider: &Provider, class: &str) -> u64 {
+    pub fn provider_usage(&self, provider: &Provider, class: &ResourceClass) -> u64 {
         self.usage(provider.id(), class)
     }
 
     fn known_trait(&self, name: &RequestedName<TraitName>) -> crate::Result<()> {
-        if name.name().is_some_and(|n| self.trait_exists(n.as_str())) {
+        if name.name().is_some_and(|n| self.trait_exists(n)) {
             Ok(())
         } else {
             Err(Error::invalid(format!(

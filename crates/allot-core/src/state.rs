@@ -301,12 +301,12 @@ impl State {
     }
 
     /// Whether a resource class exists (standard or custom).
-    pub fn class_exists(&self, name: &str) -> bool {
-        standard::RESOURCE_CLASSES.contains(&name) || self.classes.contains_key(name)
+    pub fn class_exists(&self, name: &ResourceClass) -> bool {
+        standard::RESOURCE_CLASSES.contains(&name.as_str()) || self.classes.contains_key(name)
     }
 
     /// A custom resource class's record.
-    pub fn custom_class(&self, name: &str) -> Option<&ClassRecord> {
+    pub fn custom_class(&self, name: &ResourceClass) -> Option<&ClassRecord> {
         self.classes.get(name)
     }
 
@@ -325,12 +325,12 @@ impl State {
     }
 
     /// Whether a trait exists (standard or custom).
-    pub fn trait_exists(&self, name: &str) -> bool {
-        standard::TRAITS.binary_search(&name).is_ok() || self.traits.contains_key(name)
+    pub fn trait_exists(&self, name: &TraitName) -> bool {
+        standard::TRAITS.binary_search(&name.as_str()).is_ok() || self.traits.contains_key(name)
     }
 
     /// A custom trait's record.
-    pub fn custom_trait(&self, name: &str) -> Option<&TraitRecord> {
+    pub fn custom_trait(&self, name: &TraitName) -> Option<&TraitRecord> {
         self.traits.get(name)
     }
 
@@ -351,7 +351,7 @@ impl State {
     }
 
     /// How much of `class` the allocations against `provider` use in all.
-    pub fn usage(&self, provider: ProviderId, class: &str) -> u64 {
+    pub fn usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
         self.usage
             .get(&provider)
             .and_then(|u| u.by_class.get(class))
@@ -377,7 +377,7 @@ impl State {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, rc, tn};
 
     fn row(id: u64, parent: Option<u64>) -> Change {
         new_provider(id, Uuid::from_u128(id as u128), parent, 0)
@@ -405,8 +405,8 @@ mod tests {
     #[test]
     fn standard_lists_are_sorted_where_searched() {
         assert!(standard::TRAITS.windows(2).all(|w| w[0] < w[1]));
-        assert!(State::new().trait_exists("HW_CPU_X86_AVX2"));
-        assert!(State::new().class_exists("VCPU"));
-        assert!(!State::new().class_exists("CUSTOM_NOPE"));
+        assert!(State::new().trait_exists(&tn("HW_CPU_X86_AVX2")));
+        assert!(State::new().class_exists(&rc("VCPU")));
+        assert!(!State::new().class_exists(&rc("CUSTOM_NOPE")));
     }
 }

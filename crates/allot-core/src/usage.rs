@@ -82,7 +82,7 @@ impl State {
         provider
             .inventories
             .keys()
-            .map(|class| (class, self.usage(provider.id(), class.as_str())))
+            .map(|class| (class, self.usage(provider.id(), class)))
             .collect()
     }
 

@@ -18,7 +18,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint};
-use allot_core::{ProviderId, State, Uuid};
+use allot_core::{ProviderId, ResourceClass, State, Uuid};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -138,7 +138,9 @@ fn model_write(
     }
     for ((p, class), used) in &after {
         let inv = state.provider(*p).unwrap().inventories[class.as_str()];
-        if !inv.fits(*used, 0) && *used > state.usage(*p, class) {
+        if !inv.fits(*used, 0)
+            && *used > state.usage(*p, &ResourceClass::new_unchecked(class.as_str()))
+        {
             return Err(Refusal::Capacity);
         }
     }
@@ -170,7 +172,7 @@ fn check_invariants(state: &State) {
                 "allocation without inventory: {a:?}"
             );
             assert!(
-                state.class_exists(a.class.as_str()),
+                state.class_exists(&a.class),
                 "allocation of a class that does not exist: {a:?}"
             );
             *sums
@@ -182,7 +184,7 @@ fn check_invariants(state: &State) {
     for p in state.providers() {
         for class in p.inventories.keys() {
             assert!(
-                state.class_exists(class.as_str()),
+                state.class_exists(class),
                 "inventory of a class that does not exist: {class} on {}",
                 p.uuid()
             );
@@ -194,7 +196,11 @@ fn check_invariants(state: &State) {
                 break;
             }
             seen.insert(class.clone());
-            assert_eq!(state.usage(p.id(), class), *used, "usage of {class}");
+            assert_eq!(
+                state.usage(p.id(), &ResourceClass::new_unchecked(class.as_str())),
+                *used,
+                "usage of {class}"
+            );
         }
         if let Some(index) = index {
             let classes: BTreeSet<String> = index
@@ -234,12 +240,12 @@ fn name_before<'a>(op: &Op, class: &'a str) -> &'a str {
 fn check_no_worse(op: &Op, before: &State, after: &State) {
     for p in after.providers() {
         for (class, inv) in &p.inventories {
-            let used = after.usage(p.id(), class.as_str());
+            let used = after.usage(p.id(), class);
             if inv.fits(used, 0) {
                 continue;
             }
             let old = name_before(op, class.as_str());
-            let used_before = before.usage(p.id(), old);
+            let used_before = before.usage(p.id(), &ResourceClass::new_unchecked(old));
             assert!(
                 used <= used_before,
                 "{class} on {} is over capacity ({used} > {}) and went up from {used_before}",
@@ -263,7 +269,7 @@ fn over_committed(state: &State) -> bool {
     state.providers().any(|p| {
         p.inventories
             .iter()
-            .any(|(c, inv)| !inv.fits(state.usage(p.id(), c.as_str()), 0))
+            .any(|(c, inv)| !inv.fits(state.usage(p.id(), c), 0))
     })
 }
 
@@ -413,7 +419,10 @@ fn run(ops: &[Op], stats: &mut Stats) {
             check_write(&before, &state, expected, writes);
             let keeps_over = expected.values().flat_map(|h| h.keys()).any(|(p, class)| {
                 let inv = state.provider(*p).unwrap().inventories[class.as_str()];
-                !inv.fits(state.usage(*p, class), 0)
+                !inv.fits(
+                    state.usage(*p, &ResourceClass::new_unchecked(class.as_str())),
+                    0,
+                )
             });
             if keeps_over {
                 stats.no_worse_writes_on_over_committed += 1;

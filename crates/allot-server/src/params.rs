@@ -12,7 +12,7 @@ pub mod filters;
 
 use std::convert::Infallible;
 
-use allot_core::ops::providers::canonical_uuid;
+use allot_core::names::canonical_uuid;
 use allot_core::{Provider, State as View, Uuid};
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;

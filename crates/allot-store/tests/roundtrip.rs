@@ -190,8 +190,14 @@ fn suite(url: &str) {
     assert_eq!(snapshot(&reloaded), snapshot(&state));
     assert_eq!(everything(&reloaded), everything(&state));
     assert!(reloaded.check_usage_index());
-    assert_eq!(reloaded.usage(ProviderId(2), "VCPU"), 3);
-    assert_eq!(reloaded.usage(ProviderId(1), "DISK_GB"), 7);
+    assert_eq!(
+        reloaded.usage(ProviderId(2), &ResourceClass::new_unchecked("VCPU")),
+        3
+    );
+    assert_eq!(
+        reloaded.usage(ProviderId(1), &ResourceClass::new_unchecked("DISK_GB")),
+        7
+    );
     assert_eq!(reloaded.consumers().count(), 2);
     let c10 = reloaded.consumer(&Uuid::from_u128(10)).unwrap();
     assert_eq!(c10.row, consumer(10, 1, Some("MIGRATION")));
@@ -203,9 +209,9 @@ fn suite(url: &str) {
         index.consumers.iter().copied().collect::<Vec<_>>(),
         vec![Uuid::from_u128(10), Uuid::from_u128(12)]
     );
-    assert!(reloaded.class_exists("CUSTOM_PIECE"));
-    assert!(!reloaded.class_exists("CUSTOM_SLICE"));
-    assert!(reloaded.trait_exists("CUSTOM_FAST"));
+    assert!(reloaded.class_exists(&ResourceClass::new_unchecked("CUSTOM_PIECE")));
+    assert!(!reloaded.class_exists(&ResourceClass::new_unchecked("CUSTOM_SLICE")));
+    assert!(reloaded.trait_exists(&TraitName::new_unchecked("CUSTOM_FAST")));
     assert_eq!(reloaded.provider(ProviderId(1)).unwrap().children.len(), 1);
     // Ids are never reused, even after the highest one was deleted... as long as the
     // view saw it; after a reload the next id follows the highest surviving one.

@@ -27,6 +27,7 @@ use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 use crate::model::{Provider, ProviderId};
+use crate::names::{RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 use super::{CandidateQuery, RequestGroup};
@@ -61,8 +62,13 @@ pub(super) struct Prepared<'s, 'q> {
     pub state: &'s State,
     /// The query.
     pub query: &'q CandidateQuery,
-    /// Distinct requested resource classes; groups refer to them by index.
-    pub classes: Vec<&'q str>,
+    /// Distinct requested resource classes; groups refer to them by index, so the
+    /// search never looks at a class's name.
+    pub classes: Vec<&'q ResourceClass>,
+    /// Whether some requested class is text that names none (no provider has it, so
+    /// nothing matches; the names are checked before a search, so only a search
+    /// made without that check sees one).
+    unnamed_class: bool,
     /// The groups, in request order.
     pub groups: Vec<Group<'q>>,
     /// The `same_subtree` sets, as group indices.
@@ -138,26 +144,31 @@ impl<'s, 'q> Prepared<'s, 'q> {
     /// Resolves a query. Names are not checked here (see `super::validate`); an
     /// unknown class simply has no provider with room for it.
     pub fn new(state: &'s State, query: &'q CandidateQuery) -> Self {
-        let mut classes: Vec<&'q str> = Vec::new();
+        let mut classes: Vec<&'q ResourceClass> = Vec::new();
+        let mut unnamed_class = false;
         let mut groups = Vec::with_capacity(query.groups.len());
         for request in &query.groups {
             let demands = request
                 .resources
                 .iter()
-                .map(|(class, amount)| {
-                    let index = match classes.iter().position(|c| c == class) {
+                .filter_map(|(class, amount)| {
+                    let Some(class) = class.name() else {
+                        unnamed_class = true;
+                        return None;
+                    };
+                    let index = match classes.iter().position(|c| *c == class) {
                         Some(i) => i,
                         None => {
-                            classes.push(class.as_str());
+                            classes.push(class);
                             classes.len() - 1
                         }
                     };
-                    (index, *amount)
+                    Some((index, *amount))
                 })
                 .collect();
-            let in_tree = match request.in_tree.as_deref() {
+            let in_tree = match &request.in_tree {
                 None => InTree::Anywhere,
-                Some(uuid) => match state.provider_by_uuid_str(uuid) {
+                Some(provider) => match state.provider_by_ref(provider) {
                     Some(p) => InTree::Root(p.row.root),
                     None => InTree::Missing,
                 },
@@ -193,6 +204,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
             state,
             query,
             classes,
+            unnamed_class,
             groups,
             same_subtrees,
             one_provider_per_tree,
@@ -209,7 +221,8 @@ impl<'s, 'q> Prepared<'s, 'q> {
     /// Whether some group can never match anything, whatever the anchor (or there is
     /// no group with resources, which the API never sends).
     pub fn hopeless(&self) -> bool {
-        self.groups.iter().all(|g| g.demands.is_empty())
+        self.unnamed_class
+            || self.groups.iter().all(|g| g.demands.is_empty())
             || self.groups.iter().any(|g| {
                 g.in_tree == InTree::Missing
                     || (g.demands.is_empty()
@@ -234,15 +247,8 @@ impl<'s, 'q> Prepared<'s, 'q> {
 
     /// Whether a root passes `root_required`.
     pub fn root_allowed(&self, root: &Provider) -> bool {
-        self.query
-            .root_required
-            .iter()
-            .all(|t| root.traits.contains(t.as_str()))
-            && !self
-                .query
-                .root_forbidden
-                .iter()
-                .any(|t| root.traits.contains(t.as_str()))
+        self.query.root_required.iter().all(|t| has_trait(root, t))
+            && !self.query.root_forbidden.iter().any(|t| has_trait(root, t))
     }
 
     /// What `p` has of each requested class.
@@ -338,7 +344,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
                     let own_tree = i < in_tree;
                     (own_tree || g.in_tree == InTree::Anywhere)
                         && admits(i, class, amount)
-                        && !req.forbidden.iter().any(|t| p.traits.contains(t.as_str()))
+                        && !req.forbidden.iter().any(|t| has_trait(p, t))
                         && !in_any(p, &req.forbidden_aggregates)
                         && (req.member_of.is_empty()
                             || in_all(p, &req.member_of)
@@ -379,7 +385,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
             return false;
         }
         has_traits(p, &req.required)
-            && !req.forbidden.iter().any(|t| p.traits.contains(t.as_str()))
+            && !req.forbidden.iter().any(|t| has_trait(p, t))
             && in_all(p, &req.member_of)
             && !in_any(p, &req.forbidden_aggregates)
     }
@@ -407,11 +413,16 @@ impl<'s, 'q> Prepared<'s, 'q> {
     }
 }
 
+/// Whether `p` has the trait (text that names no trait is a trait no provider has).
+pub(super) fn has_trait(p: &Provider, t: &RequestedName<TraitName>) -> bool {
+    t.name().is_some_and(|t| p.traits.contains(t))
+}
+
 /// Whether `p` has at least one trait of every any-of set.
-pub(super) fn has_traits(p: &Provider, required: &[Vec<String>]) -> bool {
+pub(super) fn has_traits(p: &Provider, required: &[Vec<RequestedName<TraitName>>]) -> bool {
     required
         .iter()
-        .all(|any| any.iter().any(|t| p.traits.contains(t.as_str())))
+        .all(|any| any.iter().any(|t| has_trait(p, t)))
 }
 
 /// Whether `p` is in at least one aggregate of every any-of set.

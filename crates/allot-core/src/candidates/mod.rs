@@ -38,6 +38,7 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::model::{Provider, ProviderId};
+use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 pub use summary::{ProviderSummary, SummaryResource};
@@ -56,22 +57,25 @@ pub const DEFAULT_STEP_BUDGET: u64 = 20_000_000;
 
 /// One request group, parsed and checked for form (names are checked against the
 /// state by the search).
+///
+/// Class and trait names are [`RequestedName`]s: Placement answers text that is no
+/// name as it answers a name it does not have, at that name's step of its order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestGroup {
     /// `""` for the unsuffixed group, else the suffix (`"1"`, `"_NIC"`).
     pub suffix: String,
     /// Resource classes and amounts, in request order (may be empty from 1.36).
-    pub resources: Vec<(String, u64)>,
+    pub resources: Vec<(RequestedName<ResourceClass>, u64)>,
     /// Required traits: at least one of every inner list.
-    pub required: Vec<Vec<String>>,
+    pub required: Vec<Vec<RequestedName<TraitName>>>,
     /// Forbidden traits.
-    pub forbidden: Vec<String>,
+    pub forbidden: Vec<RequestedName<TraitName>>,
     /// Aggregates: at least one of every inner list.
     pub member_of: Vec<Vec<Uuid>>,
     /// Forbidden aggregates.
     pub forbidden_aggregates: Vec<Uuid>,
-    /// The uuid (as given, trimmed) of a provider whose tree the group must use.
-    pub in_tree: Option<String>,
+    /// A provider whose tree the group must use.
+    pub in_tree: Option<ProviderRef>,
 }
 
 /// A whole request.
@@ -84,9 +88,9 @@ pub struct CandidateQuery {
     /// At most this many candidates.
     pub limit: Option<usize>,
     /// Traits the anchor root must have (`root_required`).
-    pub root_required: Vec<String>,
+    pub root_required: Vec<RequestedName<TraitName>>,
     /// Traits the anchor root must not have (`root_required=!T`).
-    pub root_forbidden: Vec<String>,
+    pub root_forbidden: Vec<RequestedName<TraitName>>,
     /// `same_subtree` sets of suffixes.
     pub same_subtrees: Vec<Vec<String>>,
     /// From 1.29: candidates may combine several providers of one tree. Before, a
@@ -130,8 +134,8 @@ pub struct AllocationRequest {
 pub struct Candidates {
     /// The candidates.
     pub requests: Vec<AllocationRequest>,
-    /// Names of the requested classes, indexed as in the allocations.
-    pub classes: Vec<String>,
+    /// The requested classes, indexed as in the allocations.
+    pub classes: Vec<ResourceClass>,
     /// Providers to summarise, in creation order: every provider of the trees the
     /// candidates allocate from (from 1.29), or only the providers they allocate from
     /// (before).
@@ -144,7 +148,7 @@ pub struct Candidates {
 impl Candidates {
     /// The name of a class index of [`AllocationRequest::allocations`].
     pub fn class_name(&self, index: usize) -> &str {
-        &self.classes[index]
+        self.classes[index].as_str()
     }
 }
 
@@ -198,7 +202,7 @@ impl State {
         }
         let prep = Prepared::new(self, query);
         let mut out = Candidates {
-            classes: prep.classes.iter().map(|c| (*c).to_owned()).collect(),
+            classes: prep.classes.iter().map(|c| (*c).clone()).collect(),
             ..Default::default()
         };
         if prep.hopeless() {

@@ -34,8 +34,9 @@
 //! matching). A step budget bounds what is left of the worst case.
 
 use crate::model::ProviderId;
+use crate::names::{RequestedName, TraitName};
 
-use super::filter::{AnchorSlots, Prepared, Slot};
+use super::filter::{has_trait, AnchorSlots, Prepared, Slot};
 use super::{AllocationRequest, Rng};
 
 /// A rule checked once all its slots have a provider.
@@ -114,7 +115,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     /// Sets up the search for the slots of one anchor.
     pub fn new(prep: &'p Prepared<'s, 'q>, anchor: AnchorSlots<'s>, rng: Option<&mut Rng>) -> Self {
         let width = prep.classes.len();
-        let unsuffixed_required: &[Vec<String>] = prep
+        let unsuffixed_required: &[Vec<RequestedName<TraitName>>] = prep
             .groups
             .iter()
             .find(|g| !g.granular)
@@ -167,7 +168,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 .collect();
             let mut traits = vec![0u64; trait_words];
             for (t, any) in unsuffixed_required.iter().enumerate() {
-                if any.iter().any(|name| p.traits.contains(name.as_str())) {
+                if any.iter().any(|name| has_trait(p, name)) {
                     traits[t / 64] |= 1 << (t % 64);
                 }
             }

@@ -44,7 +44,7 @@ impl State {
             .map(|(class, inv)| SummaryResource {
                 class: class.as_str(),
                 capacity: inv.reported_capacity(),
-                used: self.usage(id, class.as_str()),
+                used: self.usage(id, class),
             })
             .collect();
         // Placement lists a provider's traits in the order of their ids: the standard
@@ -54,7 +54,7 @@ impl State {
             .traits
             .iter()
             .map(|t| {
-                let created = self.custom_trait(t.as_str()).map(|r| r.created_at);
+                let created = self.custom_trait(t).map(|r| r.created_at);
                 (created.is_some(), created.unwrap_or(0), t.as_str())
             })
             .collect();

@@ -9,8 +9,8 @@ use super::filter::Prepared;
 use super::*;
 use crate::change::Change;
 use crate::model::{Allocation, ConsumerRow, Inventory};
+use crate::names::ProviderRef;
 use crate::names::{ResourceClass, TraitName, SHARING_TRAIT};
-use crate::ops::allocations::ProviderRef;
 
 /// A cloud built for tests, providers named by short strings.
 struct World {
@@ -119,7 +119,10 @@ impl World {
 fn group(suffix: &str, resources: &[(&str, u64)]) -> RequestGroup {
     RequestGroup {
         suffix: suffix.into(),
-        resources: resources.iter().map(|(c, a)| (c.to_string(), *a)).collect(),
+        resources: resources
+            .iter()
+            .map(|(c, a)| (ResourceClass::requested(c), *a))
+            .collect(),
         ..Default::default()
     }
 }
@@ -393,7 +396,7 @@ fn names_are_checked_in_placement_order() {
         "Invalid resource class in resources parameter: No such resource class NOPE."
     );
     let mut g = group("", &[("VCPU", 1)]);
-    g.required = vec![vec!["CUSTOM_NOPE".into()]];
+    g.required = vec![vec![TraitName::requested("CUSTOM_NOPE")]];
     assert_eq!(err(&query(vec![g])), "No such trait(s): CUSTOM_NOPE.");
     // An earlier group with no candidate makes the answer empty instead.
     let q = query(vec![
@@ -404,7 +407,7 @@ fn names_are_checked_in_placement_order() {
     // A member_of nobody is in, before the traits of the same group.
     let mut g = group("", &[("VCPU", 1)]);
     g.member_of = vec![vec![Uuid::from_u128(0xdead)]];
-    g.forbidden = vec!["CUSTOM_NOPE".into()];
+    g.forbidden = vec![TraitName::requested("CUSTOM_NOPE")];
     assert!(run(&w, &query(vec![g])).requests.is_empty());
     // But not before the classes.
     let mut g = group("", &[("NOPE", 1)]);
@@ -412,10 +415,25 @@ fn names_are_checked_in_placement_order() {
     assert!(err(&query(vec![g])).contains("NOPE"));
     // root_required: names first, then "no root has them".
     let mut q = query(vec![group("", &[("NOPE", 1)])]);
-    q.root_required = vec!["HW_NUMA_ROOT".into()];
+    q.root_required = vec![TraitName::requested("HW_NUMA_ROOT")];
     assert!(run(&w, &q).requests.is_empty());
-    q.root_required = vec!["CUSTOM_NOPE".into()];
+    q.root_required = vec![TraitName::requested("CUSTOM_NOPE")];
     assert_eq!(err(&q), "No such trait(s): CUSTOM_NOPE.");
+    // Text that is no name is refused as an unknown name, at the same step.
+    let long = "A".repeat(crate::names::MAX_NAME_LEN + 1);
+    let q = query(vec![group("", &[("VCPU", 1), ("vcpu", 1), (&long, 1)])]);
+    assert_eq!(
+        err(&q),
+        "Invalid resource class in resources parameter: No such resource class vcpu."
+    );
+    let mut g = group("", &[("VCPU", 1)]);
+    g.forbidden = vec![TraitName::requested("not a trait")];
+    assert_eq!(err(&query(vec![g])), "No such trait(s): not a trait.");
+    let q = query(vec![
+        group("1", &[("VCPU", 100)]),
+        group("2", &[(long.as_str(), 1)]),
+    ]);
+    assert!(run(&w, &q).requests.is_empty());
 }
 
 #[test]
@@ -765,17 +783,19 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
         let mut g = group("", &[]);
         for c in classes {
             if rng.below(2) == 0 {
-                g.resources.push((c.into(), 1 + rng.below(2) as u64));
+                g.resources
+                    .push((ResourceClass::requested(c), 1 + rng.below(2) as u64));
             }
         }
         if g.resources.is_empty() {
-            g.resources.push(("VGPU".into(), 1));
+            g.resources.push((ResourceClass::requested("VGPU"), 1));
         }
         if rng.below(5) == 0 {
-            g.required.push(vec![traits[rng.below(3)].into()]);
+            g.required
+                .push(vec![TraitName::requested(traits[rng.below(3)])]);
         }
         if rng.below(6) == 0 {
-            g.forbidden.push(traits[rng.below(3)].into());
+            g.forbidden.push(TraitName::requested(traits[rng.below(3)]));
         }
         if rng.below(6) == 0 {
             g.member_of.push(vec![aggs[rng.below(2)]]);
@@ -786,19 +806,22 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
     for i in 0..n {
         let mut g = group(&format!("_{i}"), &[]);
         if rng.below(6) > 0 {
-            g.resources
-                .push((classes[rng.below(3)].into(), 1 + rng.below(2) as u64));
+            g.resources.push((
+                ResourceClass::requested(classes[rng.below(3)]),
+                1 + rng.below(2) as u64,
+            ));
         } else {
-            g.required.push(vec![traits[rng.below(3)].into()]);
+            g.required
+                .push(vec![TraitName::requested(traits[rng.below(3)])]);
         }
         if rng.below(5) == 0 {
             g.required.push(vec![
-                traits[rng.below(3)].into(),
-                traits[rng.below(3)].into(),
+                TraitName::requested(traits[rng.below(3)]),
+                TraitName::requested(traits[rng.below(3)]),
             ]);
         }
         if rng.below(6) == 0 {
-            g.forbidden.push(traits[rng.below(3)].into());
+            g.forbidden.push(TraitName::requested(traits[rng.below(3)]));
         }
         if rng.below(6) == 0 {
             g.member_of.push(vec![aggs[rng.below(2)]]);
@@ -806,7 +829,7 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
         if rng.below(8) == 0 {
             let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
             let pick = &names[rng.below(names.len())];
-            g.in_tree = Some(World::uuid(pick).to_string());
+            g.in_tree = Some(World::uuid(pick).into());
         }
         groups.push(g);
     }
@@ -877,7 +900,7 @@ fn resourceless_group_does_not_skip_unknown_class_error() {
         .total("root", "VCPU", 4)
         .traits("root", &["COMPUTE_VOLUME_MULTI_ATTACH"]);
     let mut traits_only = group("1", &[]);
-    traits_only.required = vec![vec!["COMPUTE_VOLUME_MULTI_ATTACH".into()]];
+    traits_only.required = vec![vec![TraitName::requested("COMPUTE_VOLUME_MULTI_ATTACH")]];
     let mut q = query(vec![traits_only, group("_ACCEL", &[("CUSTOM_NOPE", 3)])]);
     q.same_subtrees = vec![vec!["_ACCEL".into(), "1".into()]];
     let err = w

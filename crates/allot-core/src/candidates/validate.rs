@@ -14,9 +14,10 @@
 //! decide between the error and an empty answer.
 
 use crate::error::Error;
+use crate::names::{RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
-use super::filter::{in_all, Prepared};
+use super::filter::{has_trait, in_all, Prepared};
 use super::{CandidateQuery, RequestGroup};
 
 /// Why a request gets no search.
@@ -37,14 +38,20 @@ enum Stage {
 
 /// The request's first unknown name, if any, resolved against the steps before it.
 pub(super) fn first_refusal(state: &State, query: &CandidateQuery) -> Option<Refusal> {
-    let unknown_trait = |name: &str| Error::invalid(format!("No such trait(s): {name}."));
+    // Text that is no name names nothing, like a name the state does not have.
+    let known_trait =
+        |t: &RequestedName<TraitName>| t.name().is_some_and(|t| state.trait_exists(t));
+    let known_class =
+        |c: &RequestedName<ResourceClass>| c.name().is_some_and(|c| state.class_exists(c));
+    let unknown_trait =
+        |name: &RequestedName<TraitName>| Error::invalid(format!("No such trait(s): {name}."));
     for name in query.root_required.iter().chain(&query.root_forbidden) {
-        if !state.trait_exists(name) {
+        if !known_trait(name) {
             return Some(Refusal::Error(unknown_trait(name)));
         }
     }
     let (at, stage, error) = query.groups.iter().enumerate().find_map(|(i, g)| {
-        if let Some((class, _)) = g.resources.iter().find(|(c, _)| !state.class_exists(c)) {
+        if let Some((class, _)) = g.resources.iter().find(|(c, _)| !known_class(c)) {
             return Some((
                 i,
                 Stage::Classes,
@@ -54,10 +61,10 @@ pub(super) fn first_refusal(state: &State, query: &CandidateQuery) -> Option<Ref
                 )),
             ));
         }
-        if let Some(t) = g.required.iter().flatten().find(|t| !state.trait_exists(t)) {
+        if let Some(t) = g.required.iter().flatten().find(|t| !known_trait(t)) {
             return Some((i, Stage::Required, unknown_trait(t)));
         }
-        if let Some(t) = g.forbidden.iter().find(|t| !state.trait_exists(t)) {
+        if let Some(t) = g.forbidden.iter().find(|t| !known_trait(t)) {
             return Some((i, Stage::Forbidden, unknown_trait(t)));
         }
         None
@@ -67,14 +74,8 @@ pub(super) fn first_refusal(state: &State, query: &CandidateQuery) -> Option<Ref
     if root_filtered
         && !state.providers().any(|p| {
             p.row.parent.is_none()
-                && query
-                    .root_required
-                    .iter()
-                    .all(|t| p.traits.contains(t.as_str()))
-                && !query
-                    .root_forbidden
-                    .iter()
-                    .any(|t| p.traits.contains(t.as_str()))
+                && query.root_required.iter().all(|t| has_trait(p, t))
+                && !query.root_forbidden.iter().any(|t| has_trait(p, t))
         })
     {
         return Some(Refusal::Empty);
@@ -101,14 +102,18 @@ fn group_matches_nothing(state: &State, query: &CandidateQuery, g: &RequestGroup
     if no_member(state, g) {
         return true;
     }
-    let tree = match g.in_tree.as_deref() {
+    let tree = match &g.in_tree {
         None => None,
-        Some(uuid) => match state.provider_by_uuid_str(uuid) {
+        Some(provider) => match state.provider_by_ref(provider) {
             Some(p) => Some(p.row.root),
             None => return true,
         },
     };
     for (class, amount) in &g.resources {
+        // The names of the groups before the first unknown one are all known.
+        let Some(class) = class.name() else {
+            return true;
+        };
         let room = state.providers().any(|p| {
             tree.is_none_or(|root| p.row.root == root) && state.has_room(p, class, *amount)
         });

@@ -50,7 +50,7 @@ use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Allocation, Consumer, ConsumerRow, Provider, ProviderId, Timestamp};
-use crate::names::ResourceClass;
+use crate::names::{ProviderRef, RequestedName, ResourceClass};
 use crate::state::State;
 
 /// The project and user Placement gives consumers written without them (before 1.8):
@@ -105,58 +105,14 @@ impl ConsumerGeneration {
     }
 }
 
-/// A provider as a request names it. Placement looks providers up by the text of
-/// their uuid, so only the canonical spelling (see
-/// [`super::providers::canonical_uuid`]) can name one; any other spelling names none,
-/// and is kept as given for the refusal to repeat.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ProviderRef {
-    /// A uuid in its canonical spelling.
-    Uuid(Uuid),
-    /// Any other text.
-    Spelled(String),
-}
-
-impl ProviderRef {
-    /// Reads the text a request gives for a provider.
-    pub fn parse(text: &str) -> ProviderRef {
-        match super::providers::canonical_uuid(text) {
-            Some(uuid) => ProviderRef::Uuid(uuid),
-            None => ProviderRef::Spelled(text.to_owned()),
-        }
-    }
-
-    /// The uuid, when the spelling can name a provider.
-    pub fn uuid(&self) -> Option<Uuid> {
-        match self {
-            ProviderRef::Uuid(uuid) => Some(*uuid),
-            ProviderRef::Spelled(_) => None,
-        }
-    }
-}
-
-impl From<Uuid> for ProviderRef {
-    fn from(uuid: Uuid) -> Self {
-        ProviderRef::Uuid(uuid)
-    }
-}
-
-impl std::fmt::Display for ProviderRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProviderRef::Uuid(uuid) => uuid.fmt(f),
-            ProviderRef::Spelled(text) => f.write_str(text),
-        }
-    }
-}
-
 /// One amount a consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requested {
     /// The provider, as the request named it.
     pub provider: ProviderRef,
-    /// The class.
-    pub class: ResourceClass,
+    /// The class, as the request named it: text that is no class name is refused as
+    /// an unknown class, at the same step.
+    pub class: RequestedName<ResourceClass>,
     /// How much (0 means "nothing", and is dropped).
     pub used: u64,
 }
@@ -198,8 +154,8 @@ enum Refusal {
     UnknownClass {
         /// The consumer asking for it.
         consumer: Uuid,
-        /// The class.
-        class: ResourceClass,
+        /// The class, as the request named it.
+        class: RequestedName<ResourceClass>,
     },
     /// Some providers have no inventory of any class the write involves (409):
     /// the classes and the providers, each joined with ", ".
@@ -398,10 +354,10 @@ impl State {
 
         // What each consumer asks for, merged by provider and class (first position
         // kept), zero amounts dropped. An empty list empties the consumer.
-        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = writes
+        let asked: Vec<Vec<(Uuid, &RequestedName<ResourceClass>, u64)>> = writes
             .iter()
             .map(|w| {
-                let mut merged: Vec<(Uuid, &ResourceClass, u64)> = Vec::new();
+                let mut merged: Vec<(Uuid, &RequestedName<ResourceClass>, u64)> = Vec::new();
                 for r in w.allocations.iter().filter(|r| r.used > 0) {
                     let Some(uuid) = r.provider.uuid() else {
                         continue;
@@ -418,10 +374,11 @@ impl State {
             })
             .collect();
 
-        // 3. Classes.
+        // 3. Classes (text that is no class name names none).
         for (write, list) in writes.iter().zip(&asked) {
-            if let Some((_, class, _)) =
-                list.iter().find(|(_, c, _)| !self.class_exists(c.as_str()))
+            if let Some((_, class, _)) = list
+                .iter()
+                .find(|(_, c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
             {
                 return Err(Refusal::UnknownClass {
                     consumer: write.consumer,
@@ -429,6 +386,15 @@ impl State {
                 });
             }
         }
+        // Every class is a name from here on.
+        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = asked
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|&(p, c, used)| Some((p, c.name()?, used)))
+                    .collect()
+            })
+            .collect();
 
         // What the written consumers hold now, and what the emptied ones release
         // (Placement carries those as zero amounts through its checks).
@@ -506,7 +472,7 @@ impl State {
                 });
             }
             let key = (provider.id(), class.as_str());
-            let before = self.usage(provider.id(), class.as_str());
+            let before = self.usage(provider.id(), class);
             let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
             let all = needed.entry(key).or_insert(0);
             *all = all.saturating_add(used);
@@ -675,7 +641,7 @@ fn consumer_row(
 mod tests {
     use super::*;
     use crate::model::Inventory;
-    use crate::testing::new_provider;
+    use crate::testing::{new_provider, rc};
 
     fn vcpu() -> ResourceClass {
         ResourceClass::new_unchecked("VCPU")
@@ -709,7 +675,7 @@ mod tests {
             generation: ConsumerGeneration::Unchecked,
             allocations: vec![Requested {
                 provider: Uuid::from_u128(1).into(),
-                class: vcpu(),
+                class: RequestedName::Name(vcpu()),
                 used,
             }],
         }
@@ -718,7 +684,7 @@ mod tests {
     fn on(mut w: ConsumerWrite, provider: u128, class: &str, used: u64) -> ConsumerWrite {
         w.allocations.push(Requested {
             provider: Uuid::from_u128(provider).into(),
-            class: ResourceClass::new_unchecked(class),
+            class: ResourceClass::requested(class),
             used,
         });
         w
@@ -750,7 +716,7 @@ mod tests {
         run(&mut s, &[claim(10, 3)]).unwrap();
         assert!(run(&mut s, &[claim(11, 2)]).is_err());
         run(&mut s, &[claim(11, 1)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         assert_eq!(generation(&s, 1), 2);
     }
 
@@ -760,7 +726,7 @@ mod tests {
         run(&mut s, &[claim(10, 4)]).unwrap();
         run(&mut s, &[claim(10, 3)]).unwrap();
         run(&mut s, &[claim(10, 4)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         // Created at 0, then bumped by each of the three writes.
         assert_eq!(consumer_generation(&s, 10), Some(3));
     }
@@ -774,7 +740,7 @@ mod tests {
         // Emptying a consumer that holds nothing keeps (creates) its record at
         // generation 0, as Placement does.
         run(&mut s, &[claim(10, 0)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 0);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 0);
         assert_eq!(consumer_generation(&s, 10), Some(0));
         assert!(s.consumer_allocations(&Uuid::from_u128(10)).is_empty());
     }
@@ -801,7 +767,7 @@ mod tests {
         // A swap (the move operation): one consumer releases, another takes it.
         run(&mut s, &[claim(10, 4)]).unwrap();
         run(&mut s, &[claim(10, 0), claim(11, 4)]).unwrap();
-        assert_eq!(s.usage(ProviderId(1), "VCPU"), 4);
+        assert_eq!(s.usage(ProviderId(1), &rc("VCPU")), 4);
         assert!(s.consumer(&Uuid::from_u128(10)).is_none());
         assert_eq!(
             refusal(&s, &[claim(12, 1), claim(12, 1)]),
@@ -890,6 +856,7 @@ mod tests {
         run(&mut s, &[claim(10, 1)]).unwrap();
         let p1 = Uuid::from_u128(1);
         let p2 = Uuid::from_u128(2);
+        let long = "A".repeat(crate::names::MAX_NAME_LEN + 1);
         let stale = |w: ConsumerWrite| ConsumerWrite {
             generation: ConsumerGeneration::Is(7),
             ..w
@@ -913,8 +880,20 @@ mod tests {
                 vec![on(on(claim(11, 9), 2, "VCPU", 1), 1, "COWS", 1)],
                 Refusal::UnknownClass {
                     consumer: Uuid::from_u128(11),
-                    class: ResourceClass::new_unchecked("COWS"),
+                    class: ResourceClass::requested("COWS"),
                 },
+            ),
+            // Text too long to be a class is an unknown class, at the same step.
+            (
+                vec![on(on(claim(11, 9), 2, "VCPU", 1), 1, &long, 1)],
+                Refusal::UnknownClass {
+                    consumer: Uuid::from_u128(11),
+                    class: RequestedName::NotAName(long.clone()),
+                },
+            ),
+            (
+                vec![on(on(claim(11, 1), 1, &long, 1), 99, "VCPU", 1)],
+                Refusal::UnknownProvider(Uuid::from_u128(99).into()),
             ),
             // A provider with none of the classes: all classes, in standard order.
             (
@@ -985,7 +964,7 @@ mod tests {
             (
                 Refusal::UnknownClass {
                     consumer: p,
-                    class: ResourceClass::new_unchecked("COWS"),
+                    class: ResourceClass::requested("COWS"),
                 },
                 400,
                 format!(
@@ -1009,7 +988,7 @@ mod tests {
         let consumer = Uuid::from_u128(10);
         let unknown = || Refusal::UnknownClass {
             consumer,
-            class: ResourceClass::new_unchecked("COWS"),
+            class: ResourceClass::requested("COWS"),
         };
         let cases = [
             (

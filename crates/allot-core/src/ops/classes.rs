@@ -44,7 +44,7 @@ impl State {
     /// Creates a custom resource class; a class of that name must not exist.
     pub fn create_class(&self, name: ResourceClass, now: Timestamp) -> Plan<()> {
         let name = only_custom(name)?;
-        if self.class_exists(name.as_str()) {
+        if self.class_exists(&name) {
             // Placement gives a taken class name no code of its own (unlike a taken
             // provider name), and clients branch on codes.
             return Err(Error::conflict(
@@ -69,7 +69,7 @@ impl State {
     /// Creates a custom resource class unless it exists (the 1.7 PUT).
     pub fn ensure_class(&self, name: ResourceClass, now: Timestamp) -> Plan<Ensured> {
         let class = only_custom(name)?;
-        if self.class_exists(class.as_str()) {
+        if self.class_exists(&class) {
             return Ok((Ensured::Existed, vec![]));
         }
         let record = ClassRecord {
@@ -94,7 +94,6 @@ impl State {
         now: Timestamp,
     ) -> Plan<ResourceClass> {
         let new_name = only_custom(new)?;
-        let old = old.as_str();
         if !self.class_exists(old) {
             return Err(Error::not_found(format!("No such resource class {old}.")));
         }
@@ -103,7 +102,7 @@ impl State {
                 "Cannot update standard resource class {old}"
             )));
         };
-        if self.class_exists(new_name.as_str()) {
+        if self.class_exists(&new_name) {
             return Err(Error::conflict(
                 ConflictCode::Other,
                 format!("Resource class already exists: {new_name}"),
@@ -120,7 +119,6 @@ impl State {
 
     /// Deletes a custom resource class that no inventory uses.
     pub fn delete_class(&self, name: &ResourceClass) -> Plan<()> {
-        let name = name.as_str();
         if !self.class_exists(name) {
             return Err(Error::not_found(format!("No such resource class {name}.")));
         }
@@ -156,7 +154,7 @@ mod tests {
     fn create_rename_delete() {
         let mut s = State::new();
         applied(&mut s, |s| s.create_class(rc("CUSTOM_A"), 10));
-        assert!(s.class_exists("CUSTOM_A"));
+        assert!(s.class_exists(&rc("CUSTOM_A")));
         let dup = s.create_class(rc("CUSTOM_A"), 11).unwrap_err();
         assert!(matches!(
             dup,
@@ -168,11 +166,11 @@ mod tests {
         applied(&mut s, |s| {
             s.rename_class(&rc("CUSTOM_A"), rc("CUSTOM_B"), 12)
         });
-        assert!(!s.class_exists("CUSTOM_A"));
-        assert_eq!(s.custom_class("CUSTOM_B").unwrap().created_at, 10);
-        assert_eq!(s.custom_class("CUSTOM_B").unwrap().updated_at, 12);
+        assert!(!s.class_exists(&rc("CUSTOM_A")));
+        assert_eq!(s.custom_class(&rc("CUSTOM_B")).unwrap().created_at, 10);
+        assert_eq!(s.custom_class(&rc("CUSTOM_B")).unwrap().updated_at, 12);
         applied(&mut s, |s| s.delete_class(&rc("CUSTOM_B")));
-        assert!(!s.class_exists("CUSTOM_B"));
+        assert!(!s.class_exists(&rc("CUSTOM_B")));
     }
 
     #[test]

@@ -82,7 +82,7 @@ const GENERATION_CONFLICT: &str = "resource provider generation conflict";
 impl State {
     /// How much of `class` on `provider` allocations use (see [`State::usage`]).
     pub fn inventory_usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
-        self.usage(provider, class.as_str())
+        self.usage(provider, class)
     }
 
     /// The class a request names, if it is a name and such a class exists.
@@ -90,7 +90,7 @@ impl State {
         &self,
         class: &'r RequestedName<ResourceClass>,
     ) -> Option<&'r ResourceClass> {
-        class.name().filter(|c| self.class_exists(c.as_str()))
+        class.name().filter(|c| self.class_exists(c))
     }
 
     /// The classes among `classes` that allocations on `provider` use, in resource

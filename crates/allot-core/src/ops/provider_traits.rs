@@ -41,7 +41,7 @@ impl State {
         let mut wanted: BTreeSet<TraitName> = BTreeSet::new();
         let mut missing: Vec<&str> = Vec::new();
         for requested in names {
-            match requested.name().filter(|n| self.trait_exists(n.as_str())) {
+            match requested.name().filter(|n| self.trait_exists(n)) {
                 Some(name) => {
                     wanted.insert(name.clone());
                 }

@@ -6,11 +6,11 @@
 
 use uuid::Uuid;
 
-use super::allocations::ProviderRef;
 use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Provider, ProviderId, ProviderRow, Timestamp};
+use crate::names::ProviderRef;
 use crate::state::State;
 
 /// A provider as clients see it: its row with the parent's and root's ids turned into
@@ -31,16 +31,6 @@ pub struct ProviderInfo {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
-}
-
-/// The uuid a string names, if it is written the one way Placement stores provider
-/// uuids: lowercase hex with dashes. Placement compares the uuids of URLs, query
-/// strings and parent references with the stored text, so any other spelling (no
-/// dashes, capitals, braces) names no provider.
-pub fn canonical_uuid(s: &str) -> Option<Uuid> {
-    Uuid::try_parse(s)
-        .ok()
-        .filter(|u| u.hyphenated().to_string() == s)
 }
 
 /// What an update does to a provider's parent.
@@ -82,13 +72,8 @@ impl State {
         }
     }
 
-    /// A provider by the text of its uuid, compared as Placement compares it (see
-    /// [`canonical_uuid`]).
-    pub fn provider_by_uuid_str(&self, uuid: &str) -> Option<&Provider> {
-        canonical_uuid(uuid).and_then(|u| self.provider_by_uuid(&u))
-    }
-
-    /// The provider a request names, if it names one.
+    /// The provider a request names, if it names one (only a uuid spelled as
+    /// [`crate::names::canonical_uuid`] accepts can).
     pub fn provider_by_ref(&self, provider: &ProviderRef) -> Option<&Provider> {
         provider.uuid().and_then(|u| self.provider_by_uuid(&u))
     }
@@ -348,21 +333,6 @@ mod tests {
 
     fn message(e: Error) -> String {
         e.to_string()
-    }
-
-    #[test]
-    fn canonical_uuids_only() {
-        let u = "2290d4af-9e6e-400b-9d65-1ee01376f71a";
-        assert!(canonical_uuid(u).is_some());
-        for other in [
-            "2290d4af9e6e400b9d651ee01376f71a",
-            "2290D4AF-9E6E-400B-9D65-1EE01376F71A",
-            "{2290d4af-9e6e-400b-9d65-1ee01376f71a}",
-            "random_sauce",
-            "",
-        ] {
-            assert_eq!(canonical_uuid(other), None, "{other}");
-        }
     }
 
     #[test]

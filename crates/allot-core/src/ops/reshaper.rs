@@ -36,20 +36,19 @@ use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, ProviderId, Timestamp};
-use crate::names::ResourceClass;
+use crate::names::{ProviderRef, RequestedName, ResourceClass};
 use crate::state::State;
 
 /// The new inventories of one provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderInventories {
-    /// The provider's uuid, as the request spells it (only the canonical spelling
-    /// names a provider, see [`super::providers::canonical_uuid`]).
-    pub provider: String,
+    /// The provider, as the request names it.
+    pub provider: ProviderRef,
     /// The generation the request expects the provider to have.
     pub generation: i64,
-    /// All its inventories after the reshape, by class name (which need not exist: the
-    /// rule refuses unknown ones).
-    pub inventories: Vec<(String, Inventory)>,
+    /// All its inventories after the reshape, by class as the request names it
+    /// (which need not exist, nor be a name at all: the rule refuses both alike).
+    pub inventories: Vec<(RequestedName<ResourceClass>, Inventory)>,
 }
 
 /// A reshape refused because a provider named for inventories does not exist.
@@ -98,7 +97,7 @@ impl State {
     ) -> Plan<Result<(), MissingProvider>> {
         let mut targets: Vec<(ProviderId, &ProviderInventories)> = Vec::new();
         for request in providers {
-            let Some(p) = self.provider_by_uuid_str(&request.provider) else {
+            let Some(p) = self.provider_by_ref(&request.provider) else {
                 let uuid = &request.provider;
                 return Ok((
                     Err(MissingProvider(format!(
@@ -133,16 +132,18 @@ impl State {
             if let Some((class, _)) = request
                 .inventories
                 .iter()
-                .find(|(c, _)| !self.class_exists(c))
+                .find(|(c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
             {
-                return Err(malformed(class));
+                return Err(malformed(class.as_str()));
             }
             let p = next.provider(*id).expect("checked above");
             let mut union = p.inventories.clone();
-            for (class, inventory) in &request.inventories {
-                // Trusted: every class of the request passed `class_exists` above.
-                union.insert(ResourceClass::new_unchecked(class.as_str()), *inventory);
-            }
+            // Every class is a name that exists (checked just above).
+            let named = request
+                .inventories
+                .iter()
+                .filter_map(|(c, inv)| Some((c.name()?.clone(), *inv)));
+            union.extend(named);
             let step = vec![
                 Change::SetInventories(*id, union.into_iter().collect()),
                 bump(p, now),
@@ -162,9 +163,14 @@ impl State {
             let mut in_use: Vec<&str> = p
                 .inventories
                 .keys()
-                .map(|c| c.as_str())
-                .filter(|c| !request.inventories.iter().any(|(n, _)| n == c))
+                .filter(|c| {
+                    !request
+                        .inventories
+                        .iter()
+                        .any(|(n, _)| n.name() == Some(*c))
+                })
                 .filter(|c| next.usage(*id, c) > 0)
+                .map(|c| c.as_str())
                 .collect();
             if !in_use.is_empty() {
                 in_use.sort_by_key(|c| class_rank(&next, c));
@@ -180,8 +186,8 @@ impl State {
             let last: BTreeMap<ResourceClass, Inventory> = request
                 .inventories
                 .iter()
-                // Trusted: every class of the request passed `class_exists` in step 1.
-                .map(|(c, inv)| (ResourceClass::new_unchecked(c.as_str()), *inv))
+                // Every class is a name that exists (checked in step 1).
+                .filter_map(|(c, inv)| Some((c.name()?.clone(), *inv)))
                 .collect();
             let step = vec![
                 Change::SetInventories(*id, last.into_iter().collect()),
@@ -196,8 +202,10 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::allocations::{ConsumerGeneration, ProviderRef, Requested};
+    use crate::names::ProviderRef;
+    use crate::ops::allocations::{ConsumerGeneration, Requested};
     use crate::ops::inventories::ReservedRule;
+    use crate::testing::rc;
     use uuid::Uuid;
 
     const RP: Uuid = Uuid::from_u128(0xa);
@@ -276,7 +284,7 @@ mod tests {
                 .iter()
                 .map(|(p, class, used)| Requested {
                     provider: (*p).into(),
-                    class: ResourceClass::new_unchecked(*class),
+                    class: ResourceClass::requested(class),
                     used: *used,
                 })
                 .collect(),
@@ -292,9 +300,12 @@ mod tests {
 
     fn target(p: Uuid, generation: u64, invs: &[(&str, Inventory)]) -> ProviderInventories {
         ProviderInventories {
-            provider: p.to_string(),
+            provider: p.into(),
             generation: generation as i64,
-            inventories: invs.iter().map(|(c, i)| (c.to_string(), *i)).collect(),
+            inventories: invs
+                .iter()
+                .map(|(c, i)| (ResourceClass::requested(c), *i))
+                .collect(),
         }
     }
 
@@ -303,7 +314,7 @@ mod tests {
     }
 
     fn usage(s: &State, p: Uuid, class: &str) -> u64 {
-        s.usage(s.provider_by_uuid(&p).unwrap().id(), class)
+        s.usage(s.provider_by_uuid(&p).unwrap().id(), &rc(class))
     }
 
     fn disk() -> Inventory {
@@ -420,7 +431,7 @@ mod tests {
         ));
         // A consumer generation, before unknown classes.
         let mut t = targets.clone();
-        t[0].inventories[0].0 = "DISK_OF_STEEL".into();
+        t[0].inventories[0].0 = ResourceClass::requested("DISK_OF_STEEL");
         let mut w = writes.clone();
         w[0].generation = ConsumerGeneration::Is(99);
         cases.push((t, w, "consumer generation conflict - expected".into()));
@@ -471,14 +482,14 @@ mod tests {
         ));
         // Unknown classes, in inventories and in allocations.
         let mut t = targets.clone();
-        t[0].inventories[0].0 = "DISK_OF_STEEL".into();
+        t[0].inventories[0].0 = ResourceClass::requested("DISK_OF_STEEL");
         cases.push((
             t,
             writes.clone(),
             "malformed reshaper data: No such resource class DISK_OF_STEEL.".into(),
         ));
         let mut w = writes.clone();
-        w[0].allocations[0].class = ResourceClass::new_unchecked("COWS");
+        w[0].allocations[0].class = ResourceClass::requested("COWS");
         cases.push((
             targets.clone(),
             w,
@@ -522,7 +533,7 @@ mod tests {
 
         // A missing provider is the plan's answer, with nothing to persist.
         let mut t = targets.clone();
-        t[1].provider = "39bafc00-3fff-444d-b87a-2ead3f866e05".into();
+        t[1].provider = ProviderRef::parse("39bafc00-3fff-444d-b87a-2ead3f866e05");
         let (answer, changes) = s.reshape(&t, &writes, 9).unwrap();
         assert!(changes.is_empty());
         assert_eq!(
@@ -535,7 +546,7 @@ mod tests {
         );
         // Only the canonical spelling names a provider.
         let mut t = targets.clone();
-        t[0].provider = RP.to_string().to_uppercase();
+        t[0].provider = ProviderRef::parse(&RP.to_string().to_uppercase());
         assert!(matches!(s.reshape(&t, &writes, 9), Ok((Err(_), _))));
     }
 

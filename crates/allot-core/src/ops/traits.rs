@@ -33,7 +33,7 @@ impl State {
         } else {
             parse_custom_trait(name.as_str())?
         };
-        if self.trait_exists(name.as_str()) {
+        if self.trait_exists(&name) {
             return Ok((Ensured::Existed, vec![]));
         }
         let record = TraitRecord {
@@ -45,7 +45,6 @@ impl State {
 
     /// Deletes a custom trait that no provider has.
     pub fn delete_trait(&self, name: &TraitName) -> Plan<()> {
-        let name = name.as_str();
         if !self.trait_exists(name) {
             return Err(Error::not_found(format!("No such trait(s): {name}.")));
         }
@@ -79,14 +78,14 @@ mod tests {
         let (e, c) = s.ensure_trait(tn("CUSTOM_T"), 1).unwrap();
         assert_eq!(e, Ensured::Created);
         s.apply(&c);
-        assert!(s.trait_exists("CUSTOM_T"));
+        assert!(s.trait_exists(&tn("CUSTOM_T")));
         assert_eq!(
             s.ensure_trait(tn("CUSTOM_T"), 2).unwrap().0,
             Ensured::Existed
         );
         let (_, c) = s.delete_trait(&tn("CUSTOM_T")).unwrap();
         s.apply(&c);
-        assert!(!s.trait_exists("CUSTOM_T"));
+        assert!(!s.trait_exists(&tn("CUSTOM_T")));
         assert!(matches!(
             s.delete_trait(&tn("HW_CPU_X86_AVX2")),
             Err(Error::Invalid(_))

@@ -8,12 +8,12 @@
 //! allocations; writes race for the last units.
 #![allow(dead_code)]
 
-use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested,
-};
+use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
-use allot_core::{Change, Inventory, RequestedName, ResourceClass, State, Timestamp, Uuid};
+use allot_core::{
+    Change, Inventory, ProviderRef, RequestedName, ResourceClass, State, Timestamp, Uuid,
+};
 use proptest::prelude::*;
 
 /// The classes operations use: two standard ones and two custom ones, which must be
@@ -373,7 +373,7 @@ pub fn consumer_write(state: &State, spec: &WriteSpec) -> ConsumerWrite {
             .iter()
             .map(|&(p, c, used)| Requested {
                 provider: provider_uuid(p).into(),
-                class: ResourceClass::new_unchecked(class(c)),
+                class: ResourceClass::requested(class(c)),
                 used,
             })
             .collect(),
@@ -389,7 +389,7 @@ fn held(state: &State, slot: u8, delta: i8) -> Vec<Requested> {
                 .iter()
                 .map(|a| Requested {
                     provider: state.uuid_of(a.provider).into(),
-                    class: a.class.clone(),
+                    class: RequestedName::Name(a.class.clone()),
                     used: a.used.saturating_add_signed(delta.into()),
                 })
                 .collect()
@@ -404,7 +404,7 @@ fn over_committed_holder(state: &State, pick: u8) -> Option<u8> {
             state.consumer(&consumer_uuid(*slot)).is_some_and(|c| {
                 c.allocations.iter().any(|a| {
                     let inv = state.provider(a.provider).unwrap().inventories[a.class.as_str()];
-                    !inv.fits(state.usage(a.provider, a.class.as_str()), 0)
+                    !inv.fits(state.usage(a.provider, &a.class), 0)
                 })
             })
         })
@@ -541,7 +541,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
                 .flat_map(|p| {
                     p.inventories
                         .keys()
-                        .filter(|c| state.usage(p.id(), c.as_str()) > 0)
+                        .filter(|c| state.usage(p.id(), c) > 0)
                         .map(|c| (p.uuid(), c.as_str()))
                 })
                 .collect();
@@ -551,7 +551,9 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
                 in_use[*slot as usize % in_use.len()]
             };
             let provider = state.provider_by_uuid(&uuid);
-            let used = provider.map_or(0, |p| state.usage(p.id(), class));
+            let used = provider.map_or(0, |p| {
+                state.usage(p.id(), &ResourceClass::new_unchecked(class))
+            });
             let inventory = InvSpec {
                 total: used.saturating_sub(1 + u64::from(*below)),
                 reserved: 0,

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use allot_core::candidates::{CandidateQuery, Candidates, RequestGroup, SearchOptions};
-use allot_core::{State as View, Uuid};
+use allot_core::{ProviderRef, RequestedName, ResourceClass, State as View, TraitName, Uuid};
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -87,7 +87,8 @@ fn py_list(items: &[&str]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
-/// A group being parsed.
+/// A group being parsed: its names as the request gave them, for the checks and
+/// messages here, until [`GroupBuilder::finish`] sorts them for the core.
 #[derive(Default)]
 struct GroupBuilder {
     suffix: String,
@@ -97,6 +98,32 @@ struct GroupBuilder {
     member_of: Vec<Vec<Uuid>>,
     forbidden_aggregates: Vec<Uuid>,
     in_tree: Option<String>,
+}
+
+impl GroupBuilder {
+    /// The core's group: every name sorted into a name or text that names nothing
+    /// (the search reports both alike, at Placement's step), `in_tree` as a provider
+    /// reference.
+    fn finish(self) -> RequestGroup {
+        RequestGroup {
+            suffix: self.suffix,
+            resources: self
+                .resources
+                .iter()
+                .map(|(class, amount)| (ResourceClass::requested(class), *amount))
+                .collect(),
+            required: self.required.iter().map(|any| traits(any)).collect(),
+            forbidden: traits(&self.forbidden),
+            member_of: self.member_of,
+            forbidden_aggregates: self.forbidden_aggregates,
+            in_tree: self.in_tree.as_deref().map(ProviderRef::parse),
+        }
+    }
+}
+
+/// Trait names as the request gave them, sorted for the core.
+fn traits(names: &[String]) -> Vec<RequestedName<TraitName>> {
+    names.iter().map(|t| TraitName::requested(t)).collect()
 }
 
 /// Turns the query string into a request, with Placement's checks in Placement's
@@ -239,22 +266,11 @@ fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, Ap
     }
 
     Ok(CandidateQuery {
-        groups: groups
-            .into_iter()
-            .map(|g| RequestGroup {
-                suffix: g.suffix,
-                resources: g.resources,
-                required: g.required,
-                forbidden: g.forbidden,
-                member_of: g.member_of,
-                forbidden_aggregates: g.forbidden_aggregates,
-                in_tree: g.in_tree,
-            })
-            .collect(),
+        groups: groups.into_iter().map(GroupBuilder::finish).collect(),
         isolate: group_policy == Some("isolate"),
         limit,
-        root_required,
-        root_forbidden,
+        root_required: traits(&root_required),
+        root_forbidden: traits(&root_forbidden),
         same_subtrees,
         nested_aware: version.at_least(29),
     })
@@ -477,7 +493,7 @@ fn render<'a>(
         let resources = s
             .resources
             .iter()
-            .filter(|r| all_resources || found.classes.iter().any(|c| c == r.class))
+            .filter(|r| all_resources || found.classes.iter().any(|c| c.as_str() == r.class))
             .map(|r| {
                 let summary = wire::SummaryResource {
                     capacity: r.capacity,
@@ -521,8 +537,21 @@ mod tests {
         .unwrap();
         let suffixes: Vec<&str> = q.groups.iter().map(|g| g.suffix.as_str()).collect();
         assert_eq!(suffixes, vec!["", "_A", "1"]);
-        assert_eq!(q.groups[1].required, vec![vec!["CUSTOM_X", "CUSTOM_Y"]]);
-        assert_eq!(q.groups[1].forbidden, vec!["CUSTOM_Z"]);
+        assert_eq!(
+            q.groups[1].required,
+            vec![vec![
+                TraitName::requested("CUSTOM_X"),
+                TraitName::requested("CUSTOM_Y")
+            ]]
+        );
+        assert_eq!(
+            q.groups[1].forbidden,
+            vec![TraitName::requested("CUSTOM_Z")]
+        );
+        assert_eq!(
+            q.groups[0].resources,
+            vec![(ResourceClass::requested("VCPU"), 1)]
+        );
         assert!(q.isolate);
         assert_eq!(q.limit, Some(3));
         assert_eq!(q.same_subtrees, vec![vec!["_A", "1"]]);
@@ -532,7 +561,7 @@ mod tests {
     /// A small cloud: a root with two NUMA children and their devices, a second root,
     /// a sharing disk provider.
     fn cloud() -> View {
-        use allot_core::ops::allocations::ProviderRef;
+        use allot_core::ProviderRef;
         use allot_core::{Change, Inventory, ResourceClass, TraitName};
         let mut s = View::new();
         let agg = Uuid::from_u128(0xa);

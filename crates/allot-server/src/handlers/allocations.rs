@@ -19,12 +19,12 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+use allot_core::names::canonical_uuid;
 use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Endpoint, ProviderRef, Requested, INCOMPLETE_CONSUMER_ID,
+    ConsumerGeneration, ConsumerWrite, Endpoint, Requested, INCOMPLETE_CONSUMER_ID,
     UNKNOWN_CONSUMER_TYPE,
 };
-use allot_core::ops::providers::canonical_uuid;
-use allot_core::{ResourceClass, Uuid};
+use allot_core::{ProviderRef, ResourceClass, Uuid};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -168,8 +168,9 @@ impl ConsumerBody {
             for (class, used) in resources {
                 allocations.push(Requested {
                     provider: provider.clone(),
-                    // The schema's pattern made it a class name.
-                    class: ResourceClass::new_unchecked(class),
+                    // The schema's pattern has no length limit: a key too long to
+                    // be a class is refused by the rule as an unknown class.
+                    class: ResourceClass::requested(&class),
                     used,
                 });
             }
@@ -438,6 +439,20 @@ mod tests {
             ]
         );
         assert_eq!(w.allocations[2].provider, ProviderRef::Spelled("X".into()));
+        // A key the schema's pattern lets through but too long to be a class is
+        // handed on as text that names none.
+        let long = "A".repeat(256);
+        let w = write(
+            &format!(
+                r#"{{"allocations": [{{"resource_provider": {{"uuid": "{RP}"}},
+                    "resources": {{"{long}": 1}}}}]}}"#
+            ),
+            7,
+        );
+        assert_eq!(
+            w.allocations[0].class,
+            allot_core::RequestedName::NotAName(long)
+        );
         assert_eq!(w.project_id, INCOMPLETE_CONSUMER_ID);
         assert_eq!(w.generation, ConsumerGeneration::Unchecked);
 

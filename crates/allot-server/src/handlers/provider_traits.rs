@@ -30,7 +30,7 @@ pub fn routes() -> Router<AppState> {
 fn last_modified(view: &View, traits: &[TraitName], now: Timestamp) -> Timestamp {
     let mut newest = None;
     for t in traits {
-        match view.custom_trait(t.as_str()) {
+        match view.custom_trait(t) {
             Some(record) => newest = newest.max(Some(record.created_at)),
             None => return now,
         }

@@ -1,10 +1,9 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`: create, show, list with
 //! filters, update (rename, re-parent) and delete providers.
 
-use allot_core::ops::allocations::ProviderRef;
 use allot_core::ops::providers::{ParentChange, ProviderInfo};
 use allot_core::query::ProviderQuery;
-use allot_core::{ResourceClass, TraitName, Uuid};
+use allot_core::{ProviderRef, ResourceClass, TraitName, Uuid};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};

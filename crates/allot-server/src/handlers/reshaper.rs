@@ -15,7 +15,7 @@
 
 use allot_core::ops::allocations::Endpoint;
 use allot_core::ops::reshaper::{MissingProvider, ProviderInventories};
-use allot_core::Inventory;
+use allot_core::{Inventory, ProviderRef, ResourceClass};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -69,7 +69,7 @@ fn provider_inventories(inventories: &Map<String, Value>) -> Vec<ProviderInvento
     inventories
         .iter()
         .map(|(uuid, request)| ProviderInventories {
-            provider: uuid.clone(),
+            provider: ProviderRef::parse(uuid),
             generation: given_generation(&request["resource_provider_generation"]),
             inventories: object(&request["inventories"])
                 .iter()
@@ -80,7 +80,7 @@ fn provider_inventories(inventories: &Map<String, Value>) -> Vec<ProviderInvento
                     let inventory = InventoryBody::deserialize(raw)
                         .map(|b| b.inventory())
                         .unwrap_or_else(|_| Inventory::with_total(1));
-                    (class.clone(), inventory)
+                    (ResourceClass::requested(class), inventory)
                 })
                 .collect(),
         })
@@ -114,7 +114,8 @@ pub async fn reshape(
 mod tests {
     use super::*;
     use crate::schema;
-    use allot_core::ops::allocations::{ConsumerGeneration, ProviderRef};
+    use allot_core::ops::allocations::ConsumerGeneration;
+    use allot_core::ProviderRef;
     use serde_json::json;
 
     /// A checked body as the handler reads it.
@@ -234,10 +235,10 @@ mod tests {
         let value = typed(body(allocation()));
         let providers = provider_inventories(&value.inventories);
         assert_eq!(providers.len(), 1);
-        assert_eq!(providers[0].provider, RP);
+        assert_eq!(providers[0].provider, ProviderRef::parse(RP));
         assert_eq!(providers[0].generation, 5);
         let disk = &providers[0].inventories[0];
-        assert_eq!(disk.0, "DISK_GB");
+        assert_eq!(disk.0, ResourceClass::requested("DISK_GB"));
         assert_eq!(
             disk.1,
             Inventory {
@@ -246,7 +247,10 @@ mod tests {
             }
         );
         // Not a class name: kept, for the rule to refuse.
-        assert_eq!(providers[0].inventories[1].0, "house");
+        assert_eq!(
+            providers[0].inventories[1].0,
+            allot_core::RequestedName::NotAName("house".into())
+        );
 
         let writes = consumer_writes(value.allocations, 30, Endpoint::Reshaper).unwrap();
         assert_eq!(writes.len(), 1);

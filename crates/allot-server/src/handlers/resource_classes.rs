@@ -77,12 +77,13 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
     authorize(&ctx, app.config.policy, Action::ClassesShow)?;
     let last_modified = {
         let view = app.host.read();
-        if !view.class_exists(&name) {
+        // Text that is no class name names no class.
+        let Some(class) = ResourceClass::parse(&name).filter(|c| view.class_exists(c)) else {
             return Err(crate::ApiError::not_found(format!(
                 "No such resource class {name}."
             )));
-        }
-        view.custom_class(&name).map(|c| c.updated_at)
+        };
+        view.custom_class(&class).map(|c| c.updated_at)
     };
     let response = http::json(StatusCode::OK, &serialize(&name));
     Ok(ctx.cached(response, last_modified.unwrap_or_else(|| app.host.now())))

@@ -86,10 +86,11 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
     authorize(&ctx, app.config.policy, Action::TraitsShow)?;
     let created = {
         let view = app.host.read();
-        if !view.trait_exists(&name) {
+        // Text that is no trait name names no trait.
+        let Some(found) = TraitName::parse(&name).filter(|t| view.trait_exists(t)) else {
             return Err(ApiError::not_found(format!("No such trait(s): {name}.")));
-        }
-        view.custom_trait(&name).map(|t| t.created_at)
+        };
+        view.custom_trait(&found).map(|t| t.created_at)
     };
     let response = http::empty(StatusCode::NO_CONTENT);
     Ok(ctx.cached(response, created.unwrap_or_else(|| app.host.now())))
@@ -100,6 +101,7 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
     ctx.require(6)?;
     authorize(&ctx, app.config.policy, Action::TraitsUpdate)?;
     let parsed = parse_custom_trait(&name)?;
+    let created_trait = parsed.clone();
     let ensured = app
         .write(move |view, now| view.ensure_trait(parsed, now))
         .await?;
@@ -109,7 +111,11 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
     };
     let response = http::location(http::empty(status), &format!("/traits/{name}"));
     Ok(if ctx.wants_cache_headers() {
-        let created = app.host.read().custom_trait(&name).map(|t| t.created_at);
+        let created = app
+            .host
+            .read()
+            .custom_trait(&created_trait)
+            .map(|t| t.created_at);
         http::cache_headers(response, created.unwrap_or_else(|| app.host.now()))
     } else {
         response

@@ -72,8 +72,52 @@ pub async fn provider_usages(
 struct TotalsQuery {
     project_id: String,
     user_id: Option<String>,
-    /// From 1.38: None when the answer is the older, ungrouped form.
-    consumer_type: Option<Option<String>>,
+    /// How the answer groups consumers by type, and which it counts.
+    consumer_types: ConsumerTypes,
+}
+
+/// How `GET /usages` treats consumer types: the microversion and `consumer_type` read
+/// once, into what they ask for.
+#[derive(Debug, PartialEq, Eq)]
+enum ConsumerTypes {
+    /// Before 1.38: one set of sums over every consumer, types aside.
+    Ungrouped,
+    /// From 1.38 without `consumer_type`: one group per type (consumers without one
+    /// under `unknown`).
+    EachType,
+    /// `consumer_type=all`: every consumer, in one group.
+    All,
+    /// `consumer_type=unknown`: only consumers without a type.
+    Untyped,
+    /// Any other `consumer_type`: only consumers of this type.
+    Named(String),
+}
+
+impl ConsumerTypes {
+    /// What the microversion and the `consumer_type` parameter ask for; the core's
+    /// [`TypeFilter::from_param`] says which values are the keywords.
+    fn read(minor: u16, param: Option<&str>) -> Self {
+        if minor < 38 {
+            return ConsumerTypes::Ungrouped;
+        }
+        match TypeFilter::from_param(param) {
+            TypeFilter::EachType => ConsumerTypes::EachType,
+            TypeFilter::All => ConsumerTypes::All,
+            TypeFilter::Unknown => ConsumerTypes::Untyped,
+            TypeFilter::Named(name) => ConsumerTypes::Named(name.to_owned()),
+        }
+    }
+
+    /// The core's filter for the grouped answer (None: the ungrouped one).
+    fn filter(&self) -> Option<TypeFilter<'_>> {
+        match self {
+            ConsumerTypes::Ungrouped => None,
+            ConsumerTypes::EachType => Some(TypeFilter::EachType),
+            ConsumerTypes::All => Some(TypeFilter::All),
+            ConsumerTypes::Untyped => Some(TypeFilter::Unknown),
+            ConsumerTypes::Named(name) => Some(TypeFilter::Named(name)),
+        }
+    }
 }
 
 /// Validates the query string of `GET /usages` at `1.minor` against Placement's schema.
@@ -90,7 +134,7 @@ fn totals_query(minor: u16, query: &Query) -> Result<TotalsQuery, ApiError> {
     Ok(TotalsQuery {
         project_id: get("project_id").unwrap_or_default(),
         user_id: get("user_id"),
-        consumer_type: (minor >= 38).then(|| get("consumer_type")),
+        consumer_types: ConsumerTypes::read(minor, get("consumer_type").as_deref()),
     })
 }
 
@@ -128,7 +172,7 @@ pub async fn total_usages(
     let response = {
         let view = app.host.read();
         let user = wanted.user_id.as_deref();
-        match &wanted.consumer_type {
+        match wanted.consumer_types.filter() {
             None => {
                 let sums = view.project_usages(&wanted.project_id, user);
                 let body = wire::Usages {
@@ -137,11 +181,7 @@ pub async fn total_usages(
                 http::json(StatusCode::OK, &body)
             }
             Some(filter) => {
-                let groups = view.project_usages_by_type(
-                    &wanted.project_id,
-                    user,
-                    TypeFilter::from_param(filter.as_deref()),
-                );
+                let groups = view.project_usages_by_type(&wanted.project_id, user, filter);
                 http::json(StatusCode::OK, &grouped_body(&groups))
             }
         }
@@ -248,15 +288,23 @@ mod tests {
             TotalsQuery {
                 project_id: "b".into(),
                 user_id: Some("u".into()),
-                consumer_type: None,
+                consumer_types: ConsumerTypes::Ungrouped,
             }
         );
-        assert_eq!(parse(38, "project_id=a").unwrap().consumer_type, Some(None));
+        let types = |raw: &str| parse(38, raw).unwrap().consumer_types;
+        assert_eq!(types("project_id=a"), ConsumerTypes::EachType);
+        assert_eq!(types("project_id=a&consumer_type=all"), ConsumerTypes::All);
         assert_eq!(
-            parse(38, "project_id=a&consumer_type=all")
-                .unwrap()
-                .consumer_type,
-            Some(Some("all".into()))
+            types("project_id=a&consumer_type=unknown"),
+            ConsumerTypes::Untyped
+        );
+        assert_eq!(
+            types("project_id=a&consumer_type=ALL"),
+            ConsumerTypes::Named("ALL".into())
+        );
+        assert_eq!(
+            parse(37, "project_id=a").unwrap().consumer_types,
+            ConsumerTypes::Ungrouped
         );
     }
 
