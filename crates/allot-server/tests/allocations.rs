@@ -3,10 +3,10 @@
 //! `POST /allocations`, the GETs and their headers, and that nothing malformed gets
 //! past a 4xx.
 
-use std::sync::Arc;
+mod support;
 
 use allot_core::{Change, Inventory, ProviderRow, ResourceClass, Uuid};
-use allot_server::{router, AppState, Config};
+use allot_server::router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -17,14 +17,11 @@ const RP: &str = "7260669a-e3d4-4867-aaa7-683e2ab6958c";
 const RP2: &str = "fcfa516a-abbe-45d1-8152-d5225d82e596";
 const C1: &str = "599ffd2d-526a-4b2e-8683-f13ad25f9958";
 const C2: &str = "39715579-2167-4c63-8247-301311cc6703";
-const NOW: i64 = 1_700_000_000;
 
 /// Two providers made directly in the store: RP (VCPU 8, DISK_GB 100 in steps of 10)
 /// and RP2 (VCPU 4).
 fn app_at(dir: &std::path::Path, fresh: bool) -> axum::Router {
-    let url = format!("sqlite:{}", dir.join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| NOW)).unwrap();
+    let host = support::host_at(dir);
     if fresh {
         host.write(|view, now| {
             let mut changes = Vec::new();
@@ -72,10 +69,7 @@ fn app_at(dir: &std::path::Path, fresh: bool) -> axum::Router {
         })
         .unwrap();
     }
-    router(AppState {
-        host,
-        config: Arc::new(Config::default()),
-    })
+    router(support::state_of(host))
 }
 
 fn app() -> (axum::Router, tempfile::TempDir) {

@@ -4,24 +4,13 @@
 //! Placement's, over a real socket so that the fallback to the local address is the
 //! one `serve` wires up.
 
-use std::sync::Arc;
+mod support;
 
-use allot_server::{router, AppState, Config};
+use allot_server::router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use support::state;
 use tower::ServiceExt;
-
-fn state() -> (AppState, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
-    let state = AppState {
-        host,
-        config: Arc::new(Config::default()),
-    };
-    (state, dir)
-}
 
 fn create_provider(name: &str, host: Option<&str>) -> Request<Body> {
     let mut req = Request::post("/resource_providers")

@@ -2,26 +2,14 @@
 //! for each refusal whose code differs from endpoint to endpoint, and a `detail` whose
 //! last line (what osc-placement prints) carries the whole schema message.
 
-use std::sync::Arc;
+mod support;
 
-use allot_server::{router, AppState, Config};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
+use support::app;
 use tower::ServiceExt;
-
-fn app() -> (axum::Router, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
-    let state = AppState {
-        host,
-        config: Arc::new(Config::default()),
-    };
-    (router(state), dir)
-}
 
 /// One request as an admin at `1.minor`, with a JSON body if given.
 async fn call(

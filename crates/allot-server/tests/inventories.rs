@@ -1,10 +1,10 @@
 //! `/resource_providers/{uuid}/inventories` through `router(state)`, without sockets:
 //! the order of checks, bodies, generations and headers.
 
-use std::sync::Arc;
+mod support;
 
 use allot_core::{Change, ProviderRow, Uuid};
-use allot_server::{router, AppState, Config};
+use allot_server::router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -17,9 +17,7 @@ const RP: &str = "7260669a-e3d4-4867-aaa7-683e2ab6958c";
 /// endpoints are not what this file tests).
 fn app() -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
+    let host = support::host_at(dir.path());
     host.write(|view, now| {
         let id = view.next_provider_id();
         let row = ProviderRow {
@@ -41,11 +39,7 @@ fn app() -> (axum::Router, tempfile::TempDir) {
         ))
     })
     .unwrap();
-    let state = AppState {
-        host,
-        config: Arc::new(Config::default()),
-    };
-    (router(state), dir)
+    (router(support::state_of(host)), dir)
 }
 
 struct Reply {

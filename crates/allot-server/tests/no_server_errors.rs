@@ -2,9 +2,8 @@
 //! paths, query strings, headers and bodies thrown at every URL family, through the
 //! router (no sockets), on a store that already holds some data.
 
-use std::sync::Arc;
+mod support;
 
-use allot_server::{router, AppState, Config};
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
@@ -204,14 +203,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
 /// A server with one provider, an inventory, a custom class and trait, and an
 /// allocation, so that handlers reach their deeper paths.
 fn seeded_app(rt: &tokio::runtime::Runtime) -> (axum::Router, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
-    let app = router(AppState {
-        host,
-        config: Arc::new(Config::default()),
-    });
+    let (app, dir) = support::app();
     let seed = [
         (
             "POST",

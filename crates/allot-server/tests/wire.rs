@@ -4,9 +4,8 @@
 //! number formatting are all part of what clients see; a change here is a change of
 //! the API, not a refactoring.
 
-use std::sync::Arc;
+mod support;
 
-use allot_server::{router, AppState, Config};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -66,14 +65,7 @@ async fn generation(app: &axum::Router, uuid: &str) -> u64 {
 /// A root with a child, inventories on both, a trait and an aggregate on the root, a
 /// custom class and trait, and one consumer's allocation.
 async fn cloud() -> (axum::Router, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("allot.db").display());
-    let store = allot_store::Store::open(&url).unwrap();
-    let host = allot_store::Host::new(store, Arc::new(|| 1_700_000_000)).unwrap();
-    let app = router(AppState {
-        host,
-        config: Arc::new(Config::default()),
-    });
+    let (app, dir) = support::app();
     let v = "1.39";
     write(
         &app,
