@@ -19,7 +19,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
-use hyper::{Method, Request, StatusCode, Uri};
+/// The request methods and statuses the client's signatures use.
+pub use hyper::{Method, StatusCode};
+use hyper::{Request, Uri};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;

@@ -3,6 +3,7 @@
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
 
+mod bench;
 mod config;
 
 use std::sync::Arc;
@@ -25,12 +26,16 @@ enum Command {
     /// Run the Placement API server (on 127.0.0.1:8778 with an embedded SQLite
     /// database by default).
     Serve(ServeArgs),
+    /// Seed and time the reference workloads against a Placement endpoint (allot or
+    /// OpenStack Placement).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
 

@@ -1,0 +1,75 @@
+//! `allot bench`: seeds the reference workloads of `shared/BENCHMARKS.md` and times
+//! their allocation candidate queries, through the public Placement HTTP API only
+//! (`allot-client`), so the same run works against allot and OpenStack Placement.
+//!
+//! - `shapes`: the workloads as pure data (providers, load, queries).
+//! - `seed`: creates a shape with bounded concurrency; resumable.
+//! - `query`: warm-up, then timed runs of each query; p50/p99, optionally against a
+//!   second server request by request, and the server's RSS.
+//!
+//! The commands run their own tokio runtime: they share nothing with `allot serve`.
+
+mod query;
+mod seed;
+pub mod shapes;
+
+use clap::{Args, Subcommand};
+
+/// `allot bench ...`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Create a reference shape on a Placement endpoint (resumable: what exists is
+    /// kept).
+    Seed(seed::SeedArgs),
+    /// Time the shape's allocation candidate queries (p50, p99), optionally against a
+    /// second endpoint request by request.
+    Query(query::QueryArgs),
+}
+
+/// Where the endpoint is and how to talk to it.
+#[derive(Args, Debug, Clone)]
+struct Endpoint {
+    /// The Placement endpoint, e.g. http://127.0.0.1:8778.
+    #[arg(long)]
+    url: String,
+    /// The token (allot's default policy and Placement's noauth2 want `admin`).
+    #[arg(long, default_value = "admin")]
+    token: String,
+    /// The header the token goes in.
+    #[arg(long, default_value = "x-auth-token")]
+    token_header: String,
+    /// The microversion to request.
+    #[arg(long, default_value = "1.39")]
+    microversion: String,
+}
+
+impl Endpoint {
+    fn client(&self, url: &str, token: &str) -> anyhow::Result<allot_client::Client> {
+        let config = allot_client::Config {
+            url: url.to_owned(),
+            token_header: self.token_header.clone(),
+            token: token.to_owned(),
+            microversion: self.microversion.clone(),
+        };
+        Ok(allot_client::Client::new(&config)?)
+    }
+}
+
+/// Runs a bench command to completion.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match args.command {
+            BenchCommand::Seed(args) => seed::seed(args).await,
+            BenchCommand::Query(args) => query::query(args).await,
+        }
+    })
+}
