@@ -1,0 +1,140 @@
+//! `allot bench` end to end: the real binary seeds `flat` into a real `allot serve`
+//! through the API (twice: the second run must create nothing), the result is checked
+//! through the API, and `allot bench query` reports candidate counts equal to what a
+//! direct request returns.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::Value;
+use support::Server;
+use uuid::Uuid;
+
+const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c0c2e_6b1e_4a59_9a1a_5a0d1c6a2b10);
+
+fn named(name: &str) -> Uuid {
+    Uuid::new_v5(&NAMESPACE, name.as_bytes())
+}
+
+/// Runs `allot bench ARGS`, expects success, returns stdout.
+fn bench(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("run allot bench");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "allot bench {args:?} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn get(server: &Server, path: &str) -> Value {
+    let (status, body) = server.call("GET", path, None);
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+#[test]
+fn seed_is_resumable_and_query_counts_match_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("bench.db"));
+    let url = format!("http://{}", server.addr);
+    let seed = ["seed", "--shape", "flat", "--roots", "20", "--url", &url];
+
+    let first = bench(&seed);
+    assert!(
+        first.contains("providers_created=30 providers_existing=0 consumers_created=40"),
+        "{first}"
+    );
+    let second = bench(&seed);
+    assert!(
+        second.contains(
+            "providers_created=0 providers_existing=30 consumers_created=0 consumers_existing=40"
+        ),
+        "{second}"
+    );
+
+    // 20 roots and 10 shared storage providers.
+    let providers = get(&server, "/resource_providers");
+    assert_eq!(
+        providers["resource_providers"].as_array().unwrap().len(),
+        30
+    );
+    // cn2: local disk, AVX2, not AVX512F, rack2, two consumers with disk.
+    let cn2 = named("cn2");
+    let inventories = get(&server, &format!("/resource_providers/{cn2}/inventories"));
+    let vcpu = &inventories["inventories"]["VCPU"];
+    assert_eq!(vcpu["total"], 64);
+    assert_eq!(vcpu["allocation_ratio"], 4.0);
+    assert_eq!(inventories["inventories"]["MEMORY_MB"]["reserved"], 4096);
+    assert_eq!(inventories["inventories"]["DISK_GB"]["reserved"], 50);
+    let mut traits: Vec<String> = serde_json::from_value(
+        get(&server, &format!("/resource_providers/{cn2}/traits"))["traits"].clone(),
+    )
+    .unwrap();
+    traits.sort();
+    assert_eq!(traits, ["COMPUTE_VOLUME_MULTI_ATTACH", "HW_CPU_X86_AVX2"]);
+    let aggregates = get(&server, &format!("/resource_providers/{cn2}/aggregates"));
+    assert_eq!(
+        aggregates["aggregates"],
+        serde_json::json!([named("rack2")])
+    );
+    let usages = get(&server, &format!("/resource_providers/{cn2}/usages"));
+    assert_eq!(usages["usages"]["VCPU"], 8);
+    assert_eq!(usages["usages"]["DISK_GB"], 80);
+    // cn7: odd (no disk), disabled; 7 % 5 = 2 consumers.
+    let cn7 = named("cn7");
+    let traits = get(&server, &format!("/resource_providers/{cn7}/traits"));
+    assert!(traits["traits"]
+        .as_array()
+        .unwrap()
+        .contains(&"COMPUTE_STATUS_DISABLED".into()));
+    let inventories = get(&server, &format!("/resource_providers/{cn7}/inventories"));
+    assert!(inventories["inventories"].get("DISK_GB").is_none());
+    let consumer = get(&server, &format!("/allocations/{}", named("inst-7-1")));
+    assert_eq!(consumer["project_id"], "p-bench");
+    assert_eq!(
+        consumer["allocations"][cn7.to_string()]["resources"],
+        serde_json::json!({"VCPU": 4, "MEMORY_MB": 8192})
+    );
+    // ss1 shares disk with racks 5..9.
+    let ss1 = named("ss1");
+    let aggregates = get(&server, &format!("/resource_providers/{ss1}/aggregates"));
+    assert_eq!(aggregates["aggregates"].as_array().unwrap().len(), 5);
+    // The whole load: 20 roots with I % 5 consumers each (grouped by consumer type
+    // at the latest microversion).
+    let usages = get(&server, "/usages?project_id=p-bench");
+    assert_eq!(
+        usages["usages"]["INSTANCE"]["consumer_count"], 40,
+        "{usages}"
+    );
+    assert_eq!(usages["usages"]["INSTANCE"]["VCPU"], 40 * 4, "{usages}");
+
+    let report = dir.path().join("query.json");
+    let report_arg = report.to_str().unwrap();
+    let table = bench(&[
+        "query", "--shape", "flat", "--url", &url, "--runs", "3", "--json", report_arg,
+    ]);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let queries = report["queries"].as_array().unwrap();
+    let names: Vec<&str> = queries
+        .iter()
+        .map(|q| q["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["small", "nolimit", "member_of", "gold"], "{table}");
+    for query in queries {
+        let reported = query["a"]["candidates"].as_u64().unwrap();
+        assert!(reported > 0, "{query}");
+        assert_eq!(query["a"]["runs"], 3);
+        assert!(query["a"]["p50_ms"].as_f64().unwrap() > 0.0, "{query}");
+        let direct = get(&server, query["path"].as_str().unwrap());
+        let count = direct["allocation_requests"].as_array().unwrap().len() as u64;
+        assert_eq!(reported, count, "{}", query["name"]);
+        assert!(table.contains(query["name"].as_str().unwrap()), "{table}");
+    }
+}
