@@ -214,10 +214,10 @@ fn inventories_match(p: &ProviderSpec, current: &Value) -> bool {
                 && have["reserved"].as_u64().unwrap_or(0) == want.reserved.unwrap_or(0)
                 && want
                     .max_unit
-                    .map_or(true, |m| have["max_unit"].as_u64() == Some(m))
+                    .is_none_or(|m| have["max_unit"].as_u64() == Some(m))
                 && want
                     .allocation_ratio
-                    .map_or(true, |r| have["allocation_ratio"].as_f64() == Some(r))
+                    .is_none_or(|r| have["allocation_ratio"].as_f64() == Some(r))
         })
 }
 

@@ -181,15 +181,15 @@ fn flat_root(i: usize) -> Unit {
         ("VCPU", inv(64, 0, Some(64), Some(4.0))),
         ("MEMORY_MB", inv(262144, 4096, Some(262144), None)),
     ];
-    let local_disk = i % 2 == 0;
+    let local_disk = i.is_multiple_of(2);
     if local_disk {
         root.inventories
             .push(("DISK_GB", inv(2000, 50, Some(2000), None)));
     }
     root.traits.push("COMPUTE_VOLUME_MULTI_ATTACH");
     for (applies, name) in [
-        (i % 5 != 0, "HW_CPU_X86_AVX2"),
-        (i % 3 == 0, "HW_CPU_X86_AVX512F"),
+        (!i.is_multiple_of(5), "HW_CPU_X86_AVX2"),
+        (i.is_multiple_of(3), "HW_CPU_X86_AVX512F"),
         (i % 50 == 7, "COMPUTE_STATUS_DISABLED"),
         (i % 10 == 1, "CUSTOM_GOLD"),
     ] {
@@ -233,7 +233,7 @@ fn flat_shared(s: usize) -> Unit {
 fn nested_root(i: usize) -> Unit {
     let mut root = provider(format!("cn{i}"), None);
     root.inventories = vec![("DISK_GB", Inventory::total(2000))];
-    if i % 5 != 0 {
+    if !i.is_multiple_of(5) {
         root.traits.push("HW_CPU_X86_AVX2");
     }
     let mut providers = vec![root];
