@@ -67,7 +67,14 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
             );
         }
         let body = render(&view, version, &query, &found);
-        Ok(serde_json::to_vec(&body).unwrap_or_default())
+        // Sized from the candidate count (a flat candidate with its summary is about
+        // half a kilobyte at 1.39), so that a large answer is not built by doubling
+        // and copying a growing buffer: transient memory stays near the body's size.
+        let mut bytes = Vec::with_capacity(1024 + 512 * found.requests.len());
+        if serde_json::to_writer(&mut bytes, &body).is_err() {
+            bytes.clear();
+        }
+        Ok(bytes)
     })
     .await
     .map_err(|join| {

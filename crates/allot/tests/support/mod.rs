@@ -43,6 +43,11 @@ impl Server {
         Server { child, addr }
     }
 
+    /// The server's process id (to read its memory from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A client for this server (cheap; clients can go to other threads).
     pub fn client(&self) -> Client {
         Client {
