@@ -10,6 +10,7 @@
 //! and root from 1.29.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use allot_core::candidates::{CandidateQuery, Candidates, RequestGroup, SearchOptions};
 use allot_core::{ProviderRef, RequestedName, ResourceClass, State as View, TraitName, Uuid};
@@ -211,15 +212,15 @@ fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, Ap
     }
 
     // The groups, in the order their first parameter appears.
-    let suffix = if version.at_least(33) {
-        "[a-zA-Z0-9_-]{1,64}"
+    // Compiled once per process, not per request (a regex build costs thousands of
+    // allocations).
+    static NAMED: OnceLock<Regex> = OnceLock::new();
+    static NUMBERED: OnceLock<Regex> = OnceLock::new();
+    let key_pattern = if version.at_least(33) {
+        NAMED.get_or_init(|| group_key_pattern("[a-zA-Z0-9_-]{1,64}"))
     } else {
-        "[1-9][0-9]*"
+        NUMBERED.get_or_init(|| group_key_pattern("[1-9][0-9]*"))
     };
-    let key_pattern = Regex::new(&format!(
-        "^(resources|required|member_of|in_tree)({suffix})?$"
-    ))
-    .expect("a valid pattern");
     let mut groups: Vec<GroupBuilder> = Vec::new();
     for (key, value) in &query.0 {
         let Some(m) = key_pattern.captures(key) else {
@@ -521,6 +522,15 @@ fn render<'a>(
         allocation_requests,
         provider_summaries,
     }
+}
+
+/// The query keys that make or join a request group, with the group suffix of the
+/// microversion (numbers before 1.33, names from it).
+fn group_key_pattern(suffix: &str) -> Regex {
+    Regex::new(&format!(
+        "^(resources|required|member_of|in_tree)({suffix})?$"
+    ))
+    .expect("a valid pattern")
 }
 
 #[cfg(test)]
