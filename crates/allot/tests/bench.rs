@@ -1,7 +1,9 @@
 //! `allot bench` end to end: the real binary seeds `flat` into a real `allot serve`
 //! through the API (twice: the second run must create nothing), the result is checked
 //! through the API, and `allot bench query` reports candidate counts equal to what a
-//! direct request returns.
+//! direct request returns. Then `allot bench claims` storms and schedules on the
+//! seeded shape: what it reports accepted must be exactly what the server now holds,
+//! and no provider may end up over its capacity.
 
 mod support;
 
@@ -136,5 +138,99 @@ fn seed_is_resumable_and_query_counts_match_the_api() {
         let count = direct["allocation_requests"].as_array().unwrap().len() as u64;
         assert_eq!(reported, count, "{}", query["name"]);
         assert!(table.contains(query["name"].as_str().unwrap()), "{table}");
+    }
+
+    claims_match_the_server(&server, &url, dir.path());
+}
+
+/// The project's load as `GET /usages` reports it: (consumers, VCPU, MEMORY_MB).
+fn load(server: &Server) -> (u64, u64, u64) {
+    let usages = get(server, "/usages?project_id=p-bench");
+    let instance = &usages["usages"]["INSTANCE"];
+    let field = |f: &str| instance[f].as_u64().unwrap_or_else(|| panic!("{usages}"));
+    (field("consumer_count"), field("VCPU"), field("MEMORY_MB"))
+}
+
+/// Runs `allot bench claims --mode MODE` for a second with 4 clients; its JSON report.
+fn claims(url: &str, dir: &std::path::Path, mode: &str) -> Value {
+    let report = dir.join(format!("claims-{mode}.json"));
+    let table = bench(&[
+        "claims",
+        "--mode",
+        mode,
+        "--shape",
+        "flat",
+        "--roots",
+        "20",
+        "--concurrency",
+        "4",
+        "--seconds",
+        "1",
+        "--url",
+        url,
+        "--json",
+        report.to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["mode"], mode, "{table}");
+    assert!(
+        report["accepted"].as_u64().unwrap() > 0,
+        "{table}\n{report}"
+    );
+    assert_eq!(report["errors"], serde_json::json!({}), "{report}");
+    assert!(report["p50_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(table.contains(mode), "{table}");
+    report
+}
+
+fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
+    // Schedule first: 20 roots fill up within seconds, and the scheduler's query
+    // only lands on AVX2 roots, so the storm after it still finds room elsewhere.
+    let (consumers, _, _) = load(server);
+    let schedule = claims(url, dir, "schedule");
+    let accepted = schedule["accepted"].as_u64().unwrap();
+    assert_eq!(load(server).0, consumers + accepted, "{schedule}");
+    let rate = schedule["conflict_rate"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&rate), "{schedule}");
+
+    let (consumers, vcpu, memory) = load(server);
+    let storm = claims(url, dir, "storm");
+    let accepted = storm["accepted"].as_u64().unwrap();
+    assert_eq!(
+        storm["attempts"].as_u64().unwrap(),
+        accepted
+            + storm["refused_capacity"].as_u64().unwrap()
+            + storm["refused_generation"].as_u64().unwrap(),
+        "{storm}"
+    );
+    // Every accepted claim is one new consumer with VCPU 1 and MEMORY_MB 512; a
+    // refused one left nothing behind.
+    assert_eq!(
+        load(server),
+        (
+            consumers + accepted,
+            vcpu + accepted,
+            memory + 512 * accepted
+        ),
+        "{storm}"
+    );
+
+    // No provider holds more than (total - reserved) * allocation_ratio of any class.
+    let providers = get(server, "/resource_providers");
+    for provider in providers["resource_providers"].as_array().unwrap() {
+        let uuid = provider["uuid"].as_str().unwrap();
+        let inventories = get(server, &format!("/resource_providers/{uuid}/inventories"));
+        let usages = get(server, &format!("/resource_providers/{uuid}/usages"));
+        for (class, used) in usages["usages"].as_object().unwrap() {
+            let inventory = &inventories["inventories"][class];
+            let total = inventory["total"].as_f64().unwrap();
+            let reserved = inventory["reserved"].as_f64().unwrap();
+            let ratio = inventory["allocation_ratio"].as_f64().unwrap();
+            let used = used.as_f64().unwrap();
+            assert!(
+                used <= (total - reserved) * ratio,
+                "{uuid} {class}: {used} used of {inventory}"
+            );
+        }
     }
 }

@@ -6,9 +6,12 @@
 //! - `seed`: creates a shape with bounded concurrency; resumable.
 //! - `query`: warm-up, then timed runs of each query; p50/p99, optionally against a
 //!   second server request by request, and the server's RSS.
+//! - `claims`: concurrent claims on a seeded `flat` (a write storm, or scheduler
+//!   loops); throughput, p50/p99, refusals.
 //!
 //! The commands run their own tokio runtime: they share nothing with `allot serve`.
 
+mod claims;
 mod query;
 mod seed;
 pub mod shapes;
@@ -30,6 +33,9 @@ enum BenchCommand {
     /// Time the shape's allocation candidate queries (p50, p99), optionally against a
     /// second endpoint request by request.
     Query(query::QueryArgs),
+    /// Concurrent claims on a seeded flat shape: a write storm, or scheduler loops
+    /// (candidates, pick, claim); throughput, p50/p99, refusals.
+    Claims(claims::ClaimsArgs),
 }
 
 /// Where the endpoint is and how to talk to it.
@@ -70,6 +76,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         match args.command {
             BenchCommand::Seed(args) => seed::seed(args).await,
             BenchCommand::Query(args) => query::query(args).await,
+            BenchCommand::Claims(args) => claims::claims(args).await,
         }
     })
 }

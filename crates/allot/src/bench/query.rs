@@ -70,7 +70,7 @@ impl Stats {
 }
 
 /// Nearest-rank percentile of unsorted samples (zero when there are none).
-fn percentile(samples: &[Duration], p: f64) -> Duration {
+pub(super) fn percentile(samples: &[Duration], p: f64) -> Duration {
     let mut sorted = samples.to_vec();
     sorted.sort();
     if sorted.is_empty() {
@@ -80,7 +80,7 @@ fn percentile(samples: &[Duration], p: f64) -> Duration {
     sorted[rank - 1]
 }
 
-fn ms(d: Duration) -> f64 {
+pub(super) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
@@ -238,7 +238,7 @@ fn ratio(a: &Stats, b: &Stats) -> f64 {
 }
 
 /// (VmRSS, VmHWM) in kB from `/proc/PID/status`.
-fn read_rss(pid: u32) -> anyhow::Result<(u64, u64)> {
+pub(super) fn read_rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     let path = format!("/proc/{pid}/status");
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
     parse_rss(&text).with_context(|| format!("no VmRSS/VmHWM in {path}"))

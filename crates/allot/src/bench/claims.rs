@@ -1,0 +1,489 @@
+//! `allot bench claims`: concurrent writers on a seeded `flat` shape.
+//!
+//! - `storm`: `--concurrency` clients each claim `VCPU:1, MEMORY_MB:512` for a fresh
+//!   consumer on a random root, back to back: the write path alone.
+//! - `schedule`: each client runs a scheduler's loop, asks for candidates (`small`,
+//!   `limit=10`), picks one at random and claims it for a fresh consumer: reads and
+//!   writes race as they do under real schedulers, so some claims are refused.
+//!
+//! The run is bounded: no client starts a request after `--seconds`, and a request
+//! still unanswered 30 s later is given up (and counted as an error), so the command
+//! ends by itself. Only the given `--url` is spoken to. Consumers are fresh v4 uuids
+//! (a rerun never collides with an earlier one); the roots and candidates picked come
+//! from a small xorshift seeded with `--seed` and the client's index, so the choices
+//! are repeatable without a new dependency.
+//!
+//! Latency percentiles cover every attempt that got an HTTP answer (accepted or
+//! refused); throughput is accepted claims (or loops) over the measured wall time,
+//! from the start until the last client is done.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use allot_client::{Client, Method, StatusCode};
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::query::{ms, percentile, read_rss};
+use super::shapes::{named, Shape, PROJECT, USER};
+use super::Endpoint;
+
+/// How long one request may stay unanswered before the client gives up on it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `allot bench claims`.
+#[derive(clap::Args, Debug)]
+pub struct ClaimsArgs {
+    /// What the clients do.
+    #[arg(long, value_enum)]
+    mode: Mode,
+    /// The seeded shape (only `flat` has the capacity these claims need).
+    #[arg(long, value_enum, default_value = "flat")]
+    shape: Shape,
+    /// How many roots were seeded (`allot bench seed --roots`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    roots: u64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    concurrency: u32,
+    /// How long the clients keep starting requests.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    seconds: u64,
+    /// Seeds the choice of roots and candidates (client K uses seed + K).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[command(flatten)]
+    endpoint: Endpoint,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The server's process id: report its VmRSS and VmHWM after the run.
+    #[arg(long)]
+    pid: Option<u32>,
+}
+
+/// What each client does in a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    /// PUT a small claim on a random root.
+    Storm,
+    /// GET candidates, pick one, PUT it.
+    Schedule,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Storm => "storm",
+            Mode::Schedule => "schedule",
+        }
+    }
+}
+
+/// The candidate query of `schedule`: `small` cut to ten answers, as a scheduler asks.
+const SCHEDULE_QUERY: &str =
+    "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED&limit=10";
+
+/// xorshift64*: tiny, deterministic, good enough to spread picks.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        // Zero is xorshift's fixed point; splitmix's constant moves any seed off it.
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform enough in `0..n` (n > 0) for picking.
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// What one client saw.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Claims the server accepted (204).
+    accepted: u64,
+    /// Claims attempted (PUTs sent).
+    attempts: u64,
+    /// 409s on the claim: not enough capacity.
+    refused_capacity: u64,
+    /// 409s on the claim: a generation moved underneath.
+    refused_generation: u64,
+    /// Candidate queries that came back with nothing to pick (schedule).
+    no_candidates: u64,
+    /// Anything else, by status (`transport`, `timeout` for no answer).
+    errors: BTreeMap<String, u64>,
+    /// One per finished unit of work: a claim (storm) or a loop (schedule).
+    latencies: Vec<Duration>,
+}
+
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        self.accepted += other.accepted;
+        self.attempts += other.attempts;
+        self.refused_capacity += other.refused_capacity;
+        self.refused_generation += other.refused_generation;
+        self.no_candidates += other.no_candidates;
+        for (status, n) in other.errors {
+            *self.errors.entry(status).or_default() += n;
+        }
+        self.latencies.extend(other.latencies);
+    }
+
+    fn error(&mut self, what: impl Into<String>) {
+        *self.errors.entry(what.into()).or_default() += 1;
+    }
+}
+
+/// One request with the run's timeout; `Err` names why there is no answer.
+async fn send(
+    client: &Client,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<allot_client::Response, &'static str> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, client.request(method, path, body)).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(_)) => Err("transport"),
+        Err(_) => Err("timeout"),
+    }
+}
+
+/// The minor version of a `1.N` microversion (`latest` counts as new).
+fn minor(microversion: &str) -> u32 {
+    microversion
+        .strip_prefix("1.")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
+/// The PUT body claiming `allocations` for a fresh consumer, in the form the
+/// microversion wants: a null generation from 1.28, a consumer type from 1.38.
+fn claim_body(allocations: Value, minor: u32) -> Value {
+    let mut body = json!({
+        "allocations": allocations,
+        "project_id": PROJECT,
+        "user_id": USER,
+    });
+    if minor >= 28 {
+        body["consumer_generation"] = Value::Null;
+    }
+    if minor >= 38 {
+        body["consumer_type"] = json!("INSTANCE");
+    }
+    body
+}
+
+/// Sends one claim and records its outcome; `true` when it got an HTTP answer.
+async fn claim(client: &Client, body: &Value, tally: &mut Tally) -> bool {
+    let path = format!("/allocations/{}", Uuid::new_v4());
+    tally.attempts += 1;
+    match send(client, Method::PUT, &path, Some(body)).await {
+        Ok(response) if response.status == StatusCode::NO_CONTENT => {
+            tally.accepted += 1;
+            true
+        }
+        Ok(response) if response.status == StatusCode::CONFLICT => {
+            let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_default();
+            if envelope["errors"][0]["code"] == "placement.concurrent_update" {
+                tally.refused_generation += 1;
+            } else {
+                tally.refused_capacity += 1;
+            }
+            true
+        }
+        Ok(response) => {
+            tally.error(response.status.as_u16().to_string());
+            true
+        }
+        Err(why) => {
+            tally.error(why);
+            false
+        }
+    }
+}
+
+/// One client until the deadline.
+async fn client_loop(
+    client: Client,
+    mode: Mode,
+    roots: u64,
+    mut rng: Rng,
+    minor: u32,
+    deadline: Instant,
+) -> Tally {
+    let mut tally = Tally::default();
+    let candidates_path = format!("/allocation_candidates?{SCHEDULE_QUERY}");
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        match mode {
+            Mode::Storm => {
+                let root = named(&format!("cn{}", rng.below(roots)));
+                let allocations =
+                    json!({root.to_string(): {"resources": {"VCPU": 1, "MEMORY_MB": 512}}});
+                if claim(&client, &claim_body(allocations, minor), &mut tally).await {
+                    tally.latencies.push(started.elapsed());
+                }
+            }
+            Mode::Schedule => {
+                let response = match send(&client, Method::GET, &candidates_path, None).await {
+                    Ok(response) if response.status == StatusCode::OK => response,
+                    Ok(response) => {
+                        tally.error(format!("GET {}", response.status.as_u16()));
+                        continue;
+                    }
+                    Err(why) => {
+                        tally.error(why);
+                        continue;
+                    }
+                };
+                let answer: Value = serde_json::from_slice(&response.body).unwrap_or_default();
+                let requests = answer["allocation_requests"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if requests.is_empty() {
+                    tally.no_candidates += 1;
+                    continue;
+                }
+                let pick = rng.below(requests.len() as u64) as usize;
+                let allocations = requests[pick]["allocations"].clone();
+                if claim(&client, &claim_body(allocations, minor), &mut tally).await {
+                    tally.latencies.push(started.elapsed());
+                }
+            }
+        }
+    }
+    tally
+}
+
+pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
+    if args.shape != Shape::Flat {
+        bail!(
+            "--shape {}: claims run on a seeded flat shape only",
+            args.shape.name()
+        );
+    }
+    let endpoint = &args.endpoint;
+    let client = endpoint.client(&endpoint.url, &endpoint.token)?;
+    let minor = minor(&endpoint.microversion);
+    // One request first, so that a wrong URL or token fails loudly instead of as a
+    // table full of errors.
+    let probe = client
+        .request(
+            Method::GET,
+            &format!("/resource_providers/{}", named("cn0")),
+            None,
+        )
+        .await?;
+    if probe.status != StatusCode::OK {
+        bail!(
+            "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
+            client.base(),
+            probe.status
+        );
+    }
+
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+    let workers: Vec<_> = (0..args.concurrency)
+        .map(|k| {
+            let rng = Rng::new(args.seed.wrapping_add(u64::from(k)));
+            tokio::spawn(client_loop(
+                client.clone(),
+                args.mode,
+                args.roots,
+                rng,
+                minor,
+                deadline,
+            ))
+        })
+        .collect();
+    let mut tally = Tally::default();
+    for worker in workers {
+        tally.merge(worker.await.context("a client panicked")?);
+    }
+    let wall = started.elapsed();
+    let rss = match args.pid {
+        Some(pid) => Some(read_rss(pid)?),
+        None => None,
+    };
+
+    let report = Report::new(&args, &tally, wall);
+    report.print(&args, client.base(), &tally);
+    if let Some((current, peak)) = rss {
+        println!(
+            "server pid {}: VmRSS {current} kB, VmHWM {peak} kB",
+            args.pid.unwrap_or(0)
+        );
+    }
+    if let Some(file) = &args.json {
+        let mut value = report.json(&args, client.base(), &tally);
+        value["rss_kb"] =
+            json!(rss.map(|(current, peak)| json!({"vm_rss": current, "vm_hwm": peak})));
+        std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// The figures derived from a run.
+struct Report {
+    wall_s: f64,
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+    conflict_rate: f64,
+}
+
+impl Report {
+    fn new(args: &ClaimsArgs, tally: &Tally, wall: Duration) -> Report {
+        let wall_s = wall.as_secs_f64();
+        // Storm counts accepted claims; schedule counts loops that ended in a claim
+        // attempt with an answer (accepted or refused), as a scheduler would retry.
+        let done = match args.mode {
+            Mode::Storm => tally.accepted,
+            Mode::Schedule => tally.latencies.len() as u64,
+        };
+        let refused = tally.refused_capacity + tally.refused_generation;
+        Report {
+            wall_s,
+            per_second: if wall_s > 0.0 {
+                done as f64 / wall_s
+            } else {
+                0.0
+            },
+            p50: percentile(&tally.latencies, 0.50),
+            p99: percentile(&tally.latencies, 0.99),
+            conflict_rate: if tally.attempts == 0 {
+                0.0
+            } else {
+                refused as f64 / tally.attempts as f64
+            },
+        }
+    }
+
+    fn print(&self, args: &ClaimsArgs, base: &str, tally: &Tally) {
+        let unit = match args.mode {
+            Mode::Storm => "claims/s",
+            Mode::Schedule => "loops/s",
+        };
+        println!(
+            "claims {} on flat ({} roots), {} clients for {} s against {base}",
+            args.mode.name(),
+            args.roots,
+            args.concurrency,
+            args.seconds
+        );
+        println!(
+            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}",
+            unit,
+            "accepted",
+            "attempts",
+            "p50 ms",
+            "p99 ms",
+            "409 cap",
+            "409 gen",
+            "conflict",
+            "errors"
+        );
+        println!(
+            "{:>10.1} {:>10} {:>10} {:>10.3} {:>10.3} {:>10} {:>9} {:>9.4} {:>8}",
+            self.per_second,
+            tally.accepted,
+            tally.attempts,
+            ms(self.p50),
+            ms(self.p99),
+            tally.refused_capacity,
+            tally.refused_generation,
+            self.conflict_rate,
+            tally.errors.values().sum::<u64>()
+        );
+        for (what, n) in &tally.errors {
+            println!("  errors {what}: {n}");
+        }
+        if tally.no_candidates > 0 {
+            println!(
+                "  candidate queries with no candidates: {}",
+                tally.no_candidates
+            );
+        }
+    }
+
+    fn json(&self, args: &ClaimsArgs, base: &str, tally: &Tally) -> Value {
+        json!({
+            "mode": args.mode.name(),
+            "shape": args.shape.name(),
+            "roots": args.roots,
+            "concurrency": args.concurrency,
+            "seconds": args.seconds,
+            "seed": args.seed,
+            "url": base,
+            "wall_s": self.wall_s,
+            "per_second": self.per_second,
+            "accepted": tally.accepted,
+            "attempts": tally.attempts,
+            "refused_capacity": tally.refused_capacity,
+            "refused_generation": tally.refused_generation,
+            "conflict_rate": self.conflict_rate,
+            "no_candidates": tally.no_candidates,
+            "errors": tally.errors,
+            "p50_ms": ms(self.p50),
+            "p99_ms": ms(self.p99),
+            "samples": tally.latencies.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_repeatable_and_covers_the_range() {
+        let draw = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..2000).map(|_| rng.below(20)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        // Seed 0 is no fixed point.
+        let zero = draw(0);
+        let mut seen = [0u32; 20];
+        for x in &zero {
+            seen[*x as usize] += 1;
+        }
+        // 100 expected per value; every value shows up, none dominates.
+        assert!(seen.iter().all(|&n| (50..150).contains(&n)), "{seen:?}");
+    }
+
+    #[test]
+    fn claim_body_follows_the_microversion() {
+        let allocations = json!({"x": {"resources": {"VCPU": 1}}});
+        let latest = claim_body(allocations.clone(), minor("1.39"));
+        assert_eq!(latest["consumer_generation"], Value::Null);
+        assert!(latest
+            .as_object()
+            .unwrap()
+            .contains_key("consumer_generation"));
+        assert_eq!(latest["consumer_type"], "INSTANCE");
+        assert_eq!(latest["project_id"], PROJECT);
+        let old = claim_body(allocations, minor("1.28"));
+        assert!(old.as_object().unwrap().contains_key("consumer_generation"));
+        assert!(!old.as_object().unwrap().contains_key("consumer_type"));
+        assert_eq!(minor("latest"), u32::MAX);
+        assert_eq!(minor("1.12"), 12);
+    }
+}
