@@ -608,19 +608,32 @@ impl Serialize for KeyedProviders<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let view = self.answer.view;
         let mut map = serializer.serialize_map(None)?;
-        // A candidate has few providers: pick the next uuid by scanning, rather than
-        // collecting and sorting them for every candidate.
-        let mut last: Option<Uuid> = None;
-        loop {
-            let next = by_provider(self.allocations)
-                .map(|part| (view.uuid_of(part[0].0), part))
-                .filter(|(uuid, _)| last.is_none_or(|l| *uuid > l))
-                .min_by_key(|(uuid, _)| *uuid);
-            let Some((uuid, part)) = next else {
-                break;
-            };
-            map.serialize_entry(&uuid, &KeyedResources(self.answer, part))?;
-            last = Some(uuid);
+        // A candidate has few providers: they are sorted on the stack, each uuid looked
+        // up once; a list is allocated only for a candidate of many providers.
+        const ON_STACK: usize = 8;
+        let mut few: [(Uuid, &[Allocation]); ON_STACK] = [(Uuid::nil(), &[]); ON_STACK];
+        let mut many: Vec<(Uuid, &[Allocation])> = Vec::new();
+        let mut count = 0;
+        for part in by_provider(self.allocations) {
+            let entry = (view.uuid_of(part[0].0), part);
+            if count < ON_STACK {
+                few[count] = entry;
+            } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(entry);
+            }
+            count += 1;
+        }
+        let parts = if count <= ON_STACK {
+            &mut few[..count]
+        } else {
+            &mut many[..]
+        };
+        parts.sort_unstable_by_key(|&(uuid, _)| uuid);
+        for (uuid, part) in parts.iter() {
+            map.serialize_entry(uuid, &KeyedResources(self.answer, part))?;
         }
         map.end()
     }
@@ -1037,6 +1050,49 @@ mod tests {
             }
         }
         assert!(answered > 300, "the queries reach the search ({answered})");
+    }
+
+    /// Candidates of more providers than [`KeyedProviders`] sorts on the stack are
+    /// written as the maps wrote them.
+    #[test]
+    fn many_providers_in_one_candidate() {
+        use allot_core::{Change, Inventory};
+        let mut view = View::new();
+        let (_, c) = view
+            .create_provider(Uuid::from_u128(0xf00), "root", None, 0)
+            .unwrap();
+        view.apply(&c);
+        let root = ProviderRef::from(Uuid::from_u128(0xf00));
+        let mut changes = Vec::new();
+        // Uuids in an order unlike the creation order.
+        for n in 0..10u128 {
+            let uuid = Uuid::from_u128(((n * 7) % 10 + 1) << 64);
+            let (_, c) = view
+                .create_provider(uuid, &format!("gpu{n}"), Some(root.clone()), 0)
+                .unwrap();
+            view.apply(&c);
+            let id = view.provider_by_uuid(&uuid).unwrap().id();
+            let inv = (
+                ResourceClass::new_unchecked("VGPU"),
+                Inventory::with_total(1),
+            );
+            changes.push(Change::SetInventories(id, vec![inv]));
+        }
+        view.apply(&changes);
+        let groups: Vec<String> = (1..=9).map(|n| format!("resources{n}=VGPU:1")).collect();
+        let raw = format!("{}&group_policy=isolate&limit=3", groups.join("&"));
+        for version in [29, 34, 39] {
+            let version = Version(version);
+            let query = parse_query(version, Some(&raw)).unwrap();
+            let found = view
+                .allocation_candidates(&query, &SearchOptions::default())
+                .unwrap();
+            assert_eq!(found.requests.len(), 3);
+            assert_eq!(found.requests[0].allocations.len(), 9);
+            let body = serde_json::to_vec(&render(&view, version, &query, &found)).unwrap();
+            let maps = serde_json::to_vec(&render_by_maps(&view, version, &query, &found)).unwrap();
+            assert_eq!(body, maps, "at {version:?}");
+        }
     }
 
     #[test]
