@@ -4,21 +4,28 @@
 //! and messages at each microversion (the groups and their suffixes, `group_policy`,
 //! `limit`, `root_required`, `same_subtree`), runs the in-memory search of
 //! `allot_core::candidates` on a blocking thread under the view's read lock, and
-//! writes the answer (the types of `wire::candidates`) in the form of the microversion:
+//! writes the answer in the form of the microversion, straight from the search's
+//! output (the shape of `wire::candidates`, which the tests keep as the oracle):
 //! allocation requests as lists before 1.12 and as objects (with `mappings` from 1.34)
 //! after; provider summaries with traits from 1.17, every inventory from 1.27, parent
 //! and root from 1.29.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use allot_core::candidates::{CandidateQuery, Candidates, RequestGroup, SearchOptions};
-use allot_core::{ProviderRef, RequestedName, ResourceClass, State as View, TraitName, Uuid};
+use allot_core::candidates::{
+    AllocationRequest, CandidateQuery, Candidates, ProviderSummary, RequestGroup, SearchOptions,
+    SummaryResource,
+};
+use allot_core::{
+    ProviderId, ProviderRef, RequestedName, ResourceClass, State as View, TraitName, Uuid,
+};
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use regex::Regex;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::context::Ctx;
@@ -432,95 +439,325 @@ fn check_conflicting_traits(groups: &[GroupBuilder]) -> Result<(), ApiError> {
     )))
 }
 
-/// The answer at the request's microversion, borrowing class names and traits from
-/// the view and the search's answer.
+/// The answer at the request's microversion, written straight from the search's
+/// answer and the view when serialized: no map or list is built per candidate or per
+/// provider (a large answer used to cost several allocations per candidate before a
+/// byte was written). The keys come out in the order the `BTreeMap`s of
+/// `wire::candidates` would give them; the tests hold the two to the same bytes.
 fn render<'a>(
     view: &'a View,
     version: Version,
     query: &'a CandidateQuery,
     found: &'a Candidates,
-) -> wire::AllocationCandidates<'a> {
-    let keyed = version.at_least(12);
-    let with_mappings = version.at_least(34);
-    let with_traits = version.at_least(17);
-    let all_resources = version.at_least(27);
-    let in_tree = version.at_least(29);
-
-    let allocation_requests = found
-        .requests
+) -> Answer<'a> {
+    // Class indices in name order, group indices in suffix order: sorted once, then
+    // every candidate's maps are written in that order.
+    let mut class_order: Vec<usize> = (0..found.classes.len()).collect();
+    class_order.sort_by_key(|&i| found.class_name(i));
+    let mut group_order: Vec<usize> = (0..query.groups.len()).collect();
+    group_order.sort_by_key(|&i| query.groups[i].suffix.as_str());
+    let mut summaries: Vec<(Uuid, ProviderId)> = found
+        .summaries
         .iter()
-        .map(|r| {
-            // Allocations grouped by provider (they are sorted by provider).
-            let mut by_provider: Vec<(Uuid, BTreeMap<&str, u64>)> = Vec::new();
-            for &(id, class, amount) in &r.allocations {
-                let uuid = view.uuid_of(id);
-                let name = found.class_name(class);
-                match by_provider.last_mut() {
-                    Some((last, resources)) if *last == uuid => {
-                        resources.insert(name, amount);
-                    }
-                    _ => by_provider.push((uuid, BTreeMap::from([(name, amount)]))),
-                }
-            }
-            if !keyed {
-                let allocations = by_provider
-                    .into_iter()
-                    .map(|(uuid, resources)| wire::ProviderResources {
-                        resource_provider: wire::ProviderRef { uuid },
-                        resources,
-                    })
-                    .collect();
-                return wire::AllocationRequest::Listed(wire::ListedRequest { allocations });
-            }
-            let mappings = with_mappings.then(|| {
-                query
-                    .groups
-                    .iter()
-                    .zip(&r.mappings)
-                    .map(|(g, ids)| {
-                        let uuids = ids.iter().map(|id| view.uuid_of(*id)).collect();
-                        (g.suffix.as_str(), uuids)
-                    })
-                    .collect()
-            });
-            wire::AllocationRequest::Keyed(wire::KeyedRequest {
-                allocations: by_provider
-                    .into_iter()
-                    .map(|(uuid, resources)| (uuid, wire::Resources { resources }))
-                    .collect(),
-                mappings,
-            })
-        })
+        .map(|&id| (view.uuid_of(id), id))
         .collect();
-
-    let mut provider_summaries = BTreeMap::new();
-    for id in &found.summaries {
-        let Some(s) = view.provider_summary(*id) else {
-            continue;
-        };
-        let resources = s
-            .resources
-            .iter()
-            .filter(|r| all_resources || found.classes.iter().any(|c| c.as_str() == r.class))
-            .map(|r| {
-                let summary = wire::SummaryResource {
-                    capacity: r.capacity,
-                    used: r.used,
-                };
-                (r.class, summary)
-            })
-            .collect();
-        let summary = wire::ProviderSummary {
-            parent_provider_uuid: in_tree.then_some(s.parent_uuid),
-            resources,
-            root_provider_uuid: in_tree.then_some(s.root_uuid),
-            traits: with_traits.then_some(s.traits),
-        };
-        provider_summaries.insert(s.uuid, summary);
+    summaries.sort_unstable_by_key(|&(uuid, _)| uuid);
+    summaries.dedup_by_key(|&mut (uuid, _)| uuid);
+    Answer {
+        view,
+        query,
+        found,
+        keyed: version.at_least(12),
+        with_mappings: version.at_least(34),
+        with_traits: version.at_least(17),
+        all_resources: version.at_least(27),
+        in_tree: version.at_least(29),
+        class_order,
+        group_order,
+        summaries,
     }
-    wire::AllocationCandidates {
-        allocation_requests,
-        provider_summaries,
+}
+
+/// What [`render`] returns: the search's answer and what is needed to write it.
+struct Answer<'a> {
+    view: &'a View,
+    query: &'a CandidateQuery,
+    found: &'a Candidates,
+    /// Allocation requests as objects keyed by provider (1.12).
+    keyed: bool,
+    /// With `mappings` (1.34).
+    with_mappings: bool,
+    /// Summaries with traits (1.17).
+    with_traits: bool,
+    /// Summaries with every inventory, not only the requested classes (1.27).
+    all_resources: bool,
+    /// Summaries with parent and root (1.29).
+    in_tree: bool,
+    /// Indices of `found.classes`, sorted by name.
+    class_order: Vec<usize>,
+    /// Indices of `query.groups`, sorted by suffix.
+    group_order: Vec<usize>,
+    /// The providers to summarise, sorted by uuid.
+    summaries: Vec<(Uuid, ProviderId)>,
+}
+
+/// One allocation of a candidate: provider, class index, amount.
+type Allocation = (ProviderId, usize, u64);
+
+impl Serialize for Answer<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("allocation_requests", &Requests(self))?;
+        map.serialize_entry("provider_summaries", &Summaries(self))?;
+        map.end()
+    }
+}
+
+/// `allocation_requests`.
+struct Requests<'a>(&'a Answer<'a>);
+
+impl Serialize for Requests<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let answer = self.0;
+        serializer.collect_seq(
+            answer
+                .found
+                .requests
+                .iter()
+                .map(|request| Request { answer, request }),
+        )
+    }
+}
+
+/// One candidate, as a list of providers (before 1.12) or an object keyed by
+/// provider uuid.
+struct Request<'a> {
+    answer: &'a Answer<'a>,
+    request: &'a AllocationRequest,
+}
+
+/// A candidate's allocations, one slice per provider (they are sorted by provider).
+fn by_provider(allocations: &[Allocation]) -> impl Iterator<Item = &[Allocation]> {
+    allocations.chunk_by(|a, b| a.0 == b.0)
+}
+
+impl Serialize for Request<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let answer = self.answer;
+        let allocations = &self.request.allocations;
+        let mut map = serializer.serialize_map(None)?;
+        if !answer.keyed {
+            // Providers in the order of their ids, as the search sorted them.
+            let listed = by_provider(allocations).map(|part| ListedProvider {
+                answer,
+                uuid: answer.view.uuid_of(part[0].0),
+                part,
+            });
+            map.serialize_entry("allocations", &SeqOf(RefCell::new(Some(listed))))?;
+            return map.end();
+        }
+        map.serialize_entry(
+            "allocations",
+            &KeyedProviders {
+                answer,
+                allocations,
+            },
+        )?;
+        if answer.with_mappings {
+            map.serialize_entry("mappings", &Mappings(self))?;
+        }
+        map.end()
+    }
+}
+
+/// Serializes an iterator once, as a sequence (the iterator is taken on first use).
+struct SeqOf<I>(RefCell<Option<I>>);
+
+impl<I: Iterator<Item = T>, T: Serialize> Serialize for SeqOf<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0.borrow_mut().take() {
+            Some(items) => serializer.collect_seq(items),
+            None => serializer.collect_seq(std::iter::empty::<T>()),
+        }
+    }
+}
+
+/// `{"resource_provider": {"uuid": ...}, "resources": {...}}` (before 1.12).
+struct ListedProvider<'a> {
+    answer: &'a Answer<'a>,
+    uuid: Uuid,
+    part: &'a [Allocation],
+}
+
+impl Serialize for ListedProvider<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("resource_provider", &wire::ProviderRef { uuid: self.uuid })?;
+        map.serialize_entry("resources", &Amounts(self.answer, self.part))?;
+        map.end()
+    }
+}
+
+/// `{uuid: {"resources": {...}}}` (from 1.12), in uuid order.
+struct KeyedProviders<'a> {
+    answer: &'a Answer<'a>,
+    allocations: &'a [Allocation],
+}
+
+impl Serialize for KeyedProviders<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let view = self.answer.view;
+        let mut map = serializer.serialize_map(None)?;
+        // A candidate has few providers: they are sorted on the stack, each uuid looked
+        // up once; a list is allocated only for a candidate of many providers.
+        const ON_STACK: usize = 8;
+        let mut few: [(Uuid, &[Allocation]); ON_STACK] = [(Uuid::nil(), &[]); ON_STACK];
+        let mut many: Vec<(Uuid, &[Allocation])> = Vec::new();
+        let mut count = 0;
+        for part in by_provider(self.allocations) {
+            let entry = (view.uuid_of(part[0].0), part);
+            if count < ON_STACK {
+                few[count] = entry;
+            } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(entry);
+            }
+            count += 1;
+        }
+        let parts = if count <= ON_STACK {
+            &mut few[..count]
+        } else {
+            &mut many[..]
+        };
+        parts.sort_unstable_by_key(|&(uuid, _)| uuid);
+        for (uuid, part) in parts.iter() {
+            map.serialize_entry(uuid, &KeyedResources(self.answer, part))?;
+        }
+        map.end()
+    }
+}
+
+/// `{"resources": {...}}`: one provider's part of a candidate from 1.12.
+struct KeyedResources<'a>(&'a Answer<'a>, &'a [Allocation]);
+
+impl Serialize for KeyedResources<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("resources", &Amounts(self.0, self.1))?;
+        map.end()
+    }
+}
+
+/// `{class: amount}` for one provider, in class name order.
+struct Amounts<'a>(&'a Answer<'a>, &'a [Allocation]);
+
+impl Serialize for Amounts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Amounts(answer, part) = *self;
+        serializer.collect_map(answer.class_order.iter().filter_map(|&class| {
+            part.iter()
+                .find(|a| a.1 == class)
+                .map(|a| (answer.found.class_name(class), a.2))
+        }))
+    }
+}
+
+/// `mappings` (from 1.34): each group's providers, by suffix.
+struct Mappings<'a>(&'a Request<'a>);
+
+impl Serialize for Mappings<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Request { answer, request } = *self.0;
+        serializer.collect_map(
+            answer
+                .group_order
+                .iter()
+                .filter_map(|&g| Some((g, request.mappings.get(g)?)))
+                .map(|(g, ids)| (answer.query.groups[g].suffix.as_str(), Uuids(answer, ids))),
+        )
+    }
+}
+
+/// A list of providers' uuids.
+struct Uuids<'a>(&'a Answer<'a>, &'a [ProviderId]);
+
+impl Serialize for Uuids<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.1.iter().map(|id| self.0.view.uuid_of(*id)))
+    }
+}
+
+/// `provider_summaries`, by uuid; each summary is looked up as it is written, so only
+/// one lives at a time.
+struct Summaries<'a>(&'a Answer<'a>);
+
+impl Serialize for Summaries<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let answer = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        for &(uuid, id) in &answer.summaries {
+            let Some(summary) = answer.view.provider_summary(id) else {
+                continue;
+            };
+            map.serialize_entry(&uuid, &Summary { answer, summary })?;
+        }
+        map.end()
+    }
+}
+
+/// One provider summary at the request's microversion.
+struct Summary<'a> {
+    answer: &'a Answer<'a>,
+    summary: ProviderSummary<'a>,
+}
+
+impl Serialize for Summary<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Summary { answer, summary } = self;
+        let mut map = serializer.serialize_map(None)?;
+        if answer.in_tree {
+            map.serialize_entry("parent_provider_uuid", &summary.parent_uuid)?;
+        }
+        map.serialize_entry("resources", &SummaryResources(self))?;
+        if answer.in_tree {
+            map.serialize_entry("root_provider_uuid", &summary.root_uuid)?;
+        }
+        if answer.with_traits {
+            map.serialize_entry("traits", &summary.traits)?;
+        }
+        map.end()
+    }
+}
+
+/// A summary's inventories by class name: the requested classes before 1.27, all
+/// of them from 1.27.
+struct SummaryResources<'a>(&'a Summary<'a>);
+
+impl Serialize for SummaryResources<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Summary { answer, summary } = self.0;
+        let wanted = |class: &str| {
+            answer.all_resources || answer.found.classes.iter().any(|c| c.as_str() == class)
+        };
+        fn entry<'s>(r: &SummaryResource<'s>) -> (&'s str, wire::SummaryResource) {
+            let value = wire::SummaryResource {
+                capacity: r.capacity,
+                used: r.used,
+            };
+            (r.class, value)
+        }
+        let resources = &summary.resources;
+        if resources.is_sorted_by_key(|r| r.class) {
+            serializer.collect_map(resources.iter().filter(|r| wanted(r.class)).map(entry))
+        } else {
+            // Not expected (the view keeps inventories by class), but the order on the
+            // wire is the names' order whatever the view's is.
+            let mut sorted: Vec<&SummaryResource> = resources.iter().collect();
+            sorted.sort_by_key(|r| r.class);
+            serializer.collect_map(sorted.into_iter().filter(|r| wanted(r.class)).map(entry))
+        }
     }
 }
 
@@ -536,6 +773,99 @@ fn group_key_pattern(suffix: &str) -> Regex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    /// The answer as it was built before [`render`] wrote it straight from the search:
+    /// the `wire::candidates` maps, the oracle for the bytes.
+    fn render_by_maps<'a>(
+        view: &'a View,
+        version: Version,
+        query: &'a CandidateQuery,
+        found: &'a Candidates,
+    ) -> wire::AllocationCandidates<'a> {
+        let keyed = version.at_least(12);
+        let with_mappings = version.at_least(34);
+        let with_traits = version.at_least(17);
+        let all_resources = version.at_least(27);
+        let in_tree = version.at_least(29);
+
+        let allocation_requests = found
+            .requests
+            .iter()
+            .map(|r| {
+                // Allocations grouped by provider (they are sorted by provider).
+                let mut by_provider: Vec<(Uuid, BTreeMap<&str, u64>)> = Vec::new();
+                for &(id, class, amount) in &r.allocations {
+                    let uuid = view.uuid_of(id);
+                    let name = found.class_name(class);
+                    match by_provider.last_mut() {
+                        Some((last, resources)) if *last == uuid => {
+                            resources.insert(name, amount);
+                        }
+                        _ => by_provider.push((uuid, BTreeMap::from([(name, amount)]))),
+                    }
+                }
+                if !keyed {
+                    let allocations = by_provider
+                        .into_iter()
+                        .map(|(uuid, resources)| wire::ProviderResources {
+                            resource_provider: wire::ProviderRef { uuid },
+                            resources,
+                        })
+                        .collect();
+                    return wire::AllocationRequest::Listed(wire::ListedRequest { allocations });
+                }
+                let mappings = with_mappings.then(|| {
+                    query
+                        .groups
+                        .iter()
+                        .zip(&r.mappings)
+                        .map(|(g, ids)| {
+                            let uuids = ids.iter().map(|id| view.uuid_of(*id)).collect();
+                            (g.suffix.as_str(), uuids)
+                        })
+                        .collect()
+                });
+                wire::AllocationRequest::Keyed(wire::KeyedRequest {
+                    allocations: by_provider
+                        .into_iter()
+                        .map(|(uuid, resources)| (uuid, wire::Resources { resources }))
+                        .collect(),
+                    mappings,
+                })
+            })
+            .collect();
+
+        let mut provider_summaries = BTreeMap::new();
+        for id in &found.summaries {
+            let Some(s) = view.provider_summary(*id) else {
+                continue;
+            };
+            let resources = s
+                .resources
+                .iter()
+                .filter(|r| all_resources || found.classes.iter().any(|c| c.as_str() == r.class))
+                .map(|r| {
+                    let summary = wire::SummaryResource {
+                        capacity: r.capacity,
+                        used: r.used,
+                    };
+                    (r.class, summary)
+                })
+                .collect();
+            let summary = wire::ProviderSummary {
+                parent_provider_uuid: in_tree.then_some(s.parent_uuid),
+                resources,
+                root_provider_uuid: in_tree.then_some(s.root_uuid),
+                traits: with_traits.then_some(s.traits),
+            };
+            provider_summaries.insert(s.uuid, summary);
+        }
+        wire::AllocationCandidates {
+            allocation_requests,
+            provider_summaries,
+        }
+    }
 
     fn message(raw: &str, v: u16) -> String {
         parse_query(Version(v), Some(raw)).unwrap_err().message
@@ -714,11 +1044,55 @@ mod tests {
                 if let Ok(found) = view.allocation_candidates(&query, &options) {
                     answered += usize::from(!found.requests.is_empty());
                     let body = serde_json::to_vec(&render(&view, version, &query, &found));
-                    assert!(body.is_ok());
+                    let maps = serde_json::to_vec(&render_by_maps(&view, version, &query, &found));
+                    assert_eq!(body.unwrap(), maps.unwrap(), "{raw} at {version:?}");
                 }
             }
         }
         assert!(answered > 300, "the queries reach the search ({answered})");
+    }
+
+    /// Candidates of more providers than [`KeyedProviders`] sorts on the stack are
+    /// written as the maps wrote them.
+    #[test]
+    fn many_providers_in_one_candidate() {
+        use allot_core::{Change, Inventory};
+        let mut view = View::new();
+        let (_, c) = view
+            .create_provider(Uuid::from_u128(0xf00), "root", None, 0)
+            .unwrap();
+        view.apply(&c);
+        let root = ProviderRef::from(Uuid::from_u128(0xf00));
+        let mut changes = Vec::new();
+        // Uuids in an order unlike the creation order.
+        for n in 0..10u128 {
+            let uuid = Uuid::from_u128(((n * 7) % 10 + 1) << 64);
+            let (_, c) = view
+                .create_provider(uuid, &format!("gpu{n}"), Some(root.clone()), 0)
+                .unwrap();
+            view.apply(&c);
+            let id = view.provider_by_uuid(&uuid).unwrap().id();
+            let inv = (
+                ResourceClass::new_unchecked("VGPU"),
+                Inventory::with_total(1),
+            );
+            changes.push(Change::SetInventories(id, vec![inv]));
+        }
+        view.apply(&changes);
+        let groups: Vec<String> = (1..=9).map(|n| format!("resources{n}=VGPU:1")).collect();
+        let raw = format!("{}&group_policy=isolate&limit=3", groups.join("&"));
+        for version in [29, 34, 39] {
+            let version = Version(version);
+            let query = parse_query(version, Some(&raw)).unwrap();
+            let found = view
+                .allocation_candidates(&query, &SearchOptions::default())
+                .unwrap();
+            assert_eq!(found.requests.len(), 3);
+            assert_eq!(found.requests[0].allocations.len(), 9);
+            let body = serde_json::to_vec(&render(&view, version, &query, &found)).unwrap();
+            let maps = serde_json::to_vec(&render_by_maps(&view, version, &query, &found)).unwrap();
+            assert_eq!(body, maps, "at {version:?}");
+        }
     }
 
     #[test]
