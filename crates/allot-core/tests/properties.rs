@@ -520,12 +520,9 @@ proptest! {
     }
 }
 
-/// Regression: Placement refers to classes by id, so a rename carries the
-/// inventories and allocations of the class along. They once stayed under a name that
-/// no longer existed (and `delete_class` of the new name, or `create_class` of the old
-/// one, then succeeded under them).
-#[test]
-fn renaming_a_class_in_use_keeps_its_inventory() {
+/// A custom class (2) on one provider with 4 units, `used` of them held by one consumer:
+/// the start of the rename regressions below.
+fn class_in_use(used: u64) -> Vec<Op> {
     use support::{InvSpec, WriteSpec};
     let inventory = InvSpec {
         total: 4,
@@ -535,7 +532,7 @@ fn renaming_a_class_in_use_keeps_its_inventory() {
         step_size: 1,
         allocation_ratio: 1.0,
     };
-    let ops = [
+    vec![
         Op::CreateClass(2),
         Op::CreateProvider {
             slot: 0,
@@ -551,12 +548,21 @@ fn renaming_a_class_in_use_keeps_its_inventory() {
                 consumer: 0,
                 generation: support::Gen::New,
                 consumer_type: None,
-                allocations: vec![(0, 2, 2)],
+                allocations: vec![(0, 2, used)],
             }],
             keep_duplicates: false,
         },
-        Op::RenameClass { from: 2, to: 3 },
-    ];
+    ]
+}
+
+/// Regression: Placement refers to classes by id, so a rename carries the
+/// inventories and allocations of the class along. They once stayed under a name that
+/// no longer existed (and `delete_class` of the new name, or `create_class` of the old
+/// one, then succeeded under them).
+#[test]
+fn renaming_a_class_in_use_keeps_its_inventory() {
+    let mut ops = class_in_use(2);
+    ops.push(Op::RenameClass { from: 2, to: 3 });
     run(&ops, &mut Stats::default());
 }
 
@@ -566,43 +572,14 @@ fn renaming_a_class_in_use_keeps_its_inventory() {
 /// "no worse" check, which has to follow the class across the rename.
 #[test]
 fn renaming_an_over_committed_class_is_no_worse() {
-    use support::{InvSpec, WriteSpec};
-    let inventory = InvSpec {
-        total: 4,
-        reserved: 0,
-        min_unit: 1,
-        max_unit: 4,
-        step_size: 1,
-        allocation_ratio: 1.0,
-    };
-    let ops = [
-        Op::CreateClass(2),
-        Op::CreateProvider {
-            slot: 0,
-            parent: None,
-        },
-        Op::AddInventory {
-            slot: 0,
-            class: 2,
-            inventory,
-        },
-        Op::Write {
-            writes: vec![WriteSpec {
-                consumer: 0,
-                generation: support::Gen::New,
-                consumer_type: None,
-                allocations: vec![(0, 2, 3)],
-            }],
-            keep_duplicates: false,
-        },
-        // Total 1 under a usage of 3.
-        Op::ShrinkUnder {
-            slot: 0,
-            class: 2,
-            below: 1,
-        },
-        Op::RenameClass { from: 2, to: 3 },
-    ];
+    let mut ops = class_in_use(3);
+    // Total 1 under a usage of 3.
+    ops.push(Op::ShrinkUnder {
+        slot: 0,
+        class: 2,
+        below: 1,
+    });
+    ops.push(Op::RenameClass { from: 2, to: 3 });
     let mut stats = Stats::default();
     run(&ops, &mut stats);
     assert!(stats.over_committed_states >= 2, "{stats:?}");
