@@ -25,12 +25,12 @@ use crate::error::ApiError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PolicyMode {
     /// `enforce_new_defaults = False`: a rule passes if its current check or its
-    /// deprecated one does. What Placement's own functional tests run under, hence the
-    /// `Default` for in-process use; `allot serve` defaults to `Secure`.
-    #[default]
+    /// deprecated one does. What Placement's own functional tests run under.
     Legacy,
     /// The current checks only (`enforce_new_defaults = True`, oslo.policy's default,
-    /// so what Placement 16 enforces as installed).
+    /// so what Placement 16 enforces as installed): the default, here and in
+    /// `allot serve`.
+    #[default]
     Secure,
     /// Every rule but `admin_api` allows anyone (Placement's `OpenPolicyFixture`, for
     /// tests of the API itself). Scope is still enforced.

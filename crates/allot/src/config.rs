@@ -392,6 +392,11 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn the_binary_and_the_server_default_to_one_policy() {
+        assert_eq!(PolicyMode::from(DEFAULT_POLICY), PolicyMode::default());
+    }
+
     /// `allot serve ARGS...` as clap parses it.
     #[derive(Parser, Debug)]
     struct Cli {

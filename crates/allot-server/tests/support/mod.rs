@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use allot_server::{router, AppState, Config};
+use allot_server::{router, AppState, Config, PolicyMode};
 use allot_store::{Host, Store};
 
 /// The time every test server's clock reads.
@@ -20,11 +20,16 @@ pub fn host_at(dir: &Path) -> Host {
     Host::new(Store::open(&url).unwrap(), Arc::new(|| NOW)).unwrap()
 }
 
-/// The application's state over `host`, with the default settings.
+/// The application's state over `host`, with the default settings but the legacy
+/// policy, the one Placement's own functional tests (and so the cases these files
+/// mirror) run under.
 pub fn state_of(host: Host) -> AppState {
     AppState {
         host,
-        config: Arc::new(Config::default()),
+        config: Arc::new(Config {
+            policy: PolicyMode::Legacy,
+            ..Config::default()
+        }),
     }
 }
 
