@@ -16,6 +16,7 @@
 
 pub mod candidates;
 pub mod change;
+pub mod compact;
 pub mod error;
 pub mod model;
 pub mod names;

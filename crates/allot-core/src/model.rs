@@ -1,9 +1,10 @@
 //! The records of the domain: providers, their inventories, custom classes and traits.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::compact::{VecMap, VecSet};
 use crate::names::{ResourceClass, TraitName};
 
 /// Seconds since the Unix epoch, UTC. The domain never reads a clock: callers pass the
@@ -118,13 +119,13 @@ pub struct Provider {
     /// The persisted row.
     pub row: ProviderRow,
     /// Inventories by resource class.
-    pub inventories: BTreeMap<ResourceClass, Inventory>,
+    pub inventories: VecMap<ResourceClass, Inventory>,
     /// Traits.
-    pub traits: BTreeSet<TraitName>,
+    pub traits: VecSet<TraitName>,
     /// Aggregates the provider is a member of.
-    pub aggregates: BTreeSet<Uuid>,
+    pub aggregates: VecSet<Uuid>,
     /// Direct children (derived from the children's `parent`, never persisted).
-    pub children: BTreeSet<ProviderId>,
+    pub children: VecSet<ProviderId>,
 }
 
 impl Provider {
@@ -132,10 +133,10 @@ impl Provider {
     pub fn new(row: ProviderRow) -> Self {
         Provider {
             row,
-            inventories: BTreeMap::new(),
-            traits: BTreeSet::new(),
-            aggregates: BTreeSet::new(),
-            children: BTreeSet::new(),
+            inventories: VecMap::new(),
+            traits: VecSet::new(),
+            aggregates: VecSet::new(),
+            children: VecSet::new(),
         }
     }
 
@@ -171,16 +172,19 @@ pub struct TraitRecord {
 }
 
 /// A consumer: whatever holds allocations (an instance, a migration, a volume).
+///
+/// The texts are shared (`Arc<str>`): many consumers carry the same project, user and
+/// type, and the view interns them so that each is held once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerRow {
     /// The id clients use.
     pub uuid: Uuid,
     /// The owning project's external id.
-    pub project_id: String,
+    pub project_id: Arc<str>,
     /// The owning user's external id.
-    pub user_id: String,
+    pub user_id: Arc<str>,
     /// What kind of consumer this is (1.38), if said.
-    pub consumer_type: Option<String>,
+    pub consumer_type: Option<Arc<str>>,
     /// Bumped by every change to the consumer's allocations (1.28).
     pub generation: u64,
     /// When the consumer was created.
@@ -205,8 +209,8 @@ pub struct Allocation {
 pub struct Consumer {
     /// The persisted row.
     pub row: ConsumerRow,
-    /// Everything the consumer holds, sorted.
-    pub allocations: Vec<Allocation>,
+    /// Everything the consumer holds, sorted (boxed: no spare room).
+    pub allocations: Box<[Allocation]>,
 }
 
 #[cfg(test)]

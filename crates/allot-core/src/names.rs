@@ -12,6 +12,7 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -50,8 +51,11 @@ pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
+        ///
+        /// Shared text: a clone is a reference count, not a copy, so the view holds
+        /// each name once however many records carry it (the state interns them).
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// The name as text.
@@ -67,14 +71,14 @@ macro_rules! name_type {
             /// Wraps a name without checking it. Only for trusted names: ones checked
             /// before (read back from a store, found in the state, or just checked)
             /// and literals in tests. Every call site says why its name is trusted.
-            pub fn new_unchecked(name: impl Into<String>) -> Self {
-                $name(name.into())
+            pub fn new_unchecked(name: impl AsRef<str>) -> Self {
+                $name(Arc::from(name.as_ref()))
             }
 
             /// Checks that `name` is well formed (see [`is_well_formed_name`]).
             /// Whether such a class or trait exists is a question for the state.
             pub fn parse(name: &str) -> Option<Self> {
-                is_well_formed_name(name).then(|| $name(name.to_owned()))
+                is_well_formed_name(name).then(|| $name(Arc::from(name)))
             }
 
             /// Sorts request text into a well-formed name or text that is not one

@@ -4,21 +4,25 @@
 //! [`Change`]s of every committed write. Reads (the HTTP GETs, and later the candidate
 //! search) run on it and never touch the store.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use uuid::Uuid;
 
 use crate::change::Change;
-use crate::model::{Allocation, ClassRecord, Consumer, Provider, ProviderId, TraitRecord};
+use crate::compact::{IdTable, VecMap, VecSet};
+use crate::model::{
+    Allocation, ClassRecord, Consumer, ConsumerRow, Provider, ProviderId, TraitRecord,
+};
 use crate::names::{ResourceClass, TraitName};
 use crate::standard;
 
 /// Everything allot knows, in memory.
 #[derive(Debug, Clone, Default)]
 pub struct State {
-    /// Providers by internal id; a BTreeMap so that listings come in creation order,
+    /// Providers by internal id, in id order so that listings come in creation order,
     /// as Placement lists them.
-    pub(crate) providers: BTreeMap<ProviderId, Provider>,
+    pub(crate) providers: IdTable<Provider>,
     pub(crate) by_uuid: HashMap<Uuid, ProviderId>,
     pub(crate) by_name: HashMap<String, ProviderId>,
     /// Custom resource classes (standard ones are in [`standard::RESOURCE_CLASSES`]).
@@ -29,7 +33,9 @@ pub struct State {
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
     /// Consumers and their allocations: the records.
-    pub(crate) consumers: HashMap<Uuid, Consumer>,
+    /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
+    /// slot then costs a pointer instead of a whole consumer.
+    pub(crate) consumers: HashMap<Uuid, Box<Consumer>>,
     /// Derived from `consumers` by `apply`, never written otherwise: per provider, the
     /// sum of every allocation of each class, and which consumers hold any. An index
     /// for reads, not a counter: `check_usage_index` recomputes it from the records.
@@ -37,15 +43,81 @@ pub struct State {
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: BTreeSet<ProviderId>,
+    /// Every name and text the records carry, held once (see [`Interned`]).
+    pub(crate) interned: Interned,
+}
+
+/// The view's one copy of each name and text that many records carry: the resource
+/// classes of inventories and allocations, the traits of providers, and the projects,
+/// users and types of consumers. A change arrives with its own copies (parsed from a
+/// request or read from the store); `apply` swaps them for these, so that a million
+/// allocations of `VCPU` share one string instead of holding a million.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interned {
+    classes: HashSet<ResourceClass>,
+    traits: HashSet<TraitName>,
+    texts: HashSet<Arc<str>>,
+}
+
+impl Interned {
+    fn class(&mut self, name: &ResourceClass) -> ResourceClass {
+        if let Some(held) = self.classes.get(name.as_str()) {
+            return held.clone();
+        }
+        self.classes.insert(name.clone());
+        name.clone()
+    }
+
+    fn trait_name(&mut self, name: &TraitName) -> TraitName {
+        if let Some(held) = self.traits.get(name.as_str()) {
+            return held.clone();
+        }
+        self.traits.insert(name.clone());
+        name.clone()
+    }
+
+    fn text(&mut self, text: &Arc<str>) -> Arc<str> {
+        if let Some(held) = self.texts.get(text) {
+            return held.clone();
+        }
+        self.texts.insert(text.clone());
+        text.clone()
+    }
+
+    /// Forgets a text that no record holds any more (the interner's own copy and the
+    /// caller's are the only two left). Classes and traits are not forgotten: they
+    /// are few, and exist as records of their own.
+    fn release_text(&mut self, text: Arc<str>) {
+        if Arc::strong_count(&text) == 2 {
+            self.texts.remove(&text);
+        }
+    }
+
+    fn consumer_row(&mut self, row: &ConsumerRow) -> ConsumerRow {
+        ConsumerRow {
+            project_id: self.text(&row.project_id),
+            user_id: self.text(&row.user_id),
+            consumer_type: row.consumer_type.as_ref().map(|t| self.text(t)),
+            ..row.clone()
+        }
+    }
+
+    fn release_consumer_row(&mut self, row: ConsumerRow) {
+        self.release_text(row.project_id);
+        self.release_text(row.user_id);
+        if let Some(t) = row.consumer_type {
+            self.release_text(t);
+        }
+    }
 }
 
 /// What allocations use on one provider (see [`State::usage`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderUsage {
     /// Sum of allocations per class (classes with nothing allocated are absent).
-    pub by_class: BTreeMap<crate::names::ResourceClass, u64>,
+    pub by_class: VecMap<ResourceClass, u64>,
     /// Consumers holding at least one allocation here.
-    pub consumers: BTreeSet<Uuid>,
+    pub consumers: VecSet<Uuid>,
 }
 
 impl State {
@@ -129,12 +201,17 @@ impl State {
             }
             Change::SetInventories(id, inventories) => {
                 if let Some(p) = self.providers.get_mut(id) {
-                    p.inventories = inventories.iter().cloned().collect();
+                    let interned = &mut self.interned;
+                    p.inventories = inventories
+                        .iter()
+                        .map(|(class, inv)| (interned.class(class), *inv))
+                        .collect();
                 }
             }
             Change::SetTraits(id, traits) => {
                 if let Some(p) = self.providers.get_mut(id) {
-                    p.traits = traits.iter().cloned().collect();
+                    let interned = &mut self.interned;
+                    p.traits = traits.iter().map(|t| interned.trait_name(t)).collect();
                     if p.traits.contains(crate::names::SHARING_TRAIT) {
                         self.sharing.insert(*id);
                     } else {
@@ -147,24 +224,40 @@ impl State {
                     p.aggregates = aggregates.iter().copied().collect();
                 }
             }
-            Change::PutConsumer { row, .. } => match self.consumers.get_mut(&row.uuid) {
-                Some(c) => c.row = row.clone(),
-                None => {
-                    self.consumers.insert(
-                        row.uuid,
-                        Consumer {
-                            row: row.clone(),
-                            allocations: vec![],
-                        },
-                    );
+            Change::PutConsumer { row, .. } => {
+                let row = self.interned.consumer_row(row);
+                match self.consumers.get_mut(&row.uuid) {
+                    Some(c) => {
+                        let old = std::mem::replace(&mut c.row, row);
+                        self.interned.release_consumer_row(old);
+                    }
+                    None => {
+                        self.consumers.insert(
+                            row.uuid,
+                            Box::new(Consumer {
+                                row,
+                                allocations: Box::default(),
+                            }),
+                        );
+                    }
                 }
-            },
+            }
             Change::DeleteConsumer(uuid) => {
                 self.replace_allocations(uuid, Vec::new());
-                self.consumers.remove(uuid);
+                if let Some(c) = self.consumers.remove(uuid) {
+                    self.interned.release_consumer_row(c.row);
+                }
             }
             Change::SetAllocations(uuid, allocations) => {
-                self.replace_allocations(uuid, allocations.clone());
+                let interned = &mut self.interned;
+                let allocations = allocations
+                    .iter()
+                    .map(|a| Allocation {
+                        class: interned.class(&a.class),
+                        ..a.clone()
+                    })
+                    .collect();
+                self.replace_allocations(uuid, allocations);
             }
         }
     }
@@ -201,7 +294,8 @@ impl State {
             return;
         };
         new.sort();
-        let old = std::mem::replace(&mut c.allocations, new.clone());
+        let old = std::mem::replace(&mut c.allocations, new.into_boxed_slice());
+        let new = &c.allocations;
         for a in &old {
             if let Some(u) = self.usage.get_mut(&a.provider) {
                 if let Some(v) = u.by_class.get_mut(&a.class) {
@@ -216,9 +310,9 @@ impl State {
                 }
             }
         }
-        for a in &new {
+        for a in new {
             let u = self.usage.entry(a.provider).or_default();
-            *u.by_class.entry(a.class.clone()).or_insert(0) += a.used;
+            *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
             u.consumers.insert(*consumer);
         }
     }
@@ -230,7 +324,7 @@ impl State {
         for c in self.consumers.values() {
             for a in &c.allocations {
                 let u = fresh.entry(a.provider).or_default();
-                *u.by_class.entry(a.class.clone()).or_insert(0) += a.used;
+                *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
                 u.consumers.insert(c.row.uuid);
             }
         }
@@ -366,12 +460,12 @@ impl State {
 
     /// A consumer by uuid.
     pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
-        self.consumers.get(uuid)
+        self.consumers.get(uuid).map(|c| &**c)
     }
 
     /// All consumers, in no particular order.
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
-        self.consumers.values()
+        self.consumers.values().map(|c| &**c)
     }
 }
 

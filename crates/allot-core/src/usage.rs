@@ -95,9 +95,9 @@ impl State {
     ) -> impl Iterator<Item = &'s Consumer> + 's {
         self.consumers().filter(move |c| {
             !c.allocations.is_empty()
-                && c.row.project_id == project_id
+                && *c.row.project_id == *project_id
                 && match user_id {
-                    Some(u) => c.row.user_id == u,
+                    Some(u) => *c.row.user_id == *u,
                     None => true,
                 }
         })
@@ -185,9 +185,9 @@ mod tests {
                 Change::PutConsumer {
                     row: ConsumerRow {
                         uuid,
-                        project_id: project.to_string(),
-                        user_id: user.to_string(),
-                        consumer_type: kind.map(str::to_owned),
+                        project_id: (*project).into(),
+                        user_id: (*user).into(),
+                        consumer_type: kind.map(Into::into),
                         generation: 0,
                         created_at: 0,
                         updated_at: 0,

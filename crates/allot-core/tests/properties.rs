@@ -210,7 +210,7 @@ fn check_invariants(state: &State) {
                 .collect();
             assert_eq!(classes, seen, "classes in the usage index");
             assert_eq!(
-                Some(&index.consumers),
+                Some(index.consumers.iter().copied().collect::<BTreeSet<_>>()).as_ref(),
                 holders.get(&p.id()),
                 "consumers in the usage index"
             );
@@ -313,13 +313,13 @@ fn check_write(
             w.consumer
         );
         assert_eq!(
-            c.row.consumer_type,
+            c.row.consumer_type.as_deref(),
             w.consumer_type
-                .clone()
-                .or_else(|| old.and_then(|o| o.row.consumer_type.clone()))
+                .as_deref()
+                .or_else(|| old.and_then(|o| o.row.consumer_type.as_deref()))
         );
-        assert_eq!(c.row.project_id, w.project_id);
-        assert_eq!(c.row.user_id, w.user_id);
+        assert_eq!(*c.row.project_id, *w.project_id);
+        assert_eq!(*c.row.user_id, *w.user_id);
     }
     for c in before.consumers() {
         if !expected.contains_key(&c.row.uuid) {

@@ -36,9 +36,9 @@ fn snapshot(state: &State) -> Vec<allot_core::Provider> {
 fn consumer(uuid: u128, generation: u64, consumer_type: Option<&str>) -> ConsumerRow {
     ConsumerRow {
         uuid: Uuid::from_u128(uuid),
-        project_id: format!("project-{uuid}"),
+        project_id: format!("project-{uuid}").into(),
         user_id: "user".into(),
-        consumer_type: consumer_type.map(str::to_owned),
+        consumer_type: consumer_type.map(Into::into),
         generation,
         created_at: 200,
         updated_at: 200 + generation as i64,
@@ -201,7 +201,7 @@ fn suite(url: &str) {
     assert_eq!(reloaded.consumers().count(), 2);
     let c10 = reloaded.consumer(&Uuid::from_u128(10)).unwrap();
     assert_eq!(c10.row, consumer(10, 1, Some("MIGRATION")));
-    assert_eq!(c10.allocations, vec![allocation(2, "VCPU", 1)]);
+    assert_eq!(&*c10.allocations, &[allocation(2, "VCPU", 1)]);
     assert!(reloaded.consumer(&Uuid::from_u128(11)).is_none());
     assert!(reloaded.consumer(&Uuid::from_u128(13)).is_none());
     let index = reloaded.provider_usage_index(ProviderId(2)).unwrap();

@@ -3,7 +3,7 @@
 //! Aggregates have no life of their own: an aggregate is nothing but a uuid that some
 //! providers share, so setting a provider's list is the only write there is.
 
-use std::collections::BTreeSet;
+use crate::compact::VecSet;
 
 use uuid::Uuid;
 
@@ -36,7 +36,7 @@ impl State {
         if let Some(expected) = generation {
             check_generation(rp, expected, GENERATION_CHANGED)?;
         }
-        let wanted: BTreeSet<Uuid> = aggregates.iter().copied().collect();
+        let wanted: VecSet<Uuid> = aggregates.iter().copied().collect();
         let mut changes = Vec::new();
         if wanted != rp.aggregates {
             changes.push(Change::SetAggregates(rp.id(), wanted.into_iter().collect()));

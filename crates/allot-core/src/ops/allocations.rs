@@ -507,7 +507,7 @@ impl State {
                 touch_provider(id);
             }
             if list.is_empty() {
-                for a in existing.map(|c| c.allocations.as_slice()).unwrap_or(&[]) {
+                for a in existing.map(|c| &*c.allocations).unwrap_or(&[]) {
                     touch_provider(a.provider);
                 }
             }
@@ -615,11 +615,12 @@ fn consumer_row(
     let bump = u64::from(touched);
     match existing {
         Some(c) => ConsumerRow {
-            project_id: write.project_id.clone(),
-            user_id: write.user_id.clone(),
+            project_id: write.project_id.as_str().into(),
+            user_id: write.user_id.as_str().into(),
             consumer_type: write
                 .consumer_type
-                .clone()
+                .as_deref()
+                .map(Into::into)
                 .or_else(|| c.row.consumer_type.clone()),
             generation: c.row.generation + bump,
             updated_at: if touched { now } else { c.row.updated_at },
@@ -627,9 +628,9 @@ fn consumer_row(
         },
         None => ConsumerRow {
             uuid: write.consumer,
-            project_id: write.project_id.clone(),
-            user_id: write.user_id.clone(),
-            consumer_type: write.consumer_type.clone(),
+            project_id: write.project_id.as_str().into(),
+            user_id: write.user_id.as_str().into(),
+            consumer_type: write.consumer_type.as_deref().map(Into::into),
             generation: bump,
             created_at: now,
             updated_at: now,
@@ -1087,10 +1088,7 @@ mod tests {
         w.user_id = "u2".into();
         run(&mut s, &[w]).unwrap();
         let row = &s.consumer(&Uuid::from_u128(10)).unwrap().row;
-        assert_eq!(
-            (row.project_id.as_str(), row.user_id.as_str()),
-            ("p2", "u2")
-        );
+        assert_eq!((&*row.project_id, &*row.user_id), ("p2", "u2"));
         // No type given (before 1.38) keeps the one there is.
         assert_eq!(row.consumer_type.as_deref(), Some("INSTANCE"));
         let mut w = claim(10, 2);

@@ -72,7 +72,7 @@ fn replace_traits(
     wanted: BTreeSet<TraitName>,
     now: Timestamp,
 ) -> (ProviderTraits, Vec<Change>) {
-    if wanted == rp.traits {
+    if wanted.iter().eq(rp.traits.iter()) {
         let unchanged = ProviderTraits {
             traits: wanted.into_iter().collect(),
             generation: rp.row.generation,

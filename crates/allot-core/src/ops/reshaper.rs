@@ -137,7 +137,11 @@ impl State {
                 return Err(malformed(class.as_str()));
             }
             let p = next.provider(*id).expect("checked above");
-            let mut union = p.inventories.clone();
+            let mut union: BTreeMap<ResourceClass, Inventory> = p
+                .inventories
+                .iter()
+                .map(|(c, inv)| (c.clone(), *inv))
+                .collect();
             // Every class is a name that exists (checked just above).
             let named = request
                 .inventories

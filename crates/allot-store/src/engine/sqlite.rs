@@ -110,154 +110,152 @@ impl SqliteEngine {
     }
 
     /// Reads the whole database into a view.
+    ///
+    /// Rows are folded into the view as they are read, a provider's or a consumer's
+    /// rows at a time, never gathered first: at a million providers the records would
+    /// otherwise be held twice at the peak of start-up. Text is read in place
+    /// (`get_ref`) where it is parsed or interned, so a row costs no allocation of its
+    /// own.
     pub fn load(&mut self) -> Result<State, StoreError> {
-        let mut changes = Vec::new();
         let conn = &self.conn;
+        let mut state = State::new();
 
         let mut stmt = conn.prepare("SELECT name, created_at, updated_at FROM resource_classes")?;
-        for row in stmt.query_map([], |r| {
-            Ok(ClassRecord {
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let record = ClassRecord {
                 // Trusted: only names the core checked are ever written.
-                name: ResourceClass::new_unchecked(r.get::<_, String>(0)?),
+                name: ResourceClass::new_unchecked(text(r, 0)?),
                 created_at: r.get(1)?,
                 updated_at: r.get(2)?,
-            })
-        })? {
-            changes.push(Change::PutClass {
-                record: row?,
+            };
+            state.apply(&[Change::PutClass {
+                record,
                 old_name: None,
-            });
+            }]);
         }
 
         let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
-        for row in stmt.query_map([], |r| {
-            Ok(TraitRecord {
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let record = TraitRecord {
                 // Trusted: only names the core checked are ever written.
-                name: TraitName::new_unchecked(r.get::<_, String>(0)?),
+                name: TraitName::new_unchecked(text(r, 0)?),
                 created_at: r.get(1)?,
-            })
-        })? {
-            changes.push(Change::PutTrait(row?));
+            };
+            state.apply(&[Change::PutTrait(record)]);
         }
 
         let mut stmt = conn.prepare(
             "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
              FROM providers ORDER BY id",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<i64>>(4)?,
-                r.get::<_, i64>(5)?,
-                r.get::<_, i64>(6)?,
-                r.get::<_, i64>(7)?,
-            ))
-        })?;
-        for row in rows {
-            let (id, uuid, name, generation, parent, root, created_at, updated_at) = row?;
-            let uuid = Uuid::parse_str(&uuid)
-                .map_err(|e| StoreError::Corrupt(format!("provider {id} uuid {uuid:?}: {e}")))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
             let row = ProviderRow {
                 id: ProviderId(id as u64),
-                uuid,
-                name,
-                generation: generation as u64,
-                parent: parent.map(|p| ProviderId(p as u64)),
-                root: ProviderId(root as u64),
-                created_at,
-                updated_at,
+                uuid: parse_uuid(text(r, 1)?, "provider")?,
+                name: r.get(2)?,
+                generation: r.get::<_, i64>(3)? as u64,
+                parent: r.get::<_, Option<i64>>(4)?.map(|p| ProviderId(p as u64)),
+                root: ProviderId(r.get::<_, i64>(5)? as u64),
+                created_at: r.get(6)?,
+                updated_at: r.get(7)?,
             };
-            changes.push(Change::PutProvider {
+            state.apply(&[Change::PutProvider {
                 row,
                 previous_generation: None,
-            });
+            }]);
         }
-
-        let mut state = State::new();
-        state.apply(&changes);
         state.relink_children();
-        changes.clear();
 
-        // Inventories, traits and aggregates are grouped per provider: rows come ordered
-        // by provider so that each provider gets one Set* change.
+        // Inventories, traits and aggregates come ordered by provider (their primary
+        // keys), so each provider's rows make one Set* change.
         let mut stmt = conn.prepare(
             "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
                     allocation_ratio
              FROM inventories ORDER BY provider_id",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                Inventory {
+        fold_groups(
+            stmt.query([])?,
+            &mut state,
+            |r| {
+                let inventory = Inventory {
                     total: r.get::<_, i64>(2)? as u64,
                     reserved: r.get::<_, i64>(3)? as u64,
                     min_unit: r.get::<_, i64>(4)? as u64,
                     max_unit: r.get::<_, i64>(5)? as u64,
                     step_size: r.get::<_, i64>(6)? as u64,
                     allocation_ratio: r.get(7)?,
-                },
-            ))
-        })?;
-        let mut grouped: Vec<(ProviderId, Vec<(ResourceClass, Inventory)>)> = Vec::new();
-        for row in rows {
-            let (pid, class, inv) = row?;
-            let pid = ProviderId(pid as u64);
-            // Trusted: classes read back from the store were checked when written.
-            match grouped.last_mut() {
-                Some((last, list)) if *last == pid => {
-                    list.push((ResourceClass::new_unchecked(class), inv))
-                }
-                _ => grouped.push((pid, vec![(ResourceClass::new_unchecked(class), inv)])),
-            }
-        }
-        changes.extend(
-            grouped
-                .into_iter()
-                .map(|(p, l)| Change::SetInventories(p, l)),
-        );
+                };
+                // Trusted: classes read back from the store were checked when written.
+                let class = ResourceClass::new_unchecked(text(r, 1)?);
+                Ok((provider_key(r)?, (class, inventory)))
+            },
+            |p, list| Change::SetInventories(ProviderId(p as u64), list),
+        )?;
 
         let mut stmt =
             conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let mut grouped: Vec<(ProviderId, Vec<TraitName>)> = Vec::new();
-        for row in rows {
-            let (pid, name) = row?;
-            let pid = ProviderId(pid as u64);
+        fold_groups(
+            stmt.query([])?,
+            &mut state,
             // Trusted: traits read back from the store were checked when written.
-            match grouped.last_mut() {
-                Some((last, list)) if *last == pid => list.push(TraitName::new_unchecked(name)),
-                _ => grouped.push((pid, vec![TraitName::new_unchecked(name)])),
-            }
-        }
-        changes.extend(grouped.into_iter().map(|(p, l)| Change::SetTraits(p, l)));
+            |r| Ok((provider_key(r)?, TraitName::new_unchecked(text(r, 1)?))),
+            |p, list| Change::SetTraits(ProviderId(p as u64), list),
+        )?;
 
         let mut stmt = conn.prepare(
             "SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let mut grouped: Vec<(ProviderId, Vec<Uuid>)> = Vec::new();
-        for row in rows {
-            let (pid, agg) = row?;
-            let agg = Uuid::parse_str(&agg)
-                .map_err(|e| StoreError::Corrupt(format!("aggregate {agg:?}: {e}")))?;
-            let pid = ProviderId(pid as u64);
-            match grouped.last_mut() {
-                Some((last, list)) if *last == pid => list.push(agg),
-                _ => grouped.push((pid, vec![agg])),
-            }
-        }
-        changes.extend(
-            grouped
-                .into_iter()
-                .map(|(p, l)| Change::SetAggregates(p, l)),
-        );
-        load_consumers(conn, &mut changes)?;
+        fold_groups(
+            stmt.query([])?,
+            &mut state,
+            |r| Ok((provider_key(r)?, parse_uuid(text(r, 1)?, "aggregate")?)),
+            |p, list| Change::SetAggregates(ProviderId(p as u64), list),
+        )?;
 
-        state.apply(&changes);
+        let mut stmt = conn.prepare(
+            "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
+             FROM consumers",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let row = ConsumerRow {
+                uuid: parse_uuid(text(r, 0)?, "consumer")?,
+                project_id: text(r, 1)?.into(),
+                user_id: text(r, 2)?.into(),
+                consumer_type: optional_text(r, 3)?.map(Into::into),
+                generation: r.get::<_, i64>(4)? as u64,
+                created_at: r.get(5)?,
+                updated_at: r.get(6)?,
+            };
+            state.apply(&[Change::PutConsumer {
+                row,
+                previous_generation: None,
+            }]);
+        }
+
+        let mut stmt = conn.prepare(
+            "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
+             ORDER BY consumer_uuid",
+        )?;
+        fold_groups(
+            stmt.query([])?,
+            &mut state,
+            |r| {
+                let consumer = parse_uuid(text(r, 0)?, "allocation consumer")?;
+                let allocation = Allocation {
+                    provider: ProviderId(r.get::<_, i64>(1)? as u64),
+                    // Trusted: classes read back from the store were checked when written.
+                    class: ResourceClass::new_unchecked(text(r, 2)?),
+                    used: r.get::<_, i64>(3)? as u64,
+                };
+                Ok((consumer, allocation))
+            },
+            Change::SetAllocations,
+        )?;
         Ok(state)
     }
 
@@ -272,74 +270,49 @@ impl SqliteEngine {
     }
 }
 
-/// Reads consumers and their allocations as the changes that recreate them.
-fn load_consumers(conn: &Connection, changes: &mut Vec<Change>) -> Result<(), StoreError> {
-    let parse_uuid = |text: String, what: &str| {
-        Uuid::parse_str(&text).map_err(|e| StoreError::Corrupt(format!("{what} {text:?}: {e}")))
-    };
-    let mut stmt = conn.prepare(
-        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
-         FROM consumers",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, i64>(4)?,
-            r.get::<_, i64>(5)?,
-            r.get::<_, i64>(6)?,
-        ))
-    })?;
-    for row in rows {
-        let (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at) = row?;
-        let row = ConsumerRow {
-            uuid: parse_uuid(uuid, "consumer")?,
-            project_id,
-            user_id,
-            consumer_type,
-            generation: generation as u64,
-            created_at,
-            updated_at,
-        };
-        changes.push(Change::PutConsumer {
-            row,
-            previous_generation: None,
-        });
-    }
+/// Column `i` of a row as text, read in place.
+fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str, StoreError> {
+    optional_text(r, i)?.ok_or_else(|| StoreError::Corrupt(format!("column {i} is NULL")))
+}
 
-    let mut stmt = conn.prepare(
-        "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
-         ORDER BY consumer_uuid",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, i64>(3)?,
-        ))
-    })?;
-    let mut grouped: Vec<(String, Vec<Allocation>)> = Vec::new();
-    for row in rows {
-        let (consumer, provider, class, used) = row?;
-        let allocation = Allocation {
-            provider: ProviderId(provider as u64),
-            // Trusted: classes read back from the store were checked when written.
-            class: ResourceClass::new_unchecked(class),
-            used: used as u64,
-        };
-        match grouped.last_mut() {
-            Some((last, list)) if *last == consumer => list.push(allocation),
-            _ => grouped.push((consumer, vec![allocation])),
+/// Column `i` of a row as text or NULL, read in place.
+fn optional_text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r str>, StoreError> {
+    r.get_ref(i)?
+        .as_str_or_null()
+        .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// The provider id in the first column of a row.
+fn provider_key(r: &rusqlite::Row<'_>) -> Result<i64, StoreError> {
+    Ok(r.get(0)?)
+}
+
+fn parse_uuid(text: &str, what: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(text).map_err(|e| StoreError::Corrupt(format!("{what} {text:?}: {e}")))
+}
+
+/// Reads rows that come ordered by a key, gathers each key's items (`item` reads one
+/// row) and applies them to `state` as one change (`change`), a key at a time.
+fn fold_groups<K: PartialEq, T>(
+    mut rows: rusqlite::Rows<'_>,
+    state: &mut State,
+    mut item: impl FnMut(&rusqlite::Row<'_>) -> Result<(K, T), StoreError>,
+    change: impl Fn(K, Vec<T>) -> Change,
+) -> Result<(), StoreError> {
+    let mut group: Option<(K, Vec<T>)> = None;
+    while let Some(r) = rows.next()? {
+        let (key, value) = item(r)?;
+        match &mut group {
+            Some((current, list)) if *current == key => list.push(value),
+            _ => {
+                if let Some((done, list)) = group.replace((key, vec![value])) {
+                    state.apply(&[change(done, list)]);
+                }
+            }
         }
     }
-    for (consumer, list) in grouped {
-        changes.push(Change::SetAllocations(
-            parse_uuid(consumer, "allocation consumer")?,
-            list,
-        ));
+    if let Some((done, list)) = group {
+        state.apply(&[change(done, list)]);
     }
     Ok(())
 }

@@ -1,0 +1,518 @@
+//! Small sorted collections for the records of the view.
+//!
+//! A provider holds a few inventories, a few traits, an aggregate or two; a
+//! `BTreeMap` or `BTreeSet` for each would allocate a whole node (eleven slots) per
+//! provider, most of it empty, and the view holds millions of them. A sorted vector
+//! holds exactly what is there in one allocation, keeps the order the listings need,
+//! and finds an entry by binary search, as fast as a tree at these sizes.
+//!
+//! Both keep a boxed slice (two words, where a `Vec` takes three) of exactly their
+//! length: the records live long and change rarely, so an edit reallocates rather
+//! than keeping spare room. Inserting into the middle is linear in the length. The few long lists (the
+//! consumers of one provider, say) stay cheap enough: a memmove of a few hundred
+//! kilobytes at worst, on a write, never on a read.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use crate::model::ProviderId;
+
+/// A map kept as a slice of entries sorted by key, with no spare capacity.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VecMap<K, V> {
+    entries: Box<[(K, V)]>,
+}
+
+impl<K, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        VecMap {
+            entries: Box::default(),
+        }
+    }
+}
+
+/// Runs `edit` on the items as a vector, and boxes them again with no spare room.
+fn edit<T, R>(items: &mut Box<[T]>, edit: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    let mut list = std::mem::take(items).into_vec();
+    let out = edit(&mut list);
+    *items = list.into_boxed_slice();
+    out
+}
+
+impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for VecMap<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.entries.iter().map(|(k, v)| (k, v)))
+            .finish()
+    }
+}
+
+impl<K: Ord, V> VecMap<K, V> {
+    /// An empty map (allocates nothing).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn find<Q>(&self, key: &Q) -> Result<usize, usize>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The value under `key`.
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    /// The stored key and value under `key`.
+    pub fn get_key_value<Q>(&self, key: &Q) -> Option<(&K, &V)>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key)
+            .ok()
+            .map(|i| (&self.entries[i].0, &self.entries[i].1))
+    }
+
+    /// The value under `key`, to change it.
+    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(|i| &mut self.entries[i].1)
+    }
+
+    /// Whether `key` has an entry.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).is_ok()
+    }
+
+    /// Sets `key` to `value`, returning the value it replaces.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.find(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) => {
+                edit(&mut self.entries, |list| {
+                    list.reserve_exact(1);
+                    list.insert(i, (key, value))
+                });
+                None
+            }
+        }
+    }
+
+    /// The value under `key`, inserting `make()` first if there is none.
+    pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        let i = match self.find(&key) {
+            Ok(i) => i,
+            Err(i) => {
+                edit(&mut self.entries, |list| {
+                    list.reserve_exact(1);
+                    list.insert(i, (key, make()))
+                });
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    /// Removes `key`'s entry, returning its value.
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        let i = self.find(key).ok()?;
+        let (_, v) = edit(&mut self.entries, |list| list.remove(i));
+        Some(v)
+    }
+
+    /// Keeps only the entries `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        edit(&mut self.entries, |list| {
+            list.retain_mut(|(k, v)| keep(k, v))
+        });
+    }
+
+    /// Entries in key order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + ExactSizeIterator {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + ExactSizeIterator {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    /// Values in key order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + ExactSizeIterator {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    /// Values in key order, to change them.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+impl<K: Ord + Borrow<Q>, V, Q: Ord + ?Sized> std::ops::Index<&Q> for VecMap<K, V> {
+    type Output = V;
+
+    /// The value under `key`; panics if there is none, as `BTreeMap` does.
+    fn index(&self, key: &Q) -> &V {
+        self.get(key).expect("no entry for the key")
+    }
+}
+
+impl<K: Ord, V> FromIterator<(K, V)> for VecMap<K, V> {
+    /// Later entries win over earlier ones with the same key, as with `BTreeMap`.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut entries: Vec<(K, V)> = iter.into_iter().collect();
+        // Stable, so equal keys keep their order and the last one can be kept.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(K, V)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            match out.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => out.push((k, v)),
+            }
+        }
+        VecMap {
+            entries: out.into_boxed_slice(),
+        }
+    }
+}
+
+impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
+    type Item = (&'a K, &'a V);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<K, V> IntoIterator for VecMap<K, V> {
+    type Item = (K, V);
+    type IntoIter = std::vec::IntoIter<(K, V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_vec().into_iter()
+    }
+}
+
+/// A set kept as a sorted slice with no spare capacity.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VecSet<T> {
+    items: Box<[T]>,
+}
+
+impl<T> Default for VecSet<T> {
+    fn default() -> Self {
+        VecSet {
+            items: Box::default(),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for VecSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.items.iter()).finish()
+    }
+}
+
+impl<T: Ord> VecSet<T> {
+    /// An empty set (allocates nothing).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn find<Q>(&self, item: &Q) -> Result<usize, usize>
+    where
+        T: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.items.binary_search_by(|t| t.borrow().cmp(item))
+    }
+
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Whether `item` is in the set.
+    pub fn contains<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(item).is_ok()
+    }
+
+    /// Adds `item`; false if it was there already.
+    pub fn insert(&mut self, item: T) -> bool {
+        match self.find(&item) {
+            Ok(_) => false,
+            Err(i) => {
+                edit(&mut self.items, |list| {
+                    list.reserve_exact(1);
+                    list.insert(i, item)
+                });
+                true
+            }
+        }
+    }
+
+    /// Removes `item`; false if it was not there.
+    pub fn remove<Q>(&mut self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        match self.find(item) {
+            Ok(i) => {
+                edit(&mut self.items, |list| list.remove(i));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Empties the set and frees its storage.
+    pub fn clear(&mut self) {
+        self.items = Box::default();
+    }
+
+    /// Items in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+
+    /// Items in order, as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The smallest item.
+    pub fn first(&self) -> Option<&T> {
+        self.items.first()
+    }
+}
+
+impl<T: Ord> FromIterator<T> for VecSet<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut items: Vec<T> = iter.into_iter().collect();
+        items.sort_unstable();
+        items.dedup();
+        VecSet {
+            items: items.into_boxed_slice(),
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a VecSet<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T> IntoIterator for VecSet<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_vec().into_iter()
+    }
+}
+
+/// Records keyed by an increasing id (providers by [`ProviderId`]): two parallel
+/// vectors, the ids sorted and the records beside them, so a record costs its own
+/// size and its id, where a `BTreeMap` spends half of every node on empty slots.
+///
+/// Ids are handed out in increasing order and never reused, so a new record is
+/// appended. A removed one leaves a hole (`None`, keeping its id so that the search
+/// still works) until holes outnumber the records, when both vectors are compacted:
+/// removal is amortised constant time. The vectors grow by an eighth, not double, so
+/// at most about an eighth of the table is spare room.
+#[derive(Debug, Clone)]
+pub struct IdTable<V> {
+    ids: Vec<ProviderId>,
+    slots: Vec<Option<V>>,
+    live: usize,
+}
+
+impl<V> Default for IdTable<V> {
+    fn default() -> Self {
+        IdTable {
+            ids: Vec::new(),
+            slots: Vec::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<V> IdTable<V> {
+    fn slot(&self, id: &ProviderId) -> Option<usize> {
+        self.ids.binary_search(id).ok()
+    }
+
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The record with `id`.
+    pub fn get(&self, id: &ProviderId) -> Option<&V> {
+        self.slots[self.slot(id)?].as_ref()
+    }
+
+    /// The record with `id`, to change it.
+    pub fn get_mut(&mut self, id: &ProviderId) -> Option<&mut V> {
+        let i = self.slot(id)?;
+        self.slots[i].as_mut()
+    }
+
+    /// Stores `value` under `id`, returning the record it replaces.
+    pub fn insert(&mut self, id: ProviderId, value: V) -> Option<V> {
+        match self.ids.binary_search(&id) {
+            Ok(i) => {
+                let old = self.slots[i].replace(value);
+                if old.is_none() {
+                    self.live += 1;
+                }
+                old
+            }
+            Err(i) => {
+                if self.ids.len() == self.ids.capacity() {
+                    let more = (self.ids.len() / 8).max(16);
+                    self.ids.reserve_exact(more);
+                    self.slots.reserve_exact(more);
+                }
+                self.ids.insert(i, id);
+                self.slots.insert(i, Some(value));
+                self.live += 1;
+                None
+            }
+        }
+    }
+
+    /// Removes the record with `id`.
+    pub fn remove(&mut self, id: &ProviderId) -> Option<V> {
+        let i = self.slot(id)?;
+        let old = self.slots[i].take()?;
+        self.live -= 1;
+        let holes = self.slots.len() - self.live;
+        if holes > 64 && holes > self.live {
+            let slots = std::mem::take(&mut self.slots);
+            let (ids, slots): (Vec<_>, Vec<_>) = self
+                .ids
+                .drain(..)
+                .zip(slots)
+                .filter(|(_, slot)| slot.is_some())
+                .unzip();
+            (self.ids, self.slots) = (ids, slots);
+        }
+        Some(old)
+    }
+
+    /// The records in id order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> {
+        self.slots.iter().flatten()
+    }
+
+    /// The records in id order, to change them.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.slots.iter_mut().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// The collections answer as the standard trees do, for any sequence of edits.
+    #[test]
+    fn behave_as_the_trees() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut map, mut tree) = (VecMap::new(), BTreeMap::new());
+        let (mut set, mut tset) = (VecSet::new(), BTreeSet::new());
+        for _ in 0..5000 {
+            let (k, v) = (next() % 40, next());
+            match next() % 4 {
+                0 | 1 => {
+                    assert_eq!(map.insert(k, v), tree.insert(k, v));
+                    assert_eq!(set.insert(k), tset.insert(k));
+                }
+                2 => {
+                    assert_eq!(map.remove(&k), tree.remove(&k));
+                    assert_eq!(set.remove(&k), tset.remove(&k));
+                }
+                _ => {
+                    map.retain(|k, _| k % 7 != v % 7);
+                    tree.retain(|k, _| k % 7 != v % 7);
+                }
+            }
+            assert_eq!(map.get(&k), tree.get(&k));
+            assert!(map.iter().eq(tree.iter()));
+            assert!(set.iter().eq(tset.iter()));
+        }
+        let (mut table, mut ttree) = (IdTable::default(), BTreeMap::new());
+        for _ in 0..20000 {
+            let (id, v) = (ProviderId(next() % 3000), next());
+            if next() % 3 == 0 {
+                assert_eq!(table.remove(&id), ttree.remove(&id));
+            } else {
+                assert_eq!(table.insert(id, v), ttree.insert(id, v));
+            }
+            assert_eq!(table.get(&id), ttree.get(&id));
+            assert_eq!(table.len(), ttree.len());
+        }
+        assert!(table.values().eq(ttree.values()));
+        let collected: VecMap<u8, u8> = [(2, 1), (1, 1), (2, 9)].into_iter().collect();
+        assert!(collected.iter().eq([(&1, &1), (&2, &9)]));
+        let collected: VecSet<u8> = [3, 1, 3, 2].into_iter().collect();
+        assert_eq!(collected.as_slice(), &[1, 2, 3]);
+    }
+}
