@@ -126,6 +126,27 @@ pub struct Provider {
     pub aggregates: VecSet<Uuid>,
     /// Direct children (derived from the children's `parent`, never persisted).
     pub children: VecSet<ProviderId>,
+    /// What allocations use here (derived from the consumers' allocations by
+    /// `State::apply`, never persisted).
+    pub usage: ProviderUsage,
+}
+
+/// What allocations use on one provider: an index for reads, derived from the
+/// allocation records by `State::apply` and never written otherwise, so not a counter
+/// that can drift: `State::check_usage_index` recomputes it from the records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderUsage {
+    /// Sum of allocations per class (classes with nothing allocated are absent).
+    pub by_class: VecMap<ResourceClass, u64>,
+    /// Consumers holding at least one allocation here.
+    pub consumers: VecSet<Uuid>,
+}
+
+impl ProviderUsage {
+    /// Whether nothing is allocated here.
+    pub fn is_empty(&self) -> bool {
+        self.by_class.is_empty() && self.consumers.is_empty()
+    }
 }
 
 impl Provider {
@@ -137,6 +158,7 @@ impl Provider {
             traits: VecSet::new(),
             aggregates: VecSet::new(),
             children: VecSet::new(),
+            usage: ProviderUsage::default(),
         }
     }
 

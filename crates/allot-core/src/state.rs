@@ -4,13 +4,17 @@
 //! [`Change`]s of every committed write. Reads (the HTTP GETs, and later the candidate
 //! search) run on it and never touch the store.
 
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::BuildHasher;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use uuid::Uuid;
 
 use crate::change::Change;
-use crate::compact::{IdTable, VecMap, VecSet};
+use crate::compact::IdTable;
 use crate::model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Provider, ProviderId, TraitRecord,
 };
@@ -23,8 +27,13 @@ pub struct State {
     /// Providers by internal id, in id order so that listings come in creation order,
     /// as Placement lists them.
     pub(crate) providers: IdTable<Provider>,
-    pub(crate) by_uuid: HashMap<Uuid, ProviderId>,
-    pub(crate) by_name: HashMap<String, ProviderId>,
+    /// Providers by uuid and by name: ids only, the keys are read from the records
+    /// (a map would hold every uuid and name a second time).
+    by_uuid: HashTable<ProviderId>,
+    by_name: HashTable<ProviderId>,
+    /// Hashes the keys of `by_uuid`, `by_name` and `consumers` (SipHash with a random
+    /// key: uuids and names come from clients).
+    hasher: RandomState,
     /// Custom resource classes (standard ones are in [`standard::RESOURCE_CLASSES`]).
     pub(crate) classes: BTreeMap<ResourceClass, ClassRecord>,
     /// Custom traits (standard ones are in [`standard::TRAITS`]).
@@ -35,11 +44,7 @@ pub struct State {
     /// Consumers and their allocations: the records.
     /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
     /// slot then costs a pointer instead of a whole consumer.
-    pub(crate) consumers: HashMap<Uuid, Box<Consumer>>,
-    /// Derived from `consumers` by `apply`, never written otherwise: per provider, the
-    /// sum of every allocation of each class, and which consumers hold any. An index
-    /// for reads, not a counter: `check_usage_index` recomputes it from the records.
-    pub(crate) usage: HashMap<ProviderId, ProviderUsage>,
+    pub(crate) consumers: HashTable<Box<Consumer>>,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: BTreeSet<ProviderId>,
@@ -111,14 +116,7 @@ impl Interned {
     }
 }
 
-/// What allocations use on one provider (see [`State::usage`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProviderUsage {
-    /// Sum of allocations per class (classes with nothing allocated are absent).
-    pub by_class: VecMap<ResourceClass, u64>,
-    /// Consumers holding at least one allocation here.
-    pub consumers: VecSet<Uuid>,
-}
+pub use crate::model::ProviderUsage;
 
 impl State {
     /// An empty state: no providers, only the standard classes and traits.
@@ -161,11 +159,11 @@ impl State {
                 match self.providers.get_mut(&id) {
                     Some(existing) => {
                         let old_parent = existing.row.parent;
-                        if existing.row.name != row.name {
-                            self.by_name.remove(&existing.row.name);
-                            self.by_name.insert(row.name.clone(), id);
+                        let old_name = std::mem::replace(&mut existing.row, row.clone()).name;
+                        if old_name != row.name {
+                            self.unindex_name(&old_name, id);
+                            self.index_name(id);
                         }
-                        existing.row = row.clone();
                         if old_parent != row.parent {
                             if let Some(p) = old_parent.and_then(|p| self.providers.get_mut(&p)) {
                                 p.children.remove(&id);
@@ -176,8 +174,6 @@ impl State {
                         }
                     }
                     None => {
-                        self.by_uuid.insert(row.uuid, id);
-                        self.by_name.insert(row.name.clone(), id);
                         if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
                             p.children.insert(id);
                         }
@@ -185,16 +181,19 @@ impl State {
                         // a new provider has no children yet. (A store loading rows in
                         // another order calls `relink_children` afterwards.)
                         self.providers.insert(id, Provider::new(row.clone()));
+                        self.index_uuid(id);
+                        self.index_name(id);
                     }
                 }
             }
             Change::DeleteProvider(id) => {
                 self.sharing.remove(id);
-                if let Some(p) = self.providers.remove(id) {
-                    self.by_uuid.remove(&p.row.uuid);
-                    self.by_name.remove(&p.row.name);
-                    if let Some(parent) = p.row.parent.and_then(|pid| self.providers.get_mut(&pid))
-                    {
+                if let Some(p) = self.providers.get(id) {
+                    let (uuid, name, parent) = (p.row.uuid, p.row.name.clone(), p.row.parent);
+                    self.unindex_uuid(&uuid, *id);
+                    self.unindex_name(&name, *id);
+                    self.providers.remove(id);
+                    if let Some(parent) = parent.and_then(|pid| self.providers.get_mut(&pid)) {
                         parent.children.remove(id);
                     }
                 }
@@ -226,25 +225,28 @@ impl State {
             }
             Change::PutConsumer { row, .. } => {
                 let row = self.interned.consumer_row(row);
-                match self.consumers.get_mut(&row.uuid) {
+                let hash = self.hasher.hash_one(row.uuid);
+                match self.consumers.find_mut(hash, |c| c.row.uuid == row.uuid) {
                     Some(c) => {
                         let old = std::mem::replace(&mut c.row, row);
                         self.interned.release_consumer_row(old);
                     }
                     None => {
-                        self.consumers.insert(
-                            row.uuid,
-                            Box::new(Consumer {
-                                row,
-                                allocations: Box::default(),
-                            }),
-                        );
+                        let hasher = &self.hasher;
+                        let consumer = Box::new(Consumer {
+                            row,
+                            allocations: Box::default(),
+                        });
+                        self.consumers
+                            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
                     }
                 }
             }
             Change::DeleteConsumer(uuid) => {
                 self.replace_allocations(uuid, Vec::new());
-                if let Some(c) = self.consumers.remove(uuid) {
+                let hash = self.hasher.hash_one(uuid);
+                if let Ok(entry) = self.consumers.find_entry(hash, |c| c.row.uuid == *uuid) {
+                    let (c, _) = entry.remove();
                     self.interned.release_consumer_row(c.row);
                 }
             }
@@ -262,6 +264,39 @@ impl State {
         }
     }
 
+    /// Adds provider `id` (already in `providers`) to the uuid index.
+    fn index_uuid(&mut self, id: ProviderId) {
+        let (providers, hasher) = (&self.providers, &self.hasher);
+        // Every id in the index is a provider's: the default is never hashed.
+        let key = |id: &ProviderId| providers.get(id).map(|p| p.row.uuid).unwrap_or_default();
+        let hash = hasher.hash_one(key(&id));
+        self.by_uuid
+            .insert_unique(hash, id, |i| hasher.hash_one(key(i)));
+    }
+
+    /// Adds provider `id` (already in `providers`) to the name index.
+    fn index_name(&mut self, id: ProviderId) {
+        let (providers, hasher) = (&self.providers, &self.hasher);
+        let key = |id: &ProviderId| providers.get(id).map_or("", |p| p.row.name.as_str());
+        let hash = hasher.hash_one(key(&id));
+        self.by_name
+            .insert_unique(hash, id, |i| hasher.hash_one(key(i)));
+    }
+
+    fn unindex_uuid(&mut self, uuid: &Uuid, id: ProviderId) {
+        let hash = self.hasher.hash_one(uuid);
+        if let Ok(entry) = self.by_uuid.find_entry(hash, |i| *i == id) {
+            entry.remove();
+        }
+    }
+
+    fn unindex_name(&mut self, name: &str, id: ProviderId) {
+        let hash = self.hasher.hash_one(name);
+        if let Ok(entry) = self.by_name.find_entry(hash, |i| *i == id) {
+            entry.remove();
+        }
+    }
+
     /// Carries a renamed class's inventories, allocations and usage over to the new
     /// name. Placement refers to classes by id, so a rename never orphans what uses the
     /// class; we refer to them by name and must move the records along.
@@ -271,7 +306,7 @@ impl State {
                 p.inventories.insert(new.clone(), inv);
             }
         }
-        for c in self.consumers.values_mut() {
+        for c in self.consumers.iter_mut() {
             let mut touched = false;
             for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
                 a.class = new.clone();
@@ -281,23 +316,26 @@ impl State {
                 c.allocations.sort();
             }
         }
-        for u in self.usage.values_mut() {
-            if let Some(v) = u.by_class.remove(old.as_str()) {
-                u.by_class.insert(new.clone(), v);
+        for p in self.providers.values_mut() {
+            if let Some(v) = p.usage.by_class.remove(old.as_str()) {
+                p.usage.by_class.insert(new.clone(), v);
             }
         }
     }
 
     /// Swaps a consumer's allocations and moves the usage index by the difference.
     fn replace_allocations(&mut self, consumer: &Uuid, mut new: Vec<Allocation>) {
-        let Some(c) = self.consumers.get_mut(consumer) else {
+        let hash = self.hasher.hash_one(consumer);
+        let Some(c) = self.consumers.find_mut(hash, |c| c.row.uuid == *consumer) else {
             return;
         };
         new.sort();
         let old = std::mem::replace(&mut c.allocations, new.into_boxed_slice());
         let new = &c.allocations;
+        // Allocations name existing providers: one holding any cannot be deleted.
         for a in &old {
-            if let Some(u) = self.usage.get_mut(&a.provider) {
+            if let Some(p) = self.providers.get_mut(&a.provider) {
+                let u = &mut p.usage;
                 if let Some(v) = u.by_class.get_mut(&a.class) {
                     *v -= a.used;
                     if *v == 0 {
@@ -305,15 +343,14 @@ impl State {
                     }
                 }
                 u.consumers.remove(consumer);
-                if u.consumers.is_empty() && u.by_class.is_empty() {
-                    self.usage.remove(&a.provider);
-                }
             }
         }
         for a in new {
-            let u = self.usage.entry(a.provider).or_default();
-            *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
-            u.consumers.insert(*consumer);
+            if let Some(p) = self.providers.get_mut(&a.provider) {
+                let u = &mut p.usage;
+                *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
+                u.consumers.insert(*consumer);
+            }
         }
     }
 
@@ -321,7 +358,7 @@ impl State {
     /// one `apply` maintains. For tests and debug checks: they must always agree.
     pub fn check_usage_index(&self) -> bool {
         let mut fresh: HashMap<ProviderId, ProviderUsage> = HashMap::new();
-        for c in self.consumers.values() {
+        for c in self.consumers.iter() {
             for a in &c.allocations {
                 let u = fresh.entry(a.provider).or_default();
                 *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
@@ -332,7 +369,13 @@ impl State {
         for u in fresh.values_mut() {
             u.by_class.retain(|_, v| *v > 0);
         }
-        fresh == self.usage
+        let held: HashMap<ProviderId, ProviderUsage> = self
+            .providers
+            .values()
+            .filter(|p| !p.usage.is_empty())
+            .map(|p| (p.id(), p.usage.clone()))
+            .collect();
+        fresh == held
     }
 
     /// Rebuilds every provider's `children` from the children's `parent`, in one pass.
@@ -363,12 +406,20 @@ impl State {
 
     /// A provider by uuid.
     pub fn provider_by_uuid(&self, uuid: &Uuid) -> Option<&Provider> {
-        self.by_uuid.get(uuid).and_then(|id| self.providers.get(id))
+        let hash = self.hasher.hash_one(uuid);
+        let found = |id: &ProviderId| self.providers.get(id).is_some_and(|p| p.row.uuid == *uuid);
+        self.by_uuid
+            .find(hash, found)
+            .and_then(|id| self.providers.get(id))
     }
 
     /// A provider by name.
     pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
-        self.by_name.get(name).and_then(|id| self.providers.get(id))
+        let hash = self.hasher.hash_one(name);
+        let found = |id: &ProviderId| self.providers.get(id).is_some_and(|p| p.row.name == name);
+        self.by_name
+            .find(hash, found)
+            .and_then(|id| self.providers.get(id))
     }
 
     /// All providers, in creation order.
@@ -446,26 +497,32 @@ impl State {
 
     /// How much of `class` the allocations against `provider` use in all.
     pub fn usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
-        self.usage
+        self.providers
             .get(&provider)
-            .and_then(|u| u.by_class.get(class))
+            .and_then(|p| p.usage.by_class.get(class))
             .copied()
             .unwrap_or(0)
     }
 
     /// Everything allocated on a provider (None if nothing is).
     pub fn provider_usage_index(&self, provider: ProviderId) -> Option<&ProviderUsage> {
-        self.usage.get(&provider)
+        self.providers
+            .get(&provider)
+            .map(|p| &p.usage)
+            .filter(|u| !u.is_empty())
     }
 
     /// A consumer by uuid.
     pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
-        self.consumers.get(uuid).map(|c| &**c)
+        let hash = self.hasher.hash_one(uuid);
+        self.consumers
+            .find(hash, |c| c.row.uuid == *uuid)
+            .map(|c| &**c)
     }
 
     /// All consumers, in no particular order.
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
-        self.consumers.values().map(|c| &**c)
+        self.consumers.iter().map(|c| &**c)
     }
 }
 
@@ -475,6 +532,53 @@ mod tests {
 
     fn row(id: u64, parent: Option<u64>) -> Change {
         new_provider(id, Uuid::from_u128(id as u128), parent, 0)
+    }
+
+    /// The uuid and name indexes follow creates, renames and deletes, through the
+    /// tables' growth (keys are read from the records when the tables rehash).
+    #[test]
+    fn indexes_follow_renames_and_deletes() {
+        let mut s = State::new();
+        let n = 2000;
+        s.apply(&(1..=n).map(|i| row(i, None)).collect::<Vec<_>>());
+        for i in (1..=n).step_by(3) {
+            let Change::PutProvider { mut row, .. } = row(i, None) else {
+                unreachable!()
+            };
+            row.name = format!("renamed{i}");
+            s.apply(&[Change::PutProvider {
+                row,
+                previous_generation: None,
+            }]);
+        }
+        for i in (1..=n).step_by(5) {
+            s.apply(&[Change::DeleteProvider(ProviderId(i))]);
+        }
+        for i in 1..=n {
+            let by_uuid = s
+                .provider_by_uuid(&Uuid::from_u128(i as u128))
+                .map(|p| p.id());
+            let deleted = i % 5 == 1;
+            assert_eq!(by_uuid, (!deleted).then_some(ProviderId(i)), "uuid of {i}");
+            let renamed = i % 3 == 1;
+            let current = if renamed {
+                format!("renamed{i}")
+            } else {
+                format!("p{i}")
+            };
+            let stale = if renamed {
+                format!("p{i}")
+            } else {
+                format!("renamed{i}")
+            };
+            assert_eq!(
+                s.provider_by_name(&current).map(|p| p.id()),
+                by_uuid,
+                "{current}"
+            );
+            assert!(s.provider_by_name(&stale).is_none(), "{stale}");
+        }
+        assert_eq!(s.providers().count() as u64, n - n / 5);
     }
 
     #[test]
