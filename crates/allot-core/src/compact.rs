@@ -382,7 +382,22 @@ impl<V> Default for IdTable<V> {
 }
 
 impl<V> IdTable<V> {
+    /// Makes room for `additional` more records without growing on the way.
+    pub fn reserve(&mut self, additional: usize) {
+        self.ids.reserve_exact(additional);
+        self.slots.reserve_exact(additional);
+    }
+
     fn slot(&self, id: &ProviderId) -> Option<usize> {
+        // Ids are dense until providers are deleted (and again after a compaction
+        // where none were): then a record sits at its id's distance from the first,
+        // found with one probe instead of a search through a large vector.
+        let first = self.ids.first()?.0;
+        if let Some(guess) = id.0.checked_sub(first).and_then(|d| usize::try_from(d).ok()) {
+            if self.ids.get(guess) == Some(id) {
+                return Some(guess);
+            }
+        }
         self.ids.binary_search(id).ok()
     }
 

@@ -127,6 +127,23 @@ impl State {
         }
     }
 
+    /// Makes room for `providers` more providers and `consumers` more consumers, so
+    /// that loading a large view does not rehash its tables again and again (each
+    /// rehash reads every key back from the records). For stores, before a load.
+    pub fn reserve(&mut self, providers: usize, consumers: usize) {
+        let hasher = &self.hasher;
+        let records = &self.providers;
+        self.by_uuid.reserve(providers, |id| {
+            hasher.hash_one(records.get(id).map(|p| p.row.uuid).unwrap_or_default())
+        });
+        self.by_name.reserve(providers, |id| {
+            hasher.hash_one(records.get(id).map_or("", |p| p.row.name.as_str()))
+        });
+        self.consumers
+            .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
+        self.providers.reserve(providers);
+    }
+
     /// Folds committed changes into the view. Changes come from a plan made against
     /// this same state, so they are consistent with it; applying them cannot fail.
     pub fn apply(&mut self, changes: &[Change]) {

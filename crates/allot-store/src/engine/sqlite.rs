@@ -119,6 +119,12 @@ impl SqliteEngine {
     pub fn load(&mut self) -> Result<State, StoreError> {
         let conn = &self.conn;
         let mut state = State::new();
+        let count = |table: &str| -> Result<usize, StoreError> {
+            let n: i64 =
+                conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
+            Ok(n as usize)
+        };
+        state.reserve(count("providers")?, count("consumers")?);
 
         let mut stmt = conn.prepare("SELECT name, created_at, updated_at FROM resource_classes")?;
         let mut rows = stmt.query([])?;
@@ -216,14 +222,24 @@ impl SqliteEngine {
             |p, list| Change::SetAggregates(ProviderId(p as u64), list),
         )?;
 
-        let mut stmt = conn.prepare(
+        // Consumers and their allocations, read side by side in uuid order (both
+        // tables are keyed by it), so that each consumer's allocations are applied
+        // right after it, while its record is still in the cache.
+        let mut consumers = conn.prepare(
             "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
-             FROM consumers",
+             FROM consumers ORDER BY uuid",
         )?;
-        let mut rows = stmt.query([])?;
+        let mut allocations = conn.prepare(
+            "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
+             ORDER BY consumer_uuid",
+        )?;
+        let mut allocations = allocations.query([])?;
+        let mut pending = allocations.next()?;
+        let mut rows = consumers.query([])?;
         while let Some(r) = rows.next()? {
+            let key = text(r, 0)?;
             let row = ConsumerRow {
-                uuid: parse_uuid(text(r, 0)?, "consumer")?,
+                uuid: parse_uuid(key, "consumer")?,
                 project_id: text(r, 1)?.into(),
                 user_id: text(r, 2)?.into(),
                 consumer_type: optional_text(r, 3)?.map(Into::into),
@@ -231,31 +247,35 @@ impl SqliteEngine {
                 created_at: r.get(5)?,
                 updated_at: r.get(6)?,
             };
+            let uuid = row.uuid;
+            let mut held = Vec::new();
+            // Allocation rows up to this consumer's; any before it name no consumer
+            // (the writes never leave such rows) and are skipped, as applying them
+            // would do.
+            while let Some(a) = pending {
+                let of = text(a, 0)?;
+                if of > key {
+                    break;
+                }
+                if of == key {
+                    held.push(Allocation {
+                        provider: ProviderId(a.get::<_, i64>(1)? as u64),
+                        // Trusted: classes read back from the store were checked
+                        // when written.
+                        class: ResourceClass::new_unchecked(text(a, 2)?),
+                        used: a.get::<_, i64>(3)? as u64,
+                    });
+                }
+                pending = allocations.next()?;
+            }
             state.apply(&[Change::PutConsumer {
                 row,
                 previous_generation: None,
             }]);
+            if !held.is_empty() {
+                state.apply(&[Change::SetAllocations(uuid, held)]);
+            }
         }
-
-        let mut stmt = conn.prepare(
-            "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
-             ORDER BY consumer_uuid",
-        )?;
-        fold_groups(
-            stmt.query([])?,
-            &mut state,
-            |r| {
-                let consumer = parse_uuid(text(r, 0)?, "allocation consumer")?;
-                let allocation = Allocation {
-                    provider: ProviderId(r.get::<_, i64>(1)? as u64),
-                    // Trusted: classes read back from the store were checked when written.
-                    class: ResourceClass::new_unchecked(text(r, 2)?),
-                    used: r.get::<_, i64>(3)? as u64,
-                };
-                Ok((consumer, allocation))
-            },
-            Change::SetAllocations,
-        )?;
         Ok(state)
     }
 
