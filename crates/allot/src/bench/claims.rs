@@ -26,7 +26,7 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::query::{ms, percentile, read_rss};
+use super::query::{ms, percentile, read_rss_sum, rss_json};
 use super::shapes::{named, Shape, PROJECT, USER};
 use super::Endpoint;
 
@@ -59,9 +59,10 @@ pub struct ClaimsArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// The server's process id: report its VmRSS and VmHWM after the run.
+    /// The server's process id: report its VmRSS and VmHWM after the run
+    /// (repeatable: the figures of all the processes given are summed).
     #[arg(long)]
-    pid: Option<u32>,
+    pid: Vec<u32>,
 }
 
 /// What each client does in a loop.
@@ -316,23 +317,19 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         tally.merge(worker.await.context("a client panicked")?);
     }
     let wall = started.elapsed();
-    let rss = match args.pid {
-        Some(pid) => Some(read_rss(pid)?),
-        None => None,
-    };
+    let rss = read_rss_sum(&args.pid)?;
 
     let report = Report::new(&args, &tally, wall);
     report.print(&args, client.base(), &tally);
     if let Some((current, peak)) = rss {
         println!(
-            "server pid {}: VmRSS {current} kB, VmHWM {peak} kB",
-            args.pid.unwrap_or(0)
+            "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
+            args.pid
         );
     }
     if let Some(file) = &args.json {
         let mut value = report.json(&args, client.base(), &tally);
-        value["rss_kb"] =
-            json!(rss.map(|(current, peak)| json!({"vm_rss": current, "vm_hwm": peak})));
+        value["rss_kb"] = rss_json(rss);
         std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }

@@ -6,7 +6,15 @@
 //! the client's parsing is not charged to the server). With `--compare` the two
 //! servers alternate request by request, so a noisy neighbour slows both alike.
 //! Reports candidates, p50 and p99 (nearest rank) as a table on stdout and, with
-//! `--json`, as a file; with `--pid`, the server's current and peak RSS afterwards.
+//! `--json`, as a file; with `--pid` (and `--compare-pid`), the server's current and
+//! peak RSS afterwards, summed over the processes given (a pre-forking server such as
+//! gunicorn answers from several).
+//!
+//! With `--timeout`, a request unanswered within that bound marks the query as timed
+//! out on that server: it is reported as such (no percentiles) and not asked again of
+//! that server, while the other server's runs go on. A peer that needs minutes for
+//! one answer (OpenStack Placement on `wide` without its workaround) then costs one
+//! bound per query instead of hanging the run.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -42,9 +50,17 @@ pub struct QueryArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// The server's process id: report its VmRSS and VmHWM after the runs.
+    /// The server's process id: report its VmRSS and VmHWM after the runs
+    /// (repeatable: the figures of all the processes given are summed).
     #[arg(long)]
-    pid: Option<u32>,
+    pid: Vec<u32>,
+    /// The second server's process ids, as --pid.
+    #[arg(long, requires = "compare")]
+    compare_pid: Vec<u32>,
+    /// Give up on a request unanswered after this many seconds: the query is
+    /// reported as timed out on that server and not asked of it again (default: wait).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
 }
 
 /// One server's results for one query.
@@ -52,14 +68,55 @@ pub struct QueryArgs {
 struct Stats {
     candidates: usize,
     samples: Vec<Duration>,
+    /// A request went unanswered within `--timeout`: no figures for this query.
+    timed_out: bool,
 }
 
 impl Stats {
+    fn new() -> Stats {
+        Stats {
+            candidates: 0,
+            samples: Vec::new(),
+            timed_out: false,
+        }
+    }
+
+    /// Times one more request unless this server already timed out on the query.
+    async fn run(
+        &mut self,
+        client: &Client,
+        path: &str,
+        timeout: Option<Duration>,
+        counted: bool,
+    ) -> anyhow::Result<()> {
+        if self.timed_out {
+            return Ok(());
+        }
+        match time_one(client, path, timeout).await? {
+            Some((t, n)) if counted => {
+                self.samples.push(t);
+                self.candidates = n;
+            }
+            Some(_) => {}
+            None => self.timed_out = true,
+        }
+        Ok(())
+    }
+
     fn percentile(&self, p: f64) -> Duration {
         percentile(&self.samples, p)
     }
 
     fn json(&self) -> Value {
+        if self.timed_out {
+            return json!({
+                "candidates": null,
+                "p50_ms": null,
+                "p99_ms": null,
+                "runs": self.samples.len(),
+                "timed_out": true,
+            });
+        }
         json!({
             "candidates": self.candidates,
             "p50_ms": ms(self.percentile(0.50)),
@@ -84,10 +141,22 @@ pub(super) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// One timed request: (time until the body was in, number of candidates).
-async fn time_one(client: &Client, path: &str) -> anyhow::Result<(Duration, usize)> {
+/// One timed request: (time until the body was in, number of candidates), or `None`
+/// when no answer came within `timeout`.
+async fn time_one(
+    client: &Client,
+    path: &str,
+    timeout: Option<Duration>,
+) -> anyhow::Result<Option<(Duration, usize)>> {
     let started = Instant::now();
-    let response = client.request(Method::GET, path, None).await?;
+    let request = client.request(Method::GET, path, None);
+    let response = match timeout {
+        Some(bound) => match tokio::time::timeout(bound, request).await {
+            Ok(response) => response?,
+            Err(_) => return Ok(None),
+        },
+        None => request.await?,
+    };
     let elapsed = started.elapsed();
     if !response.status.is_success() {
         bail!(
@@ -100,7 +169,7 @@ async fn time_one(client: &Client, path: &str) -> anyhow::Result<(Duration, usiz
     let value: Value = serde_json::from_slice(&response.body)
         .with_context(|| format!("GET {}{path}: the body is no JSON", client.base()))?;
     let candidates = value["allocation_requests"].as_array().map_or(0, Vec::len);
-    Ok((elapsed, candidates))
+    Ok(Some((elapsed, candidates)))
 }
 
 pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
@@ -122,37 +191,22 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         _ => args.path.iter().map(|p| (p.clone(), p.clone())).collect(),
     };
 
+    let timeout = args.timeout.map(Duration::from_secs);
     let mut results = Vec::new();
     for (name, path) in &queries {
+        let mut sa = Stats::new();
+        let mut sb = b.as_ref().map(|_| Stats::new());
         // Warm-up: fills caches and the connection pool; not counted.
-        time_one(&a, path).await?;
-        if let Some(b) = &b {
-            time_one(b, path).await?;
-        }
-        let mut sa = Stats {
-            candidates: 0,
-            samples: Vec::new(),
-        };
-        let mut sb = b.as_ref().map(|_| Stats {
-            candidates: 0,
-            samples: Vec::new(),
-        });
-        for _ in 0..args.runs {
-            let (t, n) = time_one(&a, path).await?;
-            sa.samples.push(t);
-            sa.candidates = n;
+        for counted in std::iter::once(false).chain(std::iter::repeat_n(true, args.runs as usize)) {
+            sa.run(&a, path, timeout, counted).await?;
             if let (Some(b), Some(sb)) = (&b, &mut sb) {
-                let (t, n) = time_one(b, path).await?;
-                sb.samples.push(t);
-                sb.candidates = n;
+                sb.run(b, path, timeout, counted).await?;
             }
         }
         results.push((name.clone(), path.clone(), sa, sb));
     }
-    let rss = match args.pid {
-        Some(pid) => Some(read_rss(pid)?),
-        None => None,
-    };
+    let rss = read_rss_sum(&args.pid)?;
+    let b_rss = read_rss_sum(&args.compare_pid)?;
 
     // The human table.
     let shape = args.shape.map_or("-", Shape::name);
@@ -175,30 +229,33 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         ));
     }
     println!("{header}");
+    let timed_out = format!("timeout>{}s", args.timeout.unwrap_or(0));
+    let cells = |s: &Stats| {
+        if s.timed_out {
+            format!("{:>10} {:>10} {:>10}", "-", timed_out, "-")
+        } else {
+            format!(
+                "{:>10} {:>10.3} {:>10.3}",
+                s.candidates,
+                ms(s.percentile(0.5)),
+                ms(s.percentile(0.99))
+            )
+        }
+    };
     for (name, _, sa, sb) in &results {
-        let mut line = format!(
-            "{:<12} {:>10} {:>10.3} {:>10.3}",
-            name,
-            sa.candidates,
-            ms(sa.percentile(0.5)),
-            ms(sa.percentile(0.99))
-        );
+        let mut line = format!("{:<12} {}", name, cells(sa));
         if let Some(sb) = sb {
-            line.push_str(&format!(
-                " | {:>10} {:>10.3} {:>10.3} {:>9.2}",
-                sb.candidates,
-                ms(sb.percentile(0.5)),
-                ms(sb.percentile(0.99)),
-                ratio(sa, sb)
-            ));
+            line.push_str(&format!(" | {} {:>9.2}", cells(sb), ratio(sa, sb)));
         }
         println!("{line}");
     }
-    if let Some((current, peak)) = rss {
-        println!(
-            "server pid {}: VmRSS {current} kB, VmHWM {peak} kB",
-            args.pid.unwrap_or(0)
-        );
+    for (label, pids, rss) in [
+        ("server", &args.pid, rss),
+        ("B server", &args.compare_pid, b_rss),
+    ] {
+        if let Some((current, peak)) = rss {
+            println!("{label} pid {pids:?}: VmRSS {current} kB, VmHWM {peak} kB");
+        }
     }
 
     if let Some(file) = &args.json {
@@ -210,17 +267,19 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
                     "path": path,
                     "a": sa.json(),
                     "b": sb.as_ref().map(Stats::json),
-                    "ratio_p50": sb.as_ref().map(|sb| ratio(sa, sb)),
+                    "ratio_p50": sb.as_ref().map(|sb| ratio(sa, sb)).filter(|r| r.is_finite()),
                 })
             })
             .collect();
         let report = json!({
             "shape": args.shape.map(Shape::name),
             "runs": args.runs,
+            "timeout_s": args.timeout,
             "a": a.base(),
             "b": b.as_ref().map(Client::base),
             "queries": queries,
-            "rss_kb": rss.map(|(current, peak)| json!({"vm_rss": current, "vm_hwm": peak})),
+            "rss_kb": rss_json(rss),
+            "b_rss_kb": rss_json(b_rss),
         });
         std::fs::write(file, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
@@ -228,13 +287,32 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// B's p50 over A's: how many times longer the peer takes.
+/// B's p50 over A's: how many times longer the peer takes (NaN when either timed out).
 fn ratio(a: &Stats, b: &Stats) -> f64 {
     let a = a.percentile(0.5).as_secs_f64();
-    if a == 0.0 {
+    if a == 0.0 || b.timed_out {
         return f64::NAN;
     }
     b.percentile(0.5).as_secs_f64() / a
+}
+
+/// (VmRSS, VmHWM) in kB summed over `pids`; `None` when none are given. The sum of
+/// the peaks bounds the peak of the sum from above (the processes need not have
+/// peaked at the same time).
+pub(super) fn read_rss_sum(pids: &[u32]) -> anyhow::Result<Option<(u64, u64)>> {
+    if pids.is_empty() {
+        return Ok(None);
+    }
+    let mut sum = (0, 0);
+    for &pid in pids {
+        let (current, peak) = read_rss(pid)?;
+        sum = (sum.0 + current, sum.1 + peak);
+    }
+    Ok(Some(sum))
+}
+
+pub(super) fn rss_json(rss: Option<(u64, u64)>) -> Value {
+    json!(rss.map(|(current, peak)| json!({"vm_rss": current, "vm_hwm": peak})))
 }
 
 /// (VmRSS, VmHWM) in kB from `/proc/PID/status`.
@@ -271,6 +349,55 @@ mod tests {
         assert_eq!(percentile(&few, 0.5), Duration::from_millis(2));
         assert_eq!(percentile(&few, 0.99), Duration::from_millis(3));
         assert_eq!(percentile(&[], 0.5), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_request_past_the_timeout_marks_the_query_and_is_not_repeated() {
+        // A listener that never accepts: the kernel completes the handshake, the
+        // request sits in its buffer and no answer ever comes.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let config = allot_client::Config {
+            url: format!("http://{}", silent.local_addr().unwrap()),
+            token_header: "x-auth-token".into(),
+            token: "admin".into(),
+            microversion: "1.39".into(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = Client::new(&config).unwrap();
+            let bound = Some(Duration::from_millis(200));
+            let mut stats = Stats::new();
+            stats.run(&client, "/", bound, true).await.unwrap();
+            assert!(stats.timed_out);
+            assert!(stats.samples.is_empty());
+            // A timed-out query is not asked again: the next run returns at once.
+            let started = Instant::now();
+            stats.run(&client, "/", bound, true).await.unwrap();
+            assert!(started.elapsed() < Duration::from_millis(100));
+            let report = stats.json();
+            assert_eq!(report["timed_out"], true);
+            assert!(report["p50_ms"].is_null());
+            // Nor is it compared with anything.
+            let answered = Stats {
+                candidates: 1,
+                samples: vec![Duration::from_millis(1)],
+                timed_out: false,
+            };
+            assert!(ratio(&answered, &stats).is_nan());
+        });
+    }
+
+    #[test]
+    fn rss_of_several_processes_is_summed() {
+        let own = std::process::id();
+        let (_, peak) = read_rss(own).unwrap();
+        let (sum_current, sum_peak) = read_rss_sum(&[own, own]).unwrap().unwrap();
+        // The current figure moves between reads; the peak only grows.
+        assert!(sum_current > 0 && sum_peak >= 2 * peak);
+        assert_eq!(read_rss_sum(&[]).unwrap(), None);
     }
 
     #[test]
