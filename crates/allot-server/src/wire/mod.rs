@@ -32,6 +32,7 @@ pub mod providers;
 pub mod root;
 pub mod traits;
 pub mod usages;
+pub mod write;
 
 pub use allocations::{ConsumerAllocations, HeldByConsumer, HeldOnProvider, ProviderAllocations};
 pub use candidates::{
