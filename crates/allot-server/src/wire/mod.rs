@@ -41,7 +41,9 @@ pub use candidates::{
 };
 pub use classes::{ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
-pub use providers::{ProviderAggregates, ProviderBody, ProviderList, ProviderTraits};
+pub use providers::{
+    ProviderAggregates, ProviderBody, ProviderLinks, ProviderList, ProviderTraits,
+};
 pub use root::{ApiVersion, Versions};
 pub use traits::TraitList;
 pub use usages::{ConsumerTypeUsages, ProviderUsages, Usages, UsagesByType};
