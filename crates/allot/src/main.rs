@@ -3,6 +3,7 @@
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
 
+mod allocator;
 mod bench;
 mod config;
 
@@ -40,6 +41,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    allocator::configure();
     let settings = args.resolve()?;
     tracing_subscriber::fmt()
         // The filter was checked in `resolve`, and ALLOT_LOG already had its turn there
@@ -68,14 +70,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
 
     // The blocking pool is capped at twice the cores (tokio's default is 512): large
-    // candidate answers are built on it, and with glibc's malloc every thread that
-    // builds one can keep an arena the size of its transient peak. Uncapped, 32
-    // clients asking for 400 KB answers grew the RSS from 26 to 108 MiB on 2 cores
-    // and it stayed there; capped, by under 10 MiB, at the same throughput. More
-    // threads than cores would not answer faster (the search is CPU work), and the
-    // extra core's worth leaves room for writes waiting on SQLite. mimalloc (836 MiB)
-    // and jemalloc without tuning (122 MiB, and a 100 s C build) did worse on the
-    // same workload; see ARCHITECTURE.md, "Memory".
+    // candidate answers are searched and written on it, and every thread that builds
+    // one holds its transient memory at once. More threads than cores would not
+    // answer faster (the search is CPU work), and the extra core's worth leaves room
+    // for writes waiting on SQLite. What freed memory does afterwards is the
+    // allocator's business (`allocator`): jemalloc hands it back within a second.
+    // See ARCHITECTURE.md, "Memory".
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(2 * cores)

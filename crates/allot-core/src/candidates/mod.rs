@@ -44,7 +44,7 @@ use crate::state::State;
 pub use summary::{ProviderSummary, SummaryResource};
 
 use filter::Prepared;
-use search::{AnchorSearch, Budget};
+use search::{AnchorSearch, Budget, Spare};
 
 /// The default bound on the candidates generated for one request
 /// (`--max-allocation-candidates`).
@@ -291,17 +291,20 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
         &self,
         anchor: &'s Provider,
         rng: Option<&mut Rng>,
+        spare: &mut Spare,
     ) -> Option<AnchorSearch<'p, 's, 'q>> {
         let slots = self.prep.slots_at(anchor)?;
-        Some(AnchorSearch::new(self.prep, slots, rng))
+        Some(AnchorSearch::new(self.prep, slots, rng, spare))
     }
 
     /// Anchors in creation order, each searched to the end before the next, until
     /// `cap` candidates. Also says whether it stopped at `cap`.
     fn in_order(&mut self, cap: usize, budget: &mut Budget) -> (Vec<AllocationRequest>, bool) {
         let mut out = Vec::new();
+        // One set of search tables for every anchor.
+        let mut spare = Spare::default();
         for anchor in self.prep.anchors() {
-            let Some(mut search) = self.search_at(anchor, None) else {
+            let Some(mut search) = self.search_at(anchor, None, &mut spare) else {
                 continue;
             };
             while let Some(candidate) = search.next(budget) {
@@ -312,6 +315,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
                     }
                 }
             }
+            search.recycle(&mut spare);
             if budget.exhausted {
                 break;
             }
@@ -360,7 +364,9 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
             if pool.len() >= bound || budget.exhausted {
                 break;
             }
-            let Some(mut search) = self.search_at(anchor, Some(&mut rng)) else {
+            // These searches are kept pending: each has tables of its own.
+            let Some(mut search) = self.search_at(anchor, Some(&mut rng), &mut Spare::default())
+            else {
                 continue;
             };
             if take(&mut search, &mut pool, self, budget) {

@@ -33,6 +33,8 @@
 //! remaining suffixed slots can still be given distinct providers (a bipartite
 //! matching). A step budget bounds what is left of the worst case.
 
+use std::mem::take;
+
 use crate::model::ProviderId;
 use crate::names::{RequestedName, TraitName};
 
@@ -55,6 +57,39 @@ pub(super) struct Budget {
     pub steps_left: u64,
     /// Set when the budget ran out.
     pub exhausted: bool,
+}
+
+/// The tables of a finished anchor search, handed to the next one: a request visits
+/// thousands of anchors, and allocating each search's tables anew cost about a tenth
+/// of a large answer's time (malloc and free).
+#[derive(Default)]
+pub(super) struct Spare {
+    members: Vec<ProviderId>,
+    class_start: Vec<usize>,
+    free: Vec<i64>,
+    max_unit: Vec<u64>,
+    trait_mask: Vec<u64>,
+    root_of: Vec<ProviderId>,
+    opened: Vec<usize>,
+    consumed: Vec<u64>,
+    granular_taken: Vec<u32>,
+    choice: Vec<(usize, usize)>,
+    opened_here: Vec<bool>,
+    cursor: Vec<(usize, usize)>,
+    used_classes: Vec<usize>,
+}
+
+/// `v` emptied, then `n` copies of `value`.
+fn refilled<T: Clone>(mut v: Vec<T>, n: usize, value: T) -> Vec<T> {
+    v.clear();
+    v.resize(n, value);
+    v
+}
+
+/// `v` emptied.
+fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
+    v.clear();
+    v
 }
 
 /// The search at one anchor, resumable: each call to [`AnchorSearch::next`] gives the
@@ -113,7 +148,14 @@ pub(super) struct AnchorSearch<'p, 's, 'q> {
 
 impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     /// Sets up the search for the slots of one anchor.
-    pub fn new(prep: &'p Prepared<'s, 'q>, anchor: AnchorSlots<'s>, rng: Option<&mut Rng>) -> Self {
+    /// Sets up the search for the slots of one anchor, in tables taken from `spare`
+    /// (see [`AnchorSearch::recycle`]).
+    pub fn new(
+        prep: &'p Prepared<'s, 'q>,
+        anchor: AnchorSlots<'s>,
+        rng: Option<&mut Rng>,
+        spare: &mut Spare,
+    ) -> Self {
         let width = prep.classes.len();
         let unsuffixed_required: &[Vec<RequestedName<TraitName>>] = prep
             .groups
@@ -218,12 +260,12 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 rng.shuffle(list);
             }
         }
-        let mut members = Vec::with_capacity(involved.len());
-        let mut class_start = Vec::with_capacity(n_classes + 1);
-        let mut free = Vec::with_capacity(involved.len() * width);
-        let mut max_unit = Vec::with_capacity(involved.len() * width);
-        let mut trait_mask = Vec::with_capacity(involved.len() * trait_words);
-        let mut root_of = Vec::with_capacity(involved.len());
+        let mut members = emptied(take(&mut spare.members));
+        let mut class_start = emptied(take(&mut spare.class_start));
+        let mut free = emptied(take(&mut spare.free));
+        let mut max_unit = emptied(take(&mut spare.max_unit));
+        let mut trait_mask = emptied(take(&mut spare.trait_mask));
+        let mut root_of = emptied(take(&mut spare.root_of));
         for list in &by_class {
             class_start.push(members.len());
             for &k in list {
@@ -284,19 +326,38 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             root_of,
             isolate,
             checks_at,
-            opened: vec![0; n_classes],
-            consumed: vec![0; n_members * width],
-            granular_taken: vec![0; n_members],
-            choice: vec![(0, 0); n_slots],
-            opened_here: vec![false; n_slots],
-            cursor: vec![(0, 0); n_slots],
+            opened: refilled(take(&mut spare.opened), n_classes, 0),
+            consumed: refilled(take(&mut spare.consumed), n_members * width, 0),
+            granular_taken: refilled(take(&mut spare.granular_taken), n_members, 0),
+            choice: refilled(take(&mut spare.choice), n_slots, (0, 0)),
+            opened_here: refilled(take(&mut spare.opened_here), n_slots, false),
+            cursor: refilled(take(&mut spare.cursor), n_slots, (0, 0)),
             depth: 0,
             started: false,
             finished: false,
             expanding: false,
-            used_classes: Vec::new(),
+            used_classes: emptied(take(&mut spare.used_classes)),
             perms: (0..n_classes).map(|_| Vec::new()).collect(),
         }
+    }
+
+    /// Hands this search's tables to the next one.
+    pub fn recycle(self, spare: &mut Spare) {
+        *spare = Spare {
+            members: self.members,
+            class_start: self.class_start,
+            free: self.free,
+            max_unit: self.max_unit,
+            trait_mask: self.trait_mask,
+            root_of: self.root_of,
+            opened: self.opened,
+            consumed: self.consumed,
+            granular_taken: self.granular_taken,
+            choice: self.choice,
+            opened_here: self.opened_here,
+            cursor: self.cursor,
+            used_classes: self.used_classes,
+        };
     }
 
     fn class_len(&self, c: usize) -> usize {

@@ -37,34 +37,54 @@ pub struct ProviderSummary<'s> {
 impl State {
     /// The summary of a provider (None if it does not exist).
     pub fn provider_summary(&self, id: ProviderId) -> Option<ProviderSummary<'_>> {
-        let p = self.provider(id)?;
-        let resources = p
-            .inventories
-            .iter()
-            .map(|(class, inv)| SummaryResource {
+        let mut summary = ProviderSummary {
+            uuid: Uuid::nil(),
+            parent_uuid: None,
+            root_uuid: Uuid::nil(),
+            resources: Vec::new(),
+            traits: Vec::new(),
+        };
+        self.fill_provider_summary(id, &mut summary)
+            .then_some(summary)
+    }
+
+    /// Overwrites `summary` with the summary of a provider, reusing its lists; false
+    /// (and `summary` unspecified) if the provider does not exist. A large answer
+    /// summarises thousands of providers: with one summary refilled for each, they
+    /// cost no allocation apiece.
+    pub fn fill_provider_summary<'s>(
+        &'s self,
+        id: ProviderId,
+        summary: &mut ProviderSummary<'s>,
+    ) -> bool {
+        let Some(p) = self.provider(id) else {
+            return false;
+        };
+        summary.resources.clear();
+        summary
+            .resources
+            .extend(p.inventories.iter().map(|(class, inv)| SummaryResource {
                 class: class.as_str(),
                 capacity: inv.reported_capacity(),
                 used: self.usage(id, class),
-            })
-            .collect();
+            }));
         // Placement lists a provider's traits in the order of their ids: the standard
         // traits (created at start-up) before the custom ones, which come in the order
         // they were created. Clients (and Placement's tests) see that order.
         // Sorted in place by that key (computed again at each comparison: a provider
         // has few traits), so that the traits cost one list, not two.
-        let mut traits: Vec<&str> = p.traits.iter().map(|t| t.as_str()).collect();
+        let traits = &mut summary.traits;
+        traits.clear();
+        traits.extend(p.traits.iter().map(|t| t.as_str()));
         if traits.len() > 1 {
             traits.sort_unstable_by_key(|&t| {
                 let created = self.traits.get(t).map(|r| r.created_at);
                 (created.is_some(), created.unwrap_or(0), t)
             });
         }
-        Some(ProviderSummary {
-            uuid: p.uuid(),
-            parent_uuid: p.row.parent.map(|parent| self.uuid_of(parent)),
-            root_uuid: self.uuid_of(p.row.root),
-            resources,
-            traits,
-        })
+        summary.uuid = p.uuid();
+        summary.parent_uuid = p.row.parent.map(|parent| self.uuid_of(parent));
+        summary.root_uuid = self.uuid_of(p.row.root);
+        true
     }
 }

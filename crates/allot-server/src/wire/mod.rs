@@ -32,6 +32,7 @@ pub mod providers;
 pub mod root;
 pub mod traits;
 pub mod usages;
+pub mod write;
 
 pub use allocations::{ConsumerAllocations, HeldByConsumer, HeldOnProvider, ProviderAllocations};
 pub use candidates::{
@@ -40,7 +41,9 @@ pub use candidates::{
 };
 pub use classes::{ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
-pub use providers::{ProviderAggregates, ProviderBody, ProviderList, ProviderTraits};
+pub use providers::{
+    ProviderAggregates, ProviderBody, ProviderLinks, ProviderList, ProviderTraits,
+};
 pub use root::{ApiVersion, Versions};
 pub use traits::TraitList;
 pub use usages::{ConsumerTypeUsages, ProviderUsages, Usages, UsagesByType};
