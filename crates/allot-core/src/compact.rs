@@ -393,7 +393,10 @@ impl<V> IdTable<V> {
         // where none were): then a record sits at its id's distance from the first,
         // found with one probe instead of a search through a large vector.
         let first = self.ids.first()?.0;
-        if let Some(guess) = id.0.checked_sub(first).and_then(|d| usize::try_from(d).ok()) {
+        if let Some(guess) =
+            id.0.checked_sub(first)
+                .and_then(|d| usize::try_from(d).ok())
+        {
             if self.ids.get(guess) == Some(id) {
                 return Some(guess);
             }
