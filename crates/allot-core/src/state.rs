@@ -318,6 +318,8 @@ impl State {
     /// name. Placement refers to classes by id, so a rename never orphans what uses the
     /// class; we refer to them by name and must move the records along.
     fn rename_class_everywhere(&mut self, old: &ResourceClass, new: &ResourceClass) {
+        // The records take the view's one copy of the new name, as `apply` gives them.
+        let new = &self.interned.class(new);
         for p in self.providers.values_mut() {
             if let Some(inv) = p.inventories.remove(old.as_str()) {
                 p.inventories.insert(new.clone(), inv);
