@@ -133,12 +133,10 @@ impl State {
     pub fn reserve(&mut self, providers: usize, consumers: usize) {
         let hasher = &self.hasher;
         let records = &self.providers;
-        self.by_uuid.reserve(providers, |id| {
-            hasher.hash_one(records.get(id).map(|p| p.row.uuid).unwrap_or_default())
-        });
-        self.by_name.reserve(providers, |id| {
-            hasher.hash_one(records.get(id).map_or("", |p| p.row.name.as_str()))
-        });
+        self.by_uuid
+            .reserve(providers, |id| hasher.hash_one(uuid_key(records, id)));
+        self.by_name
+            .reserve(providers, |id| hasher.hash_one(name_key(records, id)));
         self.consumers
             .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
         self.providers.reserve(providers);
@@ -284,20 +282,17 @@ impl State {
     /// Adds provider `id` (already in `providers`) to the uuid index.
     fn index_uuid(&mut self, id: ProviderId) {
         let (providers, hasher) = (&self.providers, &self.hasher);
-        // Every id in the index is a provider's: the default is never hashed.
-        let key = |id: &ProviderId| providers.get(id).map(|p| p.row.uuid).unwrap_or_default();
-        let hash = hasher.hash_one(key(&id));
+        let hash = hasher.hash_one(uuid_key(providers, &id));
         self.by_uuid
-            .insert_unique(hash, id, |i| hasher.hash_one(key(i)));
+            .insert_unique(hash, id, |i| hasher.hash_one(uuid_key(providers, i)));
     }
 
     /// Adds provider `id` (already in `providers`) to the name index.
     fn index_name(&mut self, id: ProviderId) {
         let (providers, hasher) = (&self.providers, &self.hasher);
-        let key = |id: &ProviderId| providers.get(id).map_or("", |p| p.row.name.as_str());
-        let hash = hasher.hash_one(key(&id));
+        let hash = hasher.hash_one(name_key(providers, &id));
         self.by_name
-            .insert_unique(hash, id, |i| hasher.hash_one(key(i)));
+            .insert_unique(hash, id, |i| hasher.hash_one(name_key(providers, i)));
     }
 
     fn unindex_uuid(&mut self, uuid: &Uuid, id: ProviderId) {
@@ -543,6 +538,17 @@ impl State {
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
         self.consumers.iter().map(|c| &**c)
     }
+}
+
+/// The key `by_uuid` hashes an id by: its provider's uuid. Every id in the index is
+/// a provider's, so the default is never hashed.
+fn uuid_key(providers: &IdTable<Provider>, id: &ProviderId) -> Uuid {
+    providers.get(id).map(|p| p.row.uuid).unwrap_or_default()
+}
+
+/// The key `by_name` hashes an id by: its provider's name (see [`uuid_key`]).
+fn name_key<'a>(providers: &'a IdTable<Provider>, id: &ProviderId) -> &'a str {
+    providers.get(id).map_or("", |p| p.row.name.as_str())
 }
 
 #[cfg(test)]
