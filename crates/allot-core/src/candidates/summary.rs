@@ -19,8 +19,9 @@ pub struct SummaryResource<'s> {
     pub used: u64,
 }
 
-/// What a candidate's client learns about one provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a candidate's client learns about one provider. The default is an empty
+/// summary for [`State::fill_provider_summary`] to fill.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderSummary<'s> {
     /// The provider.
     pub uuid: Uuid,
@@ -37,13 +38,7 @@ pub struct ProviderSummary<'s> {
 impl State {
     /// The summary of a provider (None if it does not exist).
     pub fn provider_summary(&self, id: ProviderId) -> Option<ProviderSummary<'_>> {
-        let mut summary = ProviderSummary {
-            uuid: Uuid::nil(),
-            parent_uuid: None,
-            root_uuid: Uuid::nil(),
-            resources: Vec::new(),
-            traits: Vec::new(),
-        };
+        let mut summary = ProviderSummary::default();
         self.fill_provider_summary(id, &mut summary)
             .then_some(summary)
     }

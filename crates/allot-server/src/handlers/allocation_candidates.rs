@@ -566,13 +566,7 @@ impl Answer<'_> {
             self.write_request(out, request);
         }
         out.extend_from_slice(b"],\"provider_summaries\":{");
-        let mut summary = ProviderSummary {
-            uuid: Uuid::nil(),
-            parent_uuid: None,
-            root_uuid: Uuid::nil(),
-            resources: Vec::new(),
-            traits: Vec::new(),
-        };
+        let mut summary = ProviderSummary::default();
         let mut first = true;
         for &(uuid, id) in &self.summaries {
             if !self.view.fill_provider_summary(id, &mut summary) {
