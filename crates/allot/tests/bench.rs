@@ -7,32 +7,14 @@
 
 mod support;
 
-use std::process::Command;
-
 use serde_json::Value;
-use support::Server;
+use support::{bench, Server};
 use uuid::Uuid;
 
 const NAMESPACE: Uuid = Uuid::from_u128(0x6f1c0c2e_6b1e_4a59_9a1a_5a0d1c6a2b10);
 
 fn named(name: &str) -> Uuid {
     Uuid::new_v5(&NAMESPACE, name.as_bytes())
-}
-
-/// Runs `allot bench ARGS`, expects success, returns stdout.
-fn bench(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .expect("run allot bench");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "allot bench {args:?} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
 }
 
 fn get(server: &Server, path: &str) -> Value {

@@ -1,5 +1,6 @@
-//! What the binary's tests share: the real `allot serve` on an ephemeral port, and a
-//! tiny HTTP/1.1 client on `std` (one connection per request).
+//! What the binary's tests share: the real `allot serve` on an ephemeral port, a
+//! tiny HTTP/1.1 client on `std` (one connection per request), and `allot bench` run
+//! as a command.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -7,6 +8,22 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+/// Runs `allot bench ARGS`, expects success, returns stdout.
+pub fn bench(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("run allot bench");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "allot bench {args:?} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
 
 /// A running `allot serve` on an ephemeral port.
 pub struct Server {
