@@ -16,6 +16,7 @@ use std::borrow::Borrow;
 use std::fmt;
 
 use crate::model::ProviderId;
+use crate::persistent::PArray;
 
 /// A map kept as a slice of entries sorted by key, with no spare capacity.
 #[derive(Clone, PartialEq, Eq)]
@@ -355,53 +356,60 @@ impl<T> IntoIterator for VecSet<T> {
     }
 }
 
-/// Records keyed by an increasing id (providers by [`ProviderId`]): two parallel
-/// vectors, the ids sorted and the records beside them, so a record costs its own
-/// size and its id, where a `BTreeMap` spends half of every node on empty slots.
+/// Records keyed by an increasing id (providers by [`ProviderId`]): a persistent array
+/// of (id, record) slots sorted by id, so a record costs its own size and its id, and a
+/// new version of the view shares every slot it did not change (see
+/// [`crate::persistent`]).
 ///
 /// Ids are handed out in increasing order and never reused, so a new record is
 /// appended. A removed one leaves a hole (`None`, keeping its id so that the search
-/// still works) until holes outnumber the records, when both vectors are compacted:
-/// removal is amortised constant time. The vectors grow by an eighth, not double, so
-/// at most about an eighth of the table is spare room.
+/// still works) until holes outnumber the records, when the array is compacted:
+/// removal is amortised constant time.
 #[derive(Debug, Clone)]
 pub struct IdTable<V> {
-    ids: Vec<ProviderId>,
-    slots: Vec<Option<V>>,
+    slots: PArray<(ProviderId, Option<V>)>,
     live: usize,
 }
 
 impl<V> Default for IdTable<V> {
     fn default() -> Self {
         IdTable {
-            ids: Vec::new(),
-            slots: Vec::new(),
+            slots: PArray::default(),
             live: 0,
         }
     }
 }
 
 impl<V> IdTable<V> {
-    /// Makes room for `additional` more records without growing on the way.
-    pub fn reserve(&mut self, additional: usize) {
-        self.ids.reserve_exact(additional);
-        self.slots.reserve_exact(additional);
+    fn id_at(&self, i: usize) -> Option<ProviderId> {
+        self.slots.get(i).map(|s| s.0)
     }
 
-    fn slot(&self, id: &ProviderId) -> Option<usize> {
+    /// Where `id` is, or where it would go.
+    fn search(&self, id: &ProviderId) -> Result<usize, usize> {
         // Ids are dense until providers are deleted (and again after a compaction
         // where none were): then a record sits at its id's distance from the first,
-        // found with one probe instead of a search through a large vector.
-        let first = self.ids.first()?.0;
-        if let Some(guess) =
-            id.0.checked_sub(first)
-                .and_then(|d| usize::try_from(d).ok())
-        {
-            if self.ids.get(guess) == Some(id) {
-                return Some(guess);
+        // found with one probe instead of a search through a large array.
+        if let Some(first) = self.id_at(0) {
+            if let Some(guess) =
+                id.0.checked_sub(first.0)
+                    .and_then(|d| usize::try_from(d).ok())
+            {
+                if self.id_at(guess) == Some(*id) {
+                    return Ok(guess);
+                }
             }
         }
-        self.ids.binary_search(id).ok()
+        let (mut low, mut high) = (0, self.slots.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.id_at(mid).cmp(&Some(*id)) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(low)
     }
 
     /// How many records.
@@ -415,34 +423,45 @@ impl<V> IdTable<V> {
     }
 
     /// The record with `id`.
+    #[inline]
     pub fn get(&self, id: &ProviderId) -> Option<&V> {
-        self.slots[self.slot(id)?].as_ref()
+        self.slots.get(self.search(id).ok()?)?.1.as_ref()
     }
 
+    /// The records in id order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.slots.iter().filter_map(|s| s.1.as_ref())
+    }
+}
+
+impl<V: Clone> IdTable<V> {
     /// The record with `id`, to change it.
     pub fn get_mut(&mut self, id: &ProviderId) -> Option<&mut V> {
-        let i = self.slot(id)?;
-        self.slots[i].as_mut()
+        let i = self.search(id).ok()?;
+        self.slots.get_mut(i)?.1.as_mut()
     }
 
     /// Stores `value` under `id`, returning the record it replaces.
     pub fn insert(&mut self, id: ProviderId, value: V) -> Option<V> {
-        match self.ids.binary_search(&id) {
+        match self.search(&id) {
             Ok(i) => {
-                let old = self.slots[i].replace(value);
+                let old = self.slots.get_mut(i)?.1.replace(value);
                 if old.is_none() {
                     self.live += 1;
                 }
                 old
             }
+            Err(i) if i == self.slots.len() => {
+                self.slots.push((id, Some(value)));
+                self.live += 1;
+                None
+            }
             Err(i) => {
-                if self.ids.len() == self.ids.capacity() {
-                    let more = (self.ids.len() / 8).max(16);
-                    self.ids.reserve_exact(more);
-                    self.slots.reserve_exact(more);
-                }
-                self.ids.insert(i, id);
-                self.slots.insert(i, Some(value));
+                // An id below the largest: only a store loading rows out of id order
+                // does this. Rebuilt whole, as rare as it is.
+                let mut slots: Vec<_> = self.slots.iter().cloned().collect();
+                slots.insert(i, (id, Some(value)));
+                self.slots = slots.into_iter().collect();
                 self.live += 1;
                 None
             }
@@ -451,31 +470,24 @@ impl<V> IdTable<V> {
 
     /// Removes the record with `id`.
     pub fn remove(&mut self, id: &ProviderId) -> Option<V> {
-        let i = self.slot(id)?;
-        let old = self.slots[i].take()?;
+        let i = self.search(id).ok()?;
+        let old = self.slots.get_mut(i)?.1.take()?;
         self.live -= 1;
         let holes = self.slots.len() - self.live;
         if holes > 64 && holes > self.live {
-            let slots = std::mem::take(&mut self.slots);
-            let (ids, slots): (Vec<_>, Vec<_>) = self
-                .ids
-                .drain(..)
-                .zip(slots)
-                .filter(|(_, slot)| slot.is_some())
-                .unzip();
-            (self.ids, self.slots) = (ids, slots);
+            self.slots = self
+                .slots
+                .iter()
+                .filter(|s| s.1.is_some())
+                .cloned()
+                .collect();
         }
         Some(old)
     }
 
-    /// The records in id order.
-    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> {
-        self.slots.iter().flatten()
-    }
-
     /// The records in id order, to change them.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.slots.iter_mut().flatten()
+        self.slots.iter_mut().filter_map(|s| s.1.as_mut())
     }
 }
 

@@ -21,6 +21,7 @@ pub mod error;
 pub mod model;
 pub mod names;
 pub mod ops;
+pub mod persistent;
 pub mod query;
 pub mod standard;
 pub mod state;

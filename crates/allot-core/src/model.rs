@@ -12,8 +12,8 @@ use crate::names::{ResourceClass, TraitName};
 pub type Timestamp = i64;
 
 /// A provider's internal id: stable for the provider's life, never reused, never shown
-/// to clients (they see the uuid).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// to clients (they see the uuid). Ids start at 1: the default, 0, is no provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProviderId(pub u64);
 
 /// One resource class's inventory on one provider.

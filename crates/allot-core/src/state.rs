@@ -7,9 +7,8 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasher;
-use std::sync::Arc;
-
-use hashbrown::HashTable;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
@@ -19,37 +18,47 @@ use crate::model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Provider, ProviderId, TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
+use crate::persistent::PHashTable;
 use crate::standard;
 
 /// Everything allot knows, in memory.
+///
+/// Cloning a state is cheap (a few dozen reference counts, see [`crate::persistent`]):
+/// the host publishes each version to readers as an `Arc<State>` and makes the next
+/// one by cloning it and applying a batch of changes to the clone, so a reader's
+/// version never changes under it and a writer never waits for a reader.
 #[derive(Debug, Clone, Default)]
 pub struct State {
     /// Providers by internal id, in id order so that listings come in creation order,
     /// as Placement lists them.
     pub(crate) providers: IdTable<Provider>,
     /// Providers by uuid and by name: ids only, the keys are read from the records
-    /// (a map would hold every uuid and name a second time).
-    by_uuid: HashTable<ProviderId>,
-    by_name: HashTable<ProviderId>,
+    /// (a map would hold every uuid and name a second time). `NonZeroU64` rather than
+    /// `ProviderId`, so that an empty slot costs no more than a full one.
+    by_uuid: PHashTable<NonZeroU64>,
+    by_name: PHashTable<NonZeroU64>,
     /// Hashes the keys of `by_uuid`, `by_name` and `consumers` (SipHash with a random
     /// key: uuids and names come from clients).
     hasher: RandomState,
     /// Custom resource classes (standard ones are in [`standard::RESOURCE_CLASSES`]).
-    pub(crate) classes: BTreeMap<ResourceClass, ClassRecord>,
+    /// Shared between versions until one changes them (rarely).
+    pub(crate) classes: Arc<BTreeMap<ResourceClass, ClassRecord>>,
     /// Custom traits (standard ones are in [`standard::TRAITS`]).
-    pub(crate) traits: BTreeMap<TraitName, TraitRecord>,
+    pub(crate) traits: Arc<BTreeMap<TraitName, TraitRecord>>,
     /// The next provider id to hand out: one more than the largest ever seen, so that
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
     /// Consumers and their allocations: the records.
     /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
     /// slot then costs a pointer instead of a whole consumer.
-    pub(crate) consumers: HashTable<Box<Consumer>>,
+    pub(crate) consumers: PHashTable<Box<Consumer>>,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
-    pub(crate) sharing: BTreeSet<ProviderId>,
-    /// Every name and text the records carry, held once (see [`Interned`]).
-    pub(crate) interned: Interned,
+    pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
+    /// Every name and text the records carry, held once (see [`Interned`]). One
+    /// interner for all the versions of a view: interning is the same whichever
+    /// version asks, and only the writer (one at a time) applies changes.
+    interned: Arc<Mutex<Interned>>,
 }
 
 /// The view's one copy of each name and text that many records carry: the resource
@@ -57,11 +66,17 @@ pub struct State {
 /// users and types of consumers. A change arrives with its own copies (parsed from a
 /// request or read from the store); `apply` swaps them for these, so that a million
 /// allocations of `VCPU` share one string instead of holding a million.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Interned {
+///
+/// Texts no record holds any more are forgotten by a sweep when the set has doubled
+/// since the last one: a release at the moment a record lets go could not tell whether
+/// an older version of the view, still read, holds the text too.
+#[derive(Debug, Default)]
+struct Interned {
     classes: HashSet<ResourceClass>,
     traits: HashSet<TraitName>,
     texts: HashSet<Arc<str>>,
+    /// How many texts the last sweep kept.
+    swept: usize,
 }
 
 impl Interned {
@@ -86,16 +101,14 @@ impl Interned {
             return held.clone();
         }
         self.texts.insert(text.clone());
-        text.clone()
-    }
-
-    /// Forgets a text that no record holds any more (the interner's own copy and the
-    /// caller's are the only two left). Classes and traits are not forgotten: they
-    /// are few, and exist as records of their own.
-    fn release_text(&mut self, text: Arc<str>) {
-        if Arc::strong_count(&text) == 2 {
-            self.texts.remove(&text);
+        if self.texts.len() > 2 * self.swept.max(1024) {
+            // Only the set's own copy left: no record in any version holds it. (The
+            // caller still holds the text just added, so it stays.) Classes and
+            // traits are never forgotten: they are few, and records of their own.
+            self.texts.retain(|t| Arc::strong_count(t) > 1);
+            self.swept = self.texts.len();
         }
+        text.clone()
     }
 
     fn consumer_row(&mut self, row: &ConsumerRow) -> ConsumerRow {
@@ -104,14 +117,6 @@ impl Interned {
             user_id: self.text(&row.user_id),
             consumer_type: row.consumer_type.as_ref().map(|t| self.text(t)),
             ..row.clone()
-        }
-    }
-
-    fn release_consumer_row(&mut self, row: ConsumerRow) {
-        self.release_text(row.project_id);
-        self.release_text(row.user_id);
-        if let Some(t) = row.consumer_type {
-            self.release_text(t);
         }
     }
 }
@@ -139,7 +144,6 @@ impl State {
             .reserve(providers, |id| hasher.hash_one(name_key(records, id)));
         self.consumers
             .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
-        self.providers.reserve(providers);
     }
 
     /// Folds committed changes into the view. Changes come from a plan made against
@@ -154,19 +158,19 @@ impl State {
         match change {
             Change::PutClass { record, old_name } => {
                 if let Some(old) = old_name {
-                    self.classes.remove(old.as_str());
+                    Arc::make_mut(&mut self.classes).remove(old.as_str());
                     self.rename_class_everywhere(old, &record.name);
                 }
-                self.classes.insert(record.name.clone(), record.clone());
+                Arc::make_mut(&mut self.classes).insert(record.name.clone(), record.clone());
             }
             Change::DeleteClass(name) => {
-                self.classes.remove(name.as_str());
+                Arc::make_mut(&mut self.classes).remove(name.as_str());
             }
             Change::PutTrait(record) => {
-                self.traits.insert(record.name.clone(), record.clone());
+                Arc::make_mut(&mut self.traits).insert(record.name.clone(), record.clone());
             }
             Change::DeleteTrait(name) => {
-                self.traits.remove(name.as_str());
+                Arc::make_mut(&mut self.traits).remove(name.as_str());
             }
             Change::PutProvider { row, .. } => {
                 self.next_provider_id = self.next_provider_id.max(row.id.0 + 1);
@@ -202,7 +206,9 @@ impl State {
                 }
             }
             Change::DeleteProvider(id) => {
-                self.sharing.remove(id);
+                if self.sharing.contains(id) {
+                    Arc::make_mut(&mut self.sharing).remove(id);
+                }
                 if let Some(p) = self.providers.get(id) {
                     let (uuid, name, parent) = (p.row.uuid, p.row.name.clone(), p.row.parent);
                     self.unindex_uuid(&uuid, *id);
@@ -215,7 +221,7 @@ impl State {
             }
             Change::SetInventories(id, inventories) => {
                 if let Some(p) = self.providers.get_mut(id) {
-                    let interned = &mut self.interned;
+                    let mut interned = lock(&self.interned);
                     p.inventories = inventories
                         .iter()
                         .map(|(class, inv)| (interned.class(class), *inv))
@@ -224,12 +230,16 @@ impl State {
             }
             Change::SetTraits(id, traits) => {
                 if let Some(p) = self.providers.get_mut(id) {
-                    let interned = &mut self.interned;
+                    let mut interned = lock(&self.interned);
                     p.traits = traits.iter().map(|t| interned.trait_name(t)).collect();
-                    if p.traits.contains(crate::names::SHARING_TRAIT) {
-                        self.sharing.insert(*id);
-                    } else {
-                        self.sharing.remove(id);
+                    let sharing = p.traits.contains(crate::names::SHARING_TRAIT);
+                    if sharing != self.sharing.contains(id) {
+                        let set = Arc::make_mut(&mut self.sharing);
+                        if sharing {
+                            set.insert(*id);
+                        } else {
+                            set.remove(id);
+                        }
                     }
                 }
             }
@@ -239,13 +249,10 @@ impl State {
                 }
             }
             Change::PutConsumer { row, .. } => {
-                let row = self.interned.consumer_row(row);
+                let row = lock(&self.interned).consumer_row(row);
                 let hash = self.hasher.hash_one(row.uuid);
                 match self.consumers.find_mut(hash, |c| c.row.uuid == row.uuid) {
-                    Some(c) => {
-                        let old = std::mem::replace(&mut c.row, row);
-                        self.interned.release_consumer_row(old);
-                    }
+                    Some(c) => c.row = row,
                     None => {
                         let hasher = &self.hasher;
                         let consumer = Box::new(Consumer {
@@ -259,21 +266,24 @@ impl State {
             }
             Change::DeleteConsumer(uuid) => {
                 self.replace_allocations(uuid, Vec::new());
-                let hash = self.hasher.hash_one(uuid);
-                if let Ok(entry) = self.consumers.find_entry(hash, |c| c.row.uuid == *uuid) {
-                    let (c, _) = entry.remove();
-                    self.interned.release_consumer_row(c.row);
-                }
+                let hasher = &self.hasher;
+                self.consumers.remove(
+                    hasher.hash_one(uuid),
+                    |c| c.row.uuid == *uuid,
+                    |c| hasher.hash_one(c.row.uuid),
+                );
             }
             Change::SetAllocations(uuid, allocations) => {
-                let interned = &mut self.interned;
-                let allocations = allocations
-                    .iter()
-                    .map(|a| Allocation {
-                        class: interned.class(&a.class),
-                        ..a.clone()
-                    })
-                    .collect();
+                let allocations = {
+                    let mut interned = lock(&self.interned);
+                    allocations
+                        .iter()
+                        .map(|a| Allocation {
+                            class: interned.class(&a.class),
+                            ..a.clone()
+                        })
+                        .collect()
+                };
                 self.replace_allocations(uuid, allocations);
             }
         }
@@ -282,31 +292,41 @@ impl State {
     /// Adds provider `id` (already in `providers`) to the uuid index.
     fn index_uuid(&mut self, id: ProviderId) {
         let (providers, hasher) = (&self.providers, &self.hasher);
-        let hash = hasher.hash_one(uuid_key(providers, &id));
-        self.by_uuid
-            .insert_unique(hash, id, |i| hasher.hash_one(uuid_key(providers, i)));
+        let hash = hasher.hash_one(uuid_key(providers, &index_slot(id)));
+        self.by_uuid.insert_unique(hash, index_slot(id), |i| {
+            hasher.hash_one(uuid_key(providers, i))
+        });
     }
 
     /// Adds provider `id` (already in `providers`) to the name index.
     fn index_name(&mut self, id: ProviderId) {
         let (providers, hasher) = (&self.providers, &self.hasher);
-        let hash = hasher.hash_one(name_key(providers, &id));
-        self.by_name
-            .insert_unique(hash, id, |i| hasher.hash_one(name_key(providers, i)));
+        let hash = hasher.hash_one(name_key(providers, &index_slot(id)));
+        self.by_name.insert_unique(hash, index_slot(id), |i| {
+            hasher.hash_one(name_key(providers, i))
+        });
     }
 
+    /// Removes provider `id` from the uuid index (its record still there: the
+    /// entries after it that move back are hashed by theirs).
     fn unindex_uuid(&mut self, uuid: &Uuid, id: ProviderId) {
-        let hash = self.hasher.hash_one(uuid);
-        if let Ok(entry) = self.by_uuid.find_entry(hash, |i| *i == id) {
-            entry.remove();
-        }
+        let (providers, hasher) = (&self.providers, &self.hasher);
+        self.by_uuid.remove(
+            hasher.hash_one(uuid),
+            |i| *i == index_slot(id),
+            |i| hasher.hash_one(uuid_key(providers, i)),
+        );
     }
 
+    /// Removes provider `id` from the name index, `name` being the one it was
+    /// indexed under.
     fn unindex_name(&mut self, name: &str, id: ProviderId) {
-        let hash = self.hasher.hash_one(name);
-        if let Ok(entry) = self.by_name.find_entry(hash, |i| *i == id) {
-            entry.remove();
-        }
+        let (providers, hasher) = (&self.providers, &self.hasher);
+        self.by_name.remove(
+            hasher.hash_one(name),
+            |i| *i == index_slot(id),
+            |i| hasher.hash_one(name_key(providers, i)),
+        );
     }
 
     /// Carries a renamed class's inventories, allocations and usage over to the new
@@ -314,7 +334,7 @@ impl State {
     /// class; we refer to them by name and must move the records along.
     fn rename_class_everywhere(&mut self, old: &ResourceClass, new: &ResourceClass) {
         // The records take the view's one copy of the new name, as `apply` gives them.
-        let new = &self.interned.class(new);
+        let new = &lock(&self.interned).class(new);
         for p in self.providers.values_mut() {
             if let Some(inv) = p.inventories.remove(old.as_str()) {
                 p.inventories.insert(new.clone(), inv);
@@ -418,22 +438,26 @@ impl State {
         self.providers.get(&id)
     }
 
+    fn provider_at(&self, id: &NonZeroU64) -> Option<&Provider> {
+        self.providers.get(&ProviderId(id.get()))
+    }
+
     /// A provider by uuid.
     pub fn provider_by_uuid(&self, uuid: &Uuid) -> Option<&Provider> {
         let hash = self.hasher.hash_one(uuid);
-        let found = |id: &ProviderId| self.providers.get(id).is_some_and(|p| p.row.uuid == *uuid);
+        let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.uuid == *uuid);
         self.by_uuid
             .find(hash, found)
-            .and_then(|id| self.providers.get(id))
+            .and_then(|id| self.provider_at(id))
     }
 
     /// A provider by name.
     pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
         let hash = self.hasher.hash_one(name);
-        let found = |id: &ProviderId| self.providers.get(id).is_some_and(|p| p.row.name == name);
+        let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.name == name);
         self.by_name
             .find(hash, found)
-            .and_then(|id| self.providers.get(id))
+            .and_then(|id| self.provider_at(id))
     }
 
     /// All providers, in creation order.
@@ -540,15 +564,31 @@ impl State {
     }
 }
 
+/// A provider id as the uuid and name indexes hold it (ids start at 1).
+fn index_slot(id: ProviderId) -> NonZeroU64 {
+    NonZeroU64::new(id.0).expect("provider ids start at 1")
+}
+
 /// The key `by_uuid` hashes an id by: its provider's uuid. Every id in the index is
 /// a provider's, so the default is never hashed.
-fn uuid_key(providers: &IdTable<Provider>, id: &ProviderId) -> Uuid {
-    providers.get(id).map(|p| p.row.uuid).unwrap_or_default()
+fn uuid_key(providers: &IdTable<Provider>, id: &NonZeroU64) -> Uuid {
+    providers
+        .get(&ProviderId(id.get()))
+        .map(|p| p.row.uuid)
+        .unwrap_or_default()
 }
 
 /// The key `by_name` hashes an id by: its provider's name (see [`uuid_key`]).
-fn name_key<'a>(providers: &'a IdTable<Provider>, id: &ProviderId) -> &'a str {
-    providers.get(id).map_or("", |p| p.row.name.as_str())
+fn name_key<'a>(providers: &'a IdTable<Provider>, id: &NonZeroU64) -> &'a str {
+    providers
+        .get(&ProviderId(id.get()))
+        .map_or("", |p| p.row.name.as_str())
+}
+
+/// The interner, whoever held it last: a panic while it was held left it usable
+/// (every entry is whole).
+fn lock(interned: &Mutex<Interned>) -> std::sync::MutexGuard<'_, Interned> {
+    interned.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -1,0 +1,435 @@
+//! Persistent collections: cloning one is a handful of reference-count increments, and
+//! a change copies only the small piece it touches.
+//!
+//! The view is published to readers as an immutable version (`Arc<State>`), and the
+//! writer makes the next version by cloning the current one and applying a batch of
+//! changes to the clone. For that to be cheap at a million providers, the big tables
+//! cannot be copied whole: they are split into leaves of [`LEAF`] slots under nodes of
+//! [`NODE`] leaves, each behind an `Arc`. A clone shares every node and leaf; changing
+//! a slot copies its node (a page of pointers) and its leaf (sixteen slots), and only
+//! if another version still shares them (`Arc::make_mut`). A reader holding an old
+//! version keeps exactly the pieces that have changed since alive, and frees them when
+//! it lets go.
+//!
+//! Two levels, not a deeper tree: a lookup is three dependent loads (node, leaf, slot)
+//! where a flat vector takes one or two, and the candidate search looks providers up
+//! by id hundreds of thousands of times per query. With 4,096 slots per node, a
+//! million providers need 245 nodes, so the clone that starts every batch copies about
+//! 2 KB of pointers.
+//!
+//! - [`PArray`]: a growable array of slots, indexed by position.
+//! - [`PHashTable`]: an open-addressing hash table over a `PArray` (linear probing,
+//!   deletion by backward shift, so no tombstones), whose keys may live in the values
+//!   or elsewhere: every operation takes the hash and an equality test, as
+//!   `hashbrown::HashTable` does.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Slots per leaf: the unit a change copies. Small, because copying a leaf of
+/// providers clones each provider's own vectors.
+pub const LEAF: usize = 16;
+/// Leaves per node.
+pub const NODE: usize = 256;
+const LEAF_BITS: u32 = LEAF.trailing_zeros();
+const NODE_SLOTS: usize = LEAF * NODE;
+const NODE_BITS: u32 = NODE_SLOTS.trailing_zeros();
+
+struct Leaf<T>([T; LEAF]);
+
+impl<T: Clone> Clone for Leaf<T> {
+    fn clone(&self) -> Self {
+        Leaf(self.0.clone())
+    }
+}
+
+struct Node<T>([Option<Arc<Leaf<T>>>; NODE]);
+
+impl<T> Clone for Node<T> {
+    fn clone(&self) -> Self {
+        Node(self.0.clone())
+    }
+}
+
+/// A growable array of `len` slots, shared between versions piece by piece (see the
+/// module doc). Slots past `len` in the last leaf hold `T::default()`.
+pub struct PArray<T> {
+    nodes: Vec<Arc<Node<T>>>,
+    len: usize,
+}
+
+impl<T> Clone for PArray<T> {
+    fn clone(&self) -> Self {
+        PArray {
+            nodes: self.nodes.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<T> Default for PArray<T> {
+    fn default() -> Self {
+        PArray {
+            nodes: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for PArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T> PArray<T> {
+    /// How many slots.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The slot at `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            return None;
+        }
+        let leaf = self.nodes[i >> NODE_BITS].0[(i >> LEAF_BITS) & (NODE - 1)].as_ref()?;
+        Some(&leaf.0[i & (LEAF - 1)])
+    }
+
+    /// Every slot, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.nodes
+            .iter()
+            .flat_map(|node| node.0.iter().flatten())
+            .flat_map(|leaf| leaf.0.iter())
+            .take(self.len)
+    }
+}
+
+impl<T: Clone + Default> PArray<T> {
+    /// `len` slots of `T::default()`. They share one leaf until each is written.
+    pub fn filled(len: usize) -> Self {
+        let blank = Arc::new(Leaf(std::array::from_fn(|_| T::default())));
+        let leaves = len.div_ceil(LEAF);
+        let nodes = (0..leaves.div_ceil(NODE))
+            .map(|n| {
+                let present = (leaves - n * NODE).min(NODE);
+                Arc::new(Node(std::array::from_fn(|j| {
+                    (j < present).then(|| blank.clone())
+                })))
+            })
+            .collect();
+        PArray { nodes, len }
+    }
+
+    /// The slot at `i`, to change it: copies its node and leaf first if another
+    /// version shares them.
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if i >= self.len {
+            return None;
+        }
+        let node = Arc::make_mut(&mut self.nodes[i >> NODE_BITS]);
+        let leaf = Arc::make_mut(node.0[(i >> LEAF_BITS) & (NODE - 1)].as_mut()?);
+        Some(&mut leaf.0[i & (LEAF - 1)])
+    }
+
+    /// Appends a slot.
+    pub fn push(&mut self, value: T) {
+        let i = self.len;
+        if i.is_multiple_of(NODE_SLOTS) {
+            self.nodes
+                .push(Arc::new(Node(std::array::from_fn(|_| None))));
+        }
+        if i.is_multiple_of(LEAF) {
+            let node = Arc::make_mut(self.nodes.last_mut().expect("a node was just ensured"));
+            node.0[(i >> LEAF_BITS) & (NODE - 1)] =
+                Some(Arc::new(Leaf(std::array::from_fn(|_| T::default()))));
+        }
+        self.len += 1;
+        *self.get_mut(i).expect("the slot was just made") = value;
+    }
+
+    /// Every slot, in order, to change them (copying every shared piece).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        let len = self.len;
+        self.nodes
+            .iter_mut()
+            .flat_map(|node| Arc::make_mut(node).0.iter_mut().flatten())
+            .flat_map(|leaf| Arc::make_mut(leaf).0.iter_mut())
+            .take(len)
+    }
+}
+
+impl<T: Clone + Default> FromIterator<T> for PArray<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut array = PArray::default();
+        for value in iter {
+            array.push(value);
+        }
+        array
+    }
+}
+
+/// An open-addressing hash table of `T`, persistent as [`PArray`] is.
+///
+/// The table does not hash: callers pass each value's hash, and a function that hashes
+/// a value (for growing and for deletion), so the key can be read from wherever it
+/// lives (the provider indexes hold ids and hash the records' uuids and names). At
+/// most three quarters full, so a lookup probes about two slots on average.
+pub struct PHashTable<T> {
+    slots: PArray<Option<T>>,
+    len: usize,
+}
+
+impl<T> Clone for PHashTable<T> {
+    fn clone(&self) -> Self {
+        PHashTable {
+            slots: self.slots.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<T> Default for PHashTable<T> {
+    fn default() -> Self {
+        PHashTable {
+            slots: PArray::default(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for PHashTable<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl<T> PHashTable<T> {
+    /// How many values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len().wrapping_sub(1)
+    }
+
+    /// The slot holding the value `eq` accepts, probing from `hash`'s home slot.
+    fn position(&self, hash: u64, mut eq: impl FnMut(&T) -> bool) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        loop {
+            match self.slots.get(i)? {
+                None => return None,
+                Some(v) if eq(v) => return Some(i),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// The value `eq` accepts among those with `hash`.
+    pub fn find(&self, hash: u64, eq: impl FnMut(&T) -> bool) -> Option<&T> {
+        let i = self.position(hash, eq)?;
+        self.slots.get(i)?.as_ref()
+    }
+
+    /// Every value, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten()
+    }
+}
+
+impl<T: Clone> PHashTable<T> {
+    /// The value `eq` accepts among those with `hash`, to change it (not its key).
+    pub fn find_mut(&mut self, hash: u64, eq: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let i = self.position(hash, eq)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    /// Makes room for `additional` more values without growing on the way.
+    pub fn reserve(&mut self, additional: usize, hasher: impl Fn(&T) -> u64) {
+        let wanted = self.len + additional;
+        if wanted * 4 > self.slots.len() * 3 {
+            self.rebuild((wanted * 4 / 3 + 1).next_power_of_two().max(LEAF), hasher);
+        }
+    }
+
+    /// Adds a value known not to be present.
+    pub fn insert_unique(&mut self, hash: u64, value: T, hasher: impl Fn(&T) -> u64) {
+        self.reserve(1, &hasher);
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        while self.slots.get(i).is_some_and(Option::is_some) {
+            i = (i + 1) & mask;
+        }
+        *self.slots.get_mut(i).expect("probing stays in the table") = Some(value);
+        self.len += 1;
+    }
+
+    /// Removes and returns the value `eq` accepts among those with `hash`.
+    ///
+    /// Linear probing without tombstones: every value after the hole, up to the next
+    /// empty slot, that may sit earlier (its home is not between the hole and it) moves
+    /// back into the hole, so that no probe sequence is cut short.
+    pub fn remove(
+        &mut self,
+        hash: u64,
+        eq: impl FnMut(&T) -> bool,
+        hasher: impl Fn(&T) -> u64,
+    ) -> Option<T> {
+        let mut hole = self.position(hash, eq)?;
+        let removed = self.slots.get_mut(hole)?.take();
+        self.len -= 1;
+        let mask = self.mask();
+        let mut next = (hole + 1) & mask;
+        while let Some(Some(v)) = self.slots.get(next) {
+            let home = hasher(v) as usize & mask;
+            // The distance back to its home; it may move to the hole if the hole is
+            // no further from home than where it sits.
+            if (next.wrapping_sub(home) & mask) >= (next.wrapping_sub(hole) & mask) {
+                let moved = self.slots.get_mut(next).and_then(Option::take);
+                *self.slots.get_mut(hole).expect("in the table") = moved;
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        removed
+    }
+
+    /// Every value, in no particular order, to change them (not their keys).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.slots.iter_mut().flatten()
+    }
+
+    fn rebuild(&mut self, slots: usize, hasher: impl Fn(&T) -> u64) {
+        let old = std::mem::replace(&mut self.slots, PArray::filled(slots));
+        self.len = 0;
+        let mask = self.mask();
+        for value in old.iter().flatten() {
+            let mut i = hasher(value) as usize & mask;
+            while self.slots.get(i).is_some_and(Option::is_some) {
+                i = (i + 1) & mask;
+            }
+            *self.slots.get_mut(i).expect("probing stays in the table") = Some(value.clone());
+            self.len += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    /// An array answers as a `Vec` does through any edits, and an old version (a
+    /// clone) keeps the values it had while the new one changes.
+    #[test]
+    fn array_versions_are_independent() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15;
+        let mut array: PArray<u64> = PArray::default();
+        let mut model: Vec<u64> = Vec::new();
+        let mut versions: Vec<(PArray<u64>, Vec<u64>)> = Vec::new();
+        for round in 0..20_000 {
+            let r = next(&mut seed);
+            if r.is_multiple_of(3) || model.is_empty() {
+                array.push(r);
+                model.push(r);
+            } else {
+                let i = (r as usize / 3) % model.len();
+                *array.get_mut(i).unwrap() = r;
+                model[i] = r;
+            }
+            if round % 997 == 0 {
+                versions.push((array.clone(), model.clone()));
+            }
+        }
+        assert!(array.iter().eq(model.iter()));
+        assert_eq!(array.get(model.len()), None);
+        for (old, expected) in &versions {
+            assert!(old.iter().eq(expected.iter()));
+            assert!((0..expected.len()).all(|i| old.get(i) == Some(&expected[i])));
+        }
+        let filled: PArray<u8> = PArray::filled(NODE_SLOTS + 3);
+        assert_eq!(filled.iter().count(), NODE_SLOTS + 3);
+        let collected: PArray<u32> = (0..5000).collect();
+        assert!(collected.iter().copied().eq(0..5000));
+    }
+
+    /// A table answers as a `HashMap` does through inserts and removes, with a hash
+    /// that collides a lot (so that probing and backward shifts are exercised), and
+    /// old versions stay as they were.
+    #[test]
+    fn table_behaves_as_a_map() {
+        let hash = |k: &(u64, u64)| k.0 % 97;
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        let mut table: PHashTable<(u64, u64)> = PHashTable::default();
+        let mut model: HashMap<u64, u64> = HashMap::new();
+        let mut versions = Vec::new();
+        for round in 0..30_000 {
+            let (k, v) = (next(&mut seed) % 2000, next(&mut seed));
+            let h = hash(&(k, 0));
+            match next(&mut seed) % 3 {
+                0 => {
+                    let removed = table.remove(h, |e| e.0 == k, hash);
+                    assert_eq!(removed.map(|e| e.1), model.remove(&k));
+                }
+                _ => match table.find_mut(h, |e| e.0 == k) {
+                    Some(e) => {
+                        e.1 = v;
+                        model.insert(k, v);
+                    }
+                    None => {
+                        table.insert_unique(h, (k, v), hash);
+                        model.insert(k, v);
+                    }
+                },
+            }
+            assert_eq!(
+                table.find(h, |e| e.0 == k).map(|e| e.1),
+                model.get(&k).copied()
+            );
+            assert_eq!(table.len(), model.len());
+            if round % 1999 == 0 {
+                versions.push((table.clone(), model.clone()));
+            }
+        }
+        for (old, expected) in &versions {
+            assert_eq!(old.len(), expected.len());
+            for (k, v) in expected {
+                assert_eq!(
+                    old.find(hash(&(*k, 0)), |e| e.0 == *k).map(|e| e.1),
+                    Some(*v)
+                );
+            }
+            let mut seen: Vec<_> = old.iter().map(|e| e.0).collect();
+            seen.sort_unstable();
+            let mut keys: Vec<_> = expected.keys().copied().collect();
+            keys.sort_unstable();
+            assert_eq!(seen, keys);
+        }
+    }
+}
