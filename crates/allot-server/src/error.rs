@@ -137,6 +137,10 @@ impl From<allot_store::WriteError> for ApiError {
                 tracing::error!(error = %e, "store failure");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
             }
+            allot_store::WriteError::Stopped => {
+                tracing::error!("the writer is not running");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
+            }
         }
     }
 }

@@ -65,22 +65,14 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Runs a write on a blocking thread (the store fsyncs) and maps its errors.
+    /// Runs a write (the host's writer plans, persists and applies it, in a batch with
+    /// the writes that arrive beside it) and maps its errors. Awaits the answer
+    /// without holding a thread, so that any number of writes can wait on one commit.
     pub async fn write<T: Send + 'static>(
         &self,
         plan: impl FnOnce(&View, Timestamp) -> Plan<T> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let host = self.host.clone();
-        match tokio::task::spawn_blocking(move || host.write(plan)).await {
-            Ok(result) => Ok(result?),
-            Err(join) => {
-                tracing::error!(error = %join, "write task failed");
-                Err(ApiError::new(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    "",
-                ))
-            }
-        }
+        Ok(self.host.submit(plan).wait().await?)
     }
 }
 
