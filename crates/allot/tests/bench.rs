@@ -2,8 +2,9 @@
 //! through the API (twice: the second run must create nothing), the result is checked
 //! through the API, and `allot bench query` reports candidate counts equal to what a
 //! direct request returns. Then `allot bench claims` storms and schedules on the
-//! seeded shape: what it reports accepted must be exactly what the server now holds,
-//! and no provider may end up over its capacity.
+//! seeded shape (the storm beside a reader repeating `nolimit`, whose queries must be
+//! reported): what it reports accepted must be exactly what the server now holds, and
+//! no provider may end up over its capacity.
 
 mod support;
 
@@ -133,10 +134,11 @@ fn load(server: &Server) -> (u64, u64, u64) {
     (field("consumer_count"), field("VCPU"), field("MEMORY_MB"))
 }
 
-/// Runs `allot bench claims --mode MODE` for a second with 4 clients; its JSON report.
-fn claims(url: &str, dir: &std::path::Path, mode: &str) -> Value {
+/// Runs `allot bench claims --mode MODE` (and `extra` arguments) for a second with 4
+/// clients; its JSON report.
+fn claims(url: &str, dir: &std::path::Path, mode: &str, extra: &[&str]) -> Value {
     let report = dir.join(format!("claims-{mode}.json"));
-    let table = bench(&[
+    let mut args = vec![
         "claims",
         "--mode",
         mode,
@@ -152,7 +154,9 @@ fn claims(url: &str, dir: &std::path::Path, mode: &str) -> Value {
         url,
         "--json",
         report.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let table = bench(&args);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["mode"], mode, "{table}");
     assert!(
@@ -169,14 +173,32 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
     // Schedule first: 20 roots fill up within seconds, and the scheduler's query
     // only lands on AVX2 roots, so the storm after it still finds room elsewhere.
     let (consumers, _, _) = load(server);
-    let schedule = claims(url, dir, "schedule");
+    let schedule = claims(url, dir, "schedule", &[]);
+    assert_eq!(schedule["readers"], Value::Null, "{schedule}");
     let accepted = schedule["accepted"].as_u64().unwrap();
     assert_eq!(load(server).0, consumers + accepted, "{schedule}");
     let rate = schedule["conflict_rate"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&rate), "{schedule}");
 
     let (consumers, vcpu, memory) = load(server);
-    let storm = claims(url, dir, "storm");
+    // The storm runs beside a client repeating `nolimit` (a mixed load): the reader's
+    // queries are reported apart, and the claims' figures keep their meaning.
+    let storm = claims(
+        url,
+        dir,
+        "storm",
+        &["--readers", "1", "--reader-query", "nolimit"],
+    );
+    let readers = &storm["readers"];
+    assert_eq!(readers["clients"], 1, "{storm}");
+    assert_eq!(readers["query"], "nolimit", "{storm}");
+    assert!(readers["queries"].as_u64().unwrap() > 0, "{storm}");
+    assert!(readers["p50_ms"].as_f64().unwrap() > 0.0, "{storm}");
+    assert!(
+        readers["p99_ms"].as_f64().unwrap() >= readers["p50_ms"].as_f64().unwrap(),
+        "{storm}"
+    );
+    assert_eq!(readers["errors"], serde_json::json!({}), "{storm}");
     let accepted = storm["accepted"].as_u64().unwrap();
     assert_eq!(
         storm["attempts"].as_u64().unwrap(),

@@ -6,6 +6,11 @@
 //!   `limit=10`), picks one at random and claims it for a fresh consumer: reads and
 //!   writes race as they do under real schedulers, so some claims are refused.
 //!
+//! `--readers N` adds N clients that repeat one of the shape's candidate queries
+//! (`--reader-query`, `nolimit` by default) for the whole run: a mixed load, to see
+//! how much a large reader costs the writers. Their queries are counted and timed
+//! apart from the claims.
+//!
 //! The run is bounded: no client starts a request after `--seconds`, and a request
 //! still unanswered 30 s later is given up (and counted as an error), so the command
 //! ends by itself. Only the given `--url` is spoken to. Consumers are fresh v4 uuids
@@ -15,7 +20,8 @@
 //!
 //! Latency percentiles cover every attempt that got an HTTP answer (accepted or
 //! refused); throughput is accepted claims (or loops) over the measured wall time,
-//! from the start until the last client is done.
+//! from the start until the last claiming client is done (a reader's last query,
+//! which may end later, does not stretch it).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,6 +60,12 @@ pub struct ClaimsArgs {
     /// Seeds the choice of roots and candidates (client K uses seed + K).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Extra clients that repeat `--reader-query` while the claims run.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    readers: u32,
+    /// The shape's query the readers repeat (flat: small, nolimit, member_of, gold).
+    #[arg(long, default_value = "nolimit")]
+    reader_query: String,
     #[command(flatten)]
     endpoint: Endpoint,
     /// Also write the results as JSON to this file.
@@ -146,6 +158,47 @@ impl Tally {
     fn error(&mut self, what: impl Into<String>) {
         *self.errors.entry(what.into()).or_default() += 1;
     }
+}
+
+/// What the readers saw, all of them together.
+#[derive(Debug, Default)]
+struct ReaderTally {
+    /// One per query answered 200: from sending it until its whole body was in.
+    latencies: Vec<Duration>,
+    /// Anything else, by status (`transport`, `timeout` for no answer).
+    errors: BTreeMap<String, u64>,
+}
+
+impl ReaderTally {
+    fn merge(&mut self, other: ReaderTally) {
+        self.latencies.extend(other.latencies);
+        for (status, n) in other.errors {
+            *self.errors.entry(status).or_default() += n;
+        }
+    }
+}
+
+/// One reader until the deadline: the same candidate query, back to back. The body
+/// is read in full but not parsed: parsing megabytes of JSON would take CPU from the
+/// server on a small machine and measure the client instead.
+async fn reader_loop(client: Client, path: String, deadline: Instant) -> ReaderTally {
+    let mut tally = ReaderTally::default();
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        match send(&client, Method::GET, &path, None).await {
+            Ok(response) if response.status == StatusCode::OK => {
+                tally.latencies.push(started.elapsed())
+            }
+            Ok(response) => {
+                *tally
+                    .errors
+                    .entry(response.status.as_u16().to_string())
+                    .or_default() += 1
+            }
+            Err(why) => *tally.errors.entry(why.to_owned()).or_default() += 1,
+        }
+    }
+    tally
 }
 
 /// One request with the run's timeout; `Err` names why there is no answer.
@@ -277,6 +330,19 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
             args.shape.name()
         );
     }
+    // Checked even without readers: a misspelt name must not pass unnoticed.
+    let queries = args.shape.queries();
+    let Some((_, reader_query)) = queries.iter().find(|(name, _)| *name == args.reader_query)
+    else {
+        let names: Vec<&str> = queries.iter().map(|(name, _)| *name).collect();
+        bail!(
+            "--reader-query {}: not a query of {} (one of {})",
+            args.reader_query,
+            args.shape.name(),
+            names.join(", ")
+        );
+    };
+    let reader_path = format!("/allocation_candidates?{reader_query}");
     let endpoint = &args.endpoint;
     let client = endpoint.client(&endpoint.url, &endpoint.token)?;
     let minor = minor(&endpoint.microversion);
@@ -299,6 +365,9 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
+    let readers: Vec<_> = (0..args.readers)
+        .map(|_| tokio::spawn(reader_loop(client.clone(), reader_path.clone(), deadline)))
+        .collect();
     let workers: Vec<_> = (0..args.concurrency)
         .map(|k| {
             let rng = Rng::new(args.seed.wrapping_add(u64::from(k)));
@@ -317,10 +386,31 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         tally.merge(worker.await.context("a client panicked")?);
     }
     let wall = started.elapsed();
+    let mut reader_tally = ReaderTally::default();
+    for reader in readers {
+        reader_tally.merge(reader.await.context("a reader panicked")?);
+    }
     let rss = read_rss_sum(&args.pid)?;
 
     let report = Report::new(&args, &tally, wall);
     report.print(&args, client.base(), &tally);
+    if args.readers > 0 {
+        println!(
+            "{:>10} {:>10} {:>10} {:>10} {:>8}",
+            "readers", "queries", "p50 ms", "p99 ms", "errors"
+        );
+        println!(
+            "{:>10} {:>10} {:>10.3} {:>10.3} {:>8}",
+            format!("{}x{}", args.readers, args.reader_query),
+            reader_tally.latencies.len(),
+            ms(percentile(&reader_tally.latencies, 0.50)),
+            ms(percentile(&reader_tally.latencies, 0.99)),
+            reader_tally.errors.values().sum::<u64>()
+        );
+        for (what, n) in &reader_tally.errors {
+            println!("  reader errors {what}: {n}");
+        }
+    }
     if let Some((current, peak)) = rss {
         println!(
             "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
@@ -330,6 +420,18 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     if let Some(file) = &args.json {
         let mut value = report.json(&args, client.base(), &tally);
         value["rss_kb"] = rss_json(rss);
+        value["readers"] = if args.readers > 0 {
+            json!({
+                "clients": args.readers,
+                "query": args.reader_query,
+                "queries": reader_tally.latencies.len(),
+                "p50_ms": ms(percentile(&reader_tally.latencies, 0.50)),
+                "p99_ms": ms(percentile(&reader_tally.latencies, 0.99)),
+                "errors": reader_tally.errors,
+            })
+        } else {
+            Value::Null
+        };
         std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }

@@ -128,10 +128,22 @@ impl Client {
         body: Option<&str>,
         version: &str,
     ) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
+        self.try_request(method, path, body, version)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    /// As [`Client::request`], but a connection that fails, or closes before a
+    /// status line came back, is an `Err` instead of a panic: what a client sees of a
+    /// server killed while it waits.
+    pub fn try_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        version: &str,
+    ) -> std::io::Result<(u16, String)> {
+        let mut stream = TcpStream::connect(&self.addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
         let body = body.unwrap_or("");
         let content_type = if body.is_empty() {
             ""
@@ -145,16 +157,22 @@ impl Client {
              {content_type}content-length: {}\r\nconnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
-        )
-        .unwrap();
+        )?;
         let mut response = Vec::new();
-        stream.read_to_end(&mut response).expect("read response");
-        let response = String::from_utf8(response).expect("utf-8 response");
+        stream.read_to_end(&mut response)?;
+        let response = String::from_utf8(response)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        // A server killed before answering closes the connection with nothing sent.
         let status = response
             .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .expect("status line");
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("no status line in {response:?}"),
+                )
+            })?;
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         let chunked = head
             .lines()
@@ -164,7 +182,7 @@ impl Client {
         } else {
             body.to_owned()
         };
-        (status, body)
+        Ok((status, body))
     }
 }
 
