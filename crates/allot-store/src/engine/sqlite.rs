@@ -106,6 +106,8 @@ impl SqliteEngine {
         // back; refuse to share it rather than wait.
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         migrate(&mut conn)?;
+        // Room for every statement `write_change` runs, so none is parsed twice.
+        conn.set_prepared_statement_cache_capacity(64);
         Ok(SqliteEngine { conn })
     }
 
@@ -337,17 +339,25 @@ fn fold_groups<K: PartialEq, T>(
     Ok(())
 }
 
+/// Runs one statement of a write, prepared once per connection: a claim writes a few
+/// rows, and parsing their SQL each time cost more than writing them.
+fn exec(tx: &Transaction<'_>, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    tx.prepare_cached(sql)?.execute(params)
+}
+
 fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError> {
     match change {
         Change::PutClass { record, old_name } => {
             if let Some(old) = old_name {
-                tx.execute(
+                exec(
+                    tx,
                     "DELETE FROM resource_classes WHERE name = ?1",
                     [old.as_str()],
                 )?;
                 // Rows refer to classes by name: a rename carries them along.
                 for table in ["inventories", "allocations"] {
-                    tx.execute(
+                    exec(
+                        tx,
                         &format!(
                             "UPDATE {table} SET resource_class = ?2 WHERE resource_class = ?1"
                         ),
@@ -355,29 +365,33 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     )?;
                 }
             }
-            tx.execute(
+            exec(
+                tx,
                 "INSERT OR REPLACE INTO resource_classes (name, created_at, updated_at)
                  VALUES (?1, ?2, ?3)",
                 params![record.name.as_str(), record.created_at, record.updated_at],
             )?;
         }
         Change::DeleteClass(name) => {
-            tx.execute(
+            exec(
+                tx,
                 "DELETE FROM resource_classes WHERE name = ?1",
                 [name.as_str()],
             )?;
         }
         Change::PutTrait(record) => {
-            tx.execute(
+            exec(
+                tx,
                 "INSERT OR REPLACE INTO traits (name, created_at) VALUES (?1, ?2)",
                 params![record.name.as_str(), record.created_at],
             )?;
         }
         Change::DeleteTrait(name) => {
-            tx.execute("DELETE FROM traits WHERE name = ?1", [name.as_str()])?;
+            exec(tx, "DELETE FROM traits WHERE name = ?1", [name.as_str()])?;
         }
         Change::PutProvider { row, .. } => {
-            tx.execute(
+            exec(
+                tx,
                 "INSERT INTO providers
                      (id, uuid, name, generation, parent_id, root_id, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -400,13 +414,17 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         Change::DeleteProvider(id) => {
             let id = id.0 as i64;
             for table in ["inventories", "provider_traits", "provider_aggregates"] {
-                tx.execute(&format!("DELETE FROM {table} WHERE provider_id = ?1"), [id])?;
+                exec(
+                    tx,
+                    &format!("DELETE FROM {table} WHERE provider_id = ?1"),
+                    [id],
+                )?;
             }
-            tx.execute("DELETE FROM providers WHERE id = ?1", [id])?;
+            exec(tx, "DELETE FROM providers WHERE id = ?1", [id])?;
         }
         Change::SetInventories(id, inventories) => {
             let id = id.0 as i64;
-            tx.execute("DELETE FROM inventories WHERE provider_id = ?1", [id])?;
+            exec(tx, "DELETE FROM inventories WHERE provider_id = ?1", [id])?;
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO inventories (provider_id, resource_class, total, reserved, min_unit,
                                           max_unit, step_size, allocation_ratio)
@@ -427,7 +445,11 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         }
         Change::SetTraits(id, traits) => {
             let id = id.0 as i64;
-            tx.execute("DELETE FROM provider_traits WHERE provider_id = ?1", [id])?;
+            exec(
+                tx,
+                "DELETE FROM provider_traits WHERE provider_id = ?1",
+                [id],
+            )?;
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO provider_traits (provider_id, trait) VALUES (?1, ?2)",
             )?;
@@ -437,7 +459,8 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         }
         Change::SetAggregates(id, aggregates) => {
             let id = id.0 as i64;
-            tx.execute(
+            exec(
+                tx,
                 "DELETE FROM provider_aggregates WHERE provider_id = ?1",
                 [id],
             )?;
@@ -449,7 +472,8 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
             }
         }
         Change::PutConsumer { row, .. } => {
-            tx.execute(
+            exec(
+                tx,
                 "INSERT INTO consumers
                      (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -470,12 +494,20 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         }
         Change::DeleteConsumer(uuid) => {
             let uuid = uuid.to_string();
-            tx.execute("DELETE FROM allocations WHERE consumer_uuid = ?1", [&uuid])?;
-            tx.execute("DELETE FROM consumers WHERE uuid = ?1", [&uuid])?;
+            exec(
+                tx,
+                "DELETE FROM allocations WHERE consumer_uuid = ?1",
+                [&uuid],
+            )?;
+            exec(tx, "DELETE FROM consumers WHERE uuid = ?1", [&uuid])?;
         }
         Change::SetAllocations(uuid, allocations) => {
             let uuid = uuid.to_string();
-            tx.execute("DELETE FROM allocations WHERE consumer_uuid = ?1", [&uuid])?;
+            exec(
+                tx,
+                "DELETE FROM allocations WHERE consumer_uuid = ?1",
+                [&uuid],
+            )?;
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used)
                  VALUES (?1, ?2, ?3, ?4)",
