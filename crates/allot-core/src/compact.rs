@@ -381,11 +381,13 @@ impl<V> Default for IdTable<V> {
 }
 
 impl<V> IdTable<V> {
+    #[inline]
     fn id_at(&self, i: usize) -> Option<ProviderId> {
         self.slots.get(i).map(|s| s.0)
     }
 
     /// Where `id` is, or where it would go.
+    #[inline]
     fn search(&self, id: &ProviderId) -> Result<usize, usize> {
         // Ids are dense until providers are deleted (and again after a compaction
         // where none were): then a record sits at its id's distance from the first,
@@ -400,7 +402,11 @@ impl<V> IdTable<V> {
                 }
             }
         }
+        // A new id is the largest yet: it goes at the end, no search needed.
         let (mut low, mut high) = (0, self.slots.len());
+        if self.id_at(high.wrapping_sub(1)) < Some(*id) {
+            return Err(high);
+        }
         while low < high {
             let mid = low + (high - low) / 2;
             match self.id_at(mid).cmp(&Some(*id)) {

@@ -4,17 +4,17 @@
 //! The view is published to readers as an immutable version (`Arc<State>`), and the
 //! writer makes the next version by cloning the current one and applying a batch of
 //! changes to the clone. For that to be cheap at a million providers, the big tables
-//! cannot be copied whole: they are split into leaves of [`LEAF`] slots under nodes of
-//! [`NODE`] leaves, each behind an `Arc`. A clone shares every node and leaf; changing
-//! a slot copies its node (a page of pointers) and its leaf (sixteen slots), and only
-//! if another version still shares them (`Arc::make_mut`). A reader holding an old
+//! cannot be copied whole: they are split into leaves of a few slots (about 4 KiB, see
+//! `leaf_len`) under nodes of [`NODE`] leaves, each behind an `Arc`. A clone shares
+//! every node and leaf; changing a slot copies its node (a page of pointers) and its
+//! leaf, and only if another version still shares them (`Arc::make_mut`). A reader holding an old
 //! version keeps exactly the pieces that have changed since alive, and frees them when
 //! it lets go.
 //!
 //! Two levels, not a deeper tree: a lookup is three dependent loads (node, leaf, slot)
 //! where a flat vector takes one or two, and the candidate search looks providers up
-//! by id hundreds of thousands of times per query. With 4,096 slots per node, a
-//! million providers need 245 nodes, so the clone that starts every batch copies about
+//! by id hundreds of thousands of times per query. With twenty providers to a leaf, a
+//! million providers need 196 nodes, so the clone that starts every batch copies about
 //! 2 KB of pointers.
 //!
 //! - [`PArray`]: a growable array of slots, indexed by position.
@@ -26,24 +26,29 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// Slots per leaf: the unit a change copies. Small, because copying a leaf of
-/// providers clones each provider's own vectors.
-pub const LEAF: usize = 16;
 /// Leaves per node.
 pub const NODE: usize = 256;
-const LEAF_BITS: u32 = LEAF.trailing_zeros();
-const NODE_SLOTS: usize = LEAF * NODE;
-const NODE_BITS: u32 = NODE_SLOTS.trailing_zeros();
 
-struct Leaf<T>([T; LEAF]);
-
-impl<T: Clone> Clone for Leaf<T> {
-    fn clone(&self) -> Self {
-        Leaf(self.0.clone())
+/// How many slots of `size` bytes a leaf holds: as many as fit, with the `Arc`'s two
+/// counters, in an allocation of exactly one of the allocator's size classes (4 KiB
+/// for large slots, 256 bytes for small ones), so that no leaf pays for rounding up.
+/// Small leaves, because a change copies its whole leaf (and copying a leaf of
+/// providers clones each provider's own lists).
+const fn leaf_len(size: usize) -> usize {
+    let class = if size >= 64 { 4096 } else { 256 };
+    let n = (class - 16) / if size == 0 { 1 } else { size };
+    if n == 0 {
+        1
+    } else if n > 64 {
+        64
+    } else {
+        n
     }
 }
 
-struct Node<T>([Option<Arc<Leaf<T>>>; NODE]);
+type Leaf<T> = Arc<[T]>;
+
+struct Node<T>([Option<Leaf<T>>; NODE]);
 
 impl<T> Clone for Node<T> {
     fn clone(&self) -> Self {
@@ -83,6 +88,11 @@ impl<T: fmt::Debug> fmt::Debug for PArray<T> {
 }
 
 impl<T> PArray<T> {
+    /// Slots per leaf.
+    const LEAF: usize = leaf_len(std::mem::size_of::<T>());
+    /// Slots per node.
+    const NODE_SLOTS: usize = Self::LEAF * NODE;
+
     /// How many slots.
     pub fn len(&self) -> usize {
         self.len
@@ -99,8 +109,8 @@ impl<T> PArray<T> {
         if i >= self.len {
             return None;
         }
-        let leaf = self.nodes[i >> NODE_BITS].0[(i >> LEAF_BITS) & (NODE - 1)].as_ref()?;
-        Some(&leaf.0[i & (LEAF - 1)])
+        let leaf = self.nodes[i / Self::NODE_SLOTS].0[(i / Self::LEAF) % NODE].as_ref()?;
+        leaf.get(i % Self::LEAF)
     }
 
     /// Every slot, in order.
@@ -108,16 +118,20 @@ impl<T> PArray<T> {
         self.nodes
             .iter()
             .flat_map(|node| node.0.iter().flatten())
-            .flat_map(|leaf| leaf.0.iter())
+            .flat_map(|leaf| leaf.iter())
             .take(self.len)
     }
 }
 
 impl<T: Clone + Default> PArray<T> {
+    fn blank_leaf() -> Leaf<T> {
+        (0..Self::LEAF).map(|_| T::default()).collect()
+    }
+
     /// `len` slots of `T::default()`. They share one leaf until each is written.
     pub fn filled(len: usize) -> Self {
-        let blank = Arc::new(Leaf(std::array::from_fn(|_| T::default())));
-        let leaves = len.div_ceil(LEAF);
+        let blank = Self::blank_leaf();
+        let leaves = len.div_ceil(Self::LEAF);
         let nodes = (0..leaves.div_ceil(NODE))
             .map(|n| {
                 let present = (leaves - n * NODE).min(NODE);
@@ -136,22 +150,20 @@ impl<T: Clone + Default> PArray<T> {
         if i >= self.len {
             return None;
         }
-        let node = Arc::make_mut(&mut self.nodes[i >> NODE_BITS]);
-        let leaf = Arc::make_mut(node.0[(i >> LEAF_BITS) & (NODE - 1)].as_mut()?);
-        Some(&mut leaf.0[i & (LEAF - 1)])
+        let node = Arc::make_mut(&mut self.nodes[i / Self::NODE_SLOTS]);
+        let leaf = Arc::make_mut(node.0[(i / Self::LEAF) % NODE].as_mut()?);
+        leaf.get_mut(i % Self::LEAF)
     }
 
     /// Appends a slot.
     pub fn push(&mut self, value: T) {
         let i = self.len;
-        if i.is_multiple_of(NODE_SLOTS) {
-            self.nodes
-                .push(Arc::new(Node(std::array::from_fn(|_| None))));
+        if i.is_multiple_of(Self::NODE_SLOTS) {
+            self.nodes.push(Arc::new(Node(std::array::from_fn(|_| None))));
         }
-        if i.is_multiple_of(LEAF) {
+        if i.is_multiple_of(Self::LEAF) {
             let node = Arc::make_mut(self.nodes.last_mut().expect("a node was just ensured"));
-            node.0[(i >> LEAF_BITS) & (NODE - 1)] =
-                Some(Arc::new(Leaf(std::array::from_fn(|_| T::default()))));
+            node.0[(i / Self::LEAF) % NODE] = Some(Self::blank_leaf());
         }
         self.len += 1;
         *self.get_mut(i).expect("the slot was just made") = value;
@@ -163,7 +175,7 @@ impl<T: Clone + Default> PArray<T> {
         self.nodes
             .iter_mut()
             .flat_map(|node| Arc::make_mut(node).0.iter_mut().flatten())
-            .flat_map(|leaf| Arc::make_mut(leaf).0.iter_mut())
+            .flat_map(|leaf| Arc::make_mut(leaf).iter_mut())
             .take(len)
     }
 }
@@ -267,7 +279,7 @@ impl<T: Clone> PHashTable<T> {
     pub fn reserve(&mut self, additional: usize, hasher: impl Fn(&T) -> u64) {
         let wanted = self.len + additional;
         if wanted * 4 > self.slots.len() * 3 {
-            self.rebuild((wanted * 4 / 3 + 1).next_power_of_two().max(LEAF), hasher);
+            self.rebuild((wanted * 4 / 3 + 1).next_power_of_two().max(16), hasher);
         }
     }
 
@@ -373,8 +385,8 @@ mod tests {
             assert!(old.iter().eq(expected.iter()));
             assert!((0..expected.len()).all(|i| old.get(i) == Some(&expected[i])));
         }
-        let filled: PArray<u8> = PArray::filled(NODE_SLOTS + 3);
-        assert_eq!(filled.iter().count(), NODE_SLOTS + 3);
+        let many = PArray::<u8>::NODE_SLOTS + 3;
+        assert_eq!(PArray::<u8>::filled(many).iter().count(), many);
         let collected: PArray<u32> = (0..5000).collect();
         assert!(collected.iter().copied().eq(0..5000));
     }
