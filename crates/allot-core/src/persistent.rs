@@ -159,7 +159,8 @@ impl<T: Clone + Default> PArray<T> {
     pub fn push(&mut self, value: T) {
         let i = self.len;
         if i.is_multiple_of(Self::NODE_SLOTS) {
-            self.nodes.push(Arc::new(Node(std::array::from_fn(|_| None))));
+            self.nodes
+                .push(Arc::new(Node(std::array::from_fn(|_| None))));
         }
         if i.is_multiple_of(Self::LEAF) {
             let node = Arc::make_mut(self.nodes.last_mut().expect("a node was just ensured"));

@@ -65,10 +65,30 @@ impl From<StoreError> for WriteError {
 /// A cheap, cloneable handle on the store and the in-memory view.
 #[derive(Clone)]
 pub struct Host {
+    inner: Arc<Inner>,
+}
+
+/// What the handles share. The writer thread holds only `shared`, so that when the
+/// last handle goes, dropping this closes the queue and waits for the writer to
+/// finish what was queued and close the store.
+struct Inner {
     shared: Arc<Shared>,
-    /// The writer thread's queue. The thread holds only `shared`: when the last
-    /// handle goes, the queue closes and the thread ends.
-    queue: Sender<Job>,
+    /// The writer thread's queue (`None` only while dropping).
+    queue: Option<Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        drop(self.queue.take());
+        if let Some(writer) = self.writer.take() {
+            // A plan that owned the last handle would be dropped on the writer's own
+            // thread, which cannot wait for itself.
+            if writer.thread().id() != std::thread::current().id() {
+                let _ = writer.join();
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -112,21 +132,27 @@ impl Host {
         });
         let (queue, jobs) = mpsc::channel();
         let writer = shared.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("allot-writer".into())
             .spawn(move || writer.run(store, jobs))?;
-        Ok(Host { shared, queue })
+        Ok(Host {
+            inner: Arc::new(Inner {
+                shared,
+                queue: Some(queue),
+                writer: Some(writer),
+            }),
+        })
     }
 
     /// The current time by the host's clock.
     pub fn now(&self) -> Timestamp {
-        (self.shared.clock)()
+        (self.inner.shared.clock)()
     }
 
     /// The current version of the view: everything committed so far, fixed for as
     /// long as the caller keeps it.
     pub fn read(&self) -> Arc<State> {
-        self.shared.current()
+        self.inner.shared.current()
     }
 
     /// Hands a write to the writer: `plan` runs against the view as the writes before
@@ -176,7 +202,12 @@ impl Host {
                 }))
             }),
         };
-        if let Err(mpsc::SendError(job)) = self.queue.send(job) {
+        let queue = self
+            .inner
+            .queue
+            .as_ref()
+            .expect("only `Inner::drop` takes it");
+        if let Err(mpsc::SendError(job)) = queue.send(job) {
             (job.done)(Err(WriteError::Stopped));
         }
     }

@@ -10,7 +10,7 @@
 mod engine;
 mod host;
 
-pub use host::{Clock, Host, WriteError};
+pub use host::{Clock, Host, Pending, WriteError};
 
 use allot_core::{Change, State};
 
