@@ -369,6 +369,8 @@ impl<T> IntoIterator for VecSet<T> {
 pub struct IdTable<V> {
     slots: PArray<(ProviderId, Option<V>)>,
     live: usize,
+    /// The first slot's id, kept beside the array: every lookup starts from it.
+    first: Option<ProviderId>,
 }
 
 impl<V> Default for IdTable<V> {
@@ -376,6 +378,7 @@ impl<V> Default for IdTable<V> {
         IdTable {
             slots: PArray::default(),
             live: 0,
+            first: None,
         }
     }
 }
@@ -392,7 +395,7 @@ impl<V> IdTable<V> {
         // Ids are dense until providers are deleted (and again after a compaction
         // where none were): then a record sits at its id's distance from the first,
         // found with one probe instead of a search through a large array.
-        if let Some(first) = self.id_at(0) {
+        if let Some(first) = self.first {
             if let Some(guess) =
                 id.0.checked_sub(first.0)
                     .and_then(|d| usize::try_from(d).ok())
@@ -431,6 +434,17 @@ impl<V> IdTable<V> {
     /// The record with `id`.
     #[inline]
     pub fn get(&self, id: &ProviderId) -> Option<&V> {
+        // The dense case first, in one walk down the array (see `search`).
+        let first = self.first?;
+        if let Some(slot) =
+            id.0.checked_sub(first.0)
+                .and_then(|d| usize::try_from(d).ok())
+                .and_then(|guess| self.slots.get(guess))
+        {
+            if slot.0 == *id {
+                return slot.1.as_ref();
+            }
+        }
         self.slots.get(self.search(id).ok()?)?.1.as_ref()
     }
 
@@ -459,6 +473,7 @@ impl<V: Clone> IdTable<V> {
             }
             Err(i) if i == self.slots.len() => {
                 self.slots.push((id, Some(value)));
+                self.first = self.first.or(Some(id));
                 self.live += 1;
                 None
             }
@@ -468,6 +483,7 @@ impl<V: Clone> IdTable<V> {
                 let mut slots: Vec<_> = self.slots.iter().cloned().collect();
                 slots.insert(i, (id, Some(value)));
                 self.slots = slots.into_iter().collect();
+                self.first = self.id_at(0);
                 self.live += 1;
                 None
             }
@@ -487,6 +503,7 @@ impl<V: Clone> IdTable<V> {
                 .filter(|s| s.1.is_some())
                 .cloned()
                 .collect();
+            self.first = self.id_at(0);
         }
         Some(old)
     }

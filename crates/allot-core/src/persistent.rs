@@ -113,13 +113,22 @@ impl<T> PArray<T> {
         leaf.get(i % Self::LEAF)
     }
 
-    /// Every slot, in order.
+    /// Every slot, in order: leaf by leaf, each a plain slice (the search walks every
+    /// provider this way, so the inner loop must be a slice's).
     pub fn iter(&self) -> impl Iterator<Item = &T> {
+        let len = self.len;
         self.nodes
             .iter()
-            .flat_map(|node| node.0.iter().flatten())
-            .flat_map(|leaf| leaf.iter())
-            .take(self.len)
+            .enumerate()
+            .flat_map(move |(n, node)| {
+                let start = n * Self::NODE_SLOTS;
+                node.0.iter().enumerate().map_while(move |(j, leaf)| {
+                    let from = start + j * Self::LEAF;
+                    let leaf = leaf.as_ref().filter(|_| from < len)?;
+                    Some(&leaf[..(len - from).min(Self::LEAF)])
+                })
+            })
+            .flatten()
     }
 }
 
