@@ -102,6 +102,12 @@ impl SqliteEngine {
         let mut conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // A checkpoint runs inside the commit that crosses the mark, and every write
+        // queued behind that commit waits for it: a quarter of SQLite's default
+        // interval (1,000 pages) makes the waits a quarter as long. Under a 64-client
+        // claim storm on 2 cores this took the p99 from about 20 ms to 17 at the same
+        // throughput (docs/performance.md).
+        conn.pragma_update(None, "wal_autocheckpoint", 250)?;
         // Another process holding the file would be a second writer behind the host's
         // back; refuse to share it rather than wait.
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
