@@ -477,6 +477,15 @@ impl<V> IdTable<V> {
         self.slots.get(self.search(id).ok()?)?.1.as_ref()
     }
 
+    /// Reads the slot of `id` and what changing it looks at (see
+    /// [`PArray::touch`]).
+    pub fn touch(&self, id: &ProviderId) -> usize {
+        match self.search(id) {
+            Ok(i) => self.slots.touch(i),
+            Err(_) => 0,
+        }
+    }
+
     /// The records in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.slots.iter().filter_map(|s| s.1.as_ref())
@@ -563,9 +572,11 @@ mod tests {
                 4 => {
                     // Several keys at once, some repeated, some new.
                     let keys = [k, next() % 40, k, next() % 40];
-                    map.add_all(keys.iter().map(|k| (k, v)), |e, a| *e = e.wrapping_add(a));
+                    map.add_all(keys.iter().map(|k| (k, v)), |e: &mut u64, a| {
+                        *e = e.wrapping_add(a)
+                    });
                     for k in keys {
-                        let e = tree.entry(k).or_default();
+                        let e: &mut u64 = tree.entry(k).or_default();
                         *e = e.wrapping_add(v);
                     }
                 }

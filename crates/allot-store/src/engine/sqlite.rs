@@ -137,6 +137,10 @@ impl SqliteEngine {
                 .spawn_scoped(scope, move || read(conn, out))?;
             let (mut state, mut palette) = (State::new(), Palette::default());
             for batch in steps {
+                // What the batch's records will change, read first so that the
+                // cache misses overlap (see `State::warm_consumer`).
+                let warmth: usize = batch.iter().map(|step| warm(&state, step)).sum();
+                std::hint::black_box(warmth);
                 for step in batch {
                     fold(&mut state, &mut palette, step);
                 }
@@ -163,10 +167,10 @@ impl SqliteEngine {
 
 /// Steps per message on the load's queue: enough that the queue costs nothing per
 /// row, few enough that what is in flight stays small.
-const BATCH: usize = 1024;
+const BATCH: usize = 256;
 
 /// Messages the load's reader may be ahead of the fold.
-const IN_FLIGHT: usize = 64;
+const IN_FLIGHT: usize = 256;
 
 /// What the load's reader hands the thread that builds the view.
 ///
@@ -194,7 +198,7 @@ enum Step {
     /// Any other record, as a change.
     Change(Change),
     /// A consumer and its allocations.
-    Consumer(Box<RawConsumer>),
+    Consumer(RawConsumer),
 }
 
 /// A consumer as the reader hands it over.
@@ -223,6 +227,15 @@ struct Palette {
     project: Option<Arc<str>>,
     user: Option<Arc<str>>,
     kind: Option<Arc<str>>,
+}
+
+/// Reads what folding `step` will change (see `State::warm_consumer`).
+fn warm(state: &State, step: &Step) -> usize {
+    match step {
+        Step::Provider(row) => state.warm_provider(row),
+        Step::Consumer(raw) => state.warm_consumer(&raw.uuid, raw.allocations.first().map(|a| a.0)),
+        _ => 0,
+    }
 }
 
 /// Folds one step of a load into the view.
@@ -263,7 +276,7 @@ fn fold(state: &mut State, palette: &mut Palette, step: Step) {
                 updated_at,
                 allocations,
                 known_new,
-            } = *raw;
+            } = raw;
             if let Some(text) = project {
                 palette.project = Some(text.into());
             }
@@ -441,15 +454,40 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
         out.push(Step::Change(Change::PutTrait(record)))?;
     }
 
-    let mut stmt = conn.prepare(
+    // Providers, and with each its inventories, traits and aggregates: the four
+    // tables are read side by side in provider id order (their keys), so that each
+    // provider's rows are folded right after it (while its record is in the cache),
+    // and the reader and the fold keep pace with each other row by row instead of
+    // table by table. Rows of no provider (the writes never leave any) are skipped,
+    // as applying them would do.
+    let mut providers = conn.prepare(
         "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
          FROM providers ORDER BY id",
     )?;
-    let mut rows = stmt.query([])?;
+    let mut inventories = conn.prepare(
+        "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
+                allocation_ratio
+         FROM inventories ORDER BY provider_id",
+    )?;
+    let mut provider_traits =
+        conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
+    let mut aggregates = conn
+        .prepare("SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id")?;
+    let mut inventories = inventories.query([])?;
+    let mut provider_traits = provider_traits.query([])?;
+    let mut aggregates = aggregates.query([])?;
+    let (mut inventory, mut provider_trait, mut aggregate) = (
+        inventories.next()?,
+        provider_traits.next()?,
+        aggregates.next()?,
+    );
+    let mut held = Vec::new();
+    let mut rows = providers.query([])?;
     while let Some(r) = rows.next()? {
-        let id: i64 = r.get(0)?;
+        let key: i64 = r.get(0)?;
+        let id = ProviderId(key as u64);
         out.push(Step::Provider(ProviderRow {
-            id: ProviderId(id as u64),
+            id,
             uuid: parse_uuid(bytes(r, 1)?, "provider")?,
             name: r.get(2)?,
             generation: r.get::<_, i64>(3)? as u64,
@@ -458,56 +496,62 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
             created_at: r.get(6)?,
             updated_at: r.get(7)?,
         }))?;
+        let mut list = Vec::new();
+        while let Some(i) = inventory {
+            let of = provider_key(i)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                list.push((
+                    class_place(&mut classes, bytes(i, 1)?, &mut out)?,
+                    Inventory {
+                        total: i.get::<_, i64>(2)? as u64,
+                        reserved: i.get::<_, i64>(3)? as u64,
+                        min_unit: i.get::<_, i64>(4)? as u64,
+                        max_unit: i.get::<_, i64>(5)? as u64,
+                        step_size: i.get::<_, i64>(6)? as u64,
+                        allocation_ratio: i.get(7)?,
+                    },
+                ));
+            }
+            inventory = inventories.next()?;
+        }
+        if !list.is_empty() {
+            out.push(Step::Inventories(id, list))?;
+        }
+        let mut list = Vec::new();
+        while let Some(t) = provider_trait {
+            let of = provider_key(t)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                list.push(trait_place(&mut traits, bytes(t, 1)?, &mut out)?);
+            }
+            provider_trait = provider_traits.next()?;
+        }
+        if !list.is_empty() {
+            out.push(Step::Traits(id, list))?;
+        }
+        while let Some(g) = aggregate {
+            let of = provider_key(g)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                held.push(parse_uuid(bytes(g, 1)?, "aggregate")?);
+            }
+            aggregate = aggregates.next()?;
+        }
+        if !held.is_empty() {
+            // Exactly as long as needed: the view keeps the list as it is.
+            let list = held.to_vec();
+            held.clear();
+            out.push(Step::Change(Change::SetAggregates(id, list)))?;
+        }
     }
     out.push(Step::Relink)?;
-
-    // Inventories, traits and aggregates come ordered by provider (their primary
-    // keys), so each provider's rows make one step.
-    let mut stmt = conn.prepare(
-        "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
-                allocation_ratio
-         FROM inventories ORDER BY provider_id",
-    )?;
-    fold_groups(
-        stmt.query([])?,
-        &mut out,
-        |r, out| {
-            let inventory = Inventory {
-                total: r.get::<_, i64>(2)? as u64,
-                reserved: r.get::<_, i64>(3)? as u64,
-                min_unit: r.get::<_, i64>(4)? as u64,
-                max_unit: r.get::<_, i64>(5)? as u64,
-                step_size: r.get::<_, i64>(6)? as u64,
-                allocation_ratio: r.get(7)?,
-            };
-            let class = class_place(&mut classes, bytes(r, 1)?, out)?;
-            Ok((provider_key(r)?, (class, inventory)))
-        },
-        |p, list| Step::Inventories(ProviderId(p as u64), list),
-    )?;
-
-    let mut stmt =
-        conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
-    fold_groups(
-        stmt.query([])?,
-        &mut out,
-        |r, out| {
-            Ok((
-                provider_key(r)?,
-                trait_place(&mut traits, bytes(r, 1)?, out)?,
-            ))
-        },
-        |p, list| Step::Traits(ProviderId(p as u64), list),
-    )?;
-
-    let mut stmt = conn
-        .prepare("SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id")?;
-    fold_groups(
-        stmt.query([])?,
-        &mut out,
-        |r, _| Ok((provider_key(r)?, parse_uuid(bytes(r, 1)?, "aggregate")?)),
-        |p, list| Step::Change(Change::SetAggregates(ProviderId(p as u64), list)),
-    )?;
 
     // Consumers and their allocations, read side by side in uuid order (both tables
     // are keyed by it), so that each consumer comes with its allocations.
@@ -524,7 +568,7 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
     let (mut project, mut user, mut kind) =
         (Repeat::default(), Repeat::default(), Repeat::default());
     let mut held = Vec::new();
-    let (mut spelled, mut canonical) = (Uuid::encode_buffer(), true);
+    let mut canonical = true;
     let mut rows = consumers.query([])?;
     while let Some(r) = rows.next()? {
         let key = bytes(r, 0)?;
@@ -532,7 +576,7 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
         // The keys are distinct; spelled the one way allot writes a uuid, distinct
         // keys are distinct uuids, so none is in the view yet. Once another spelling
         // has been met (a hand-edited row), every consumer takes the search.
-        canonical = canonical && uuid.hyphenated().encode_lower(&mut spelled).as_bytes() == key;
+        canonical = canonical && key.len() == 36 && !key.iter().any(u8::is_ascii_uppercase);
         let consumer = RawConsumer {
             uuid,
             project: project.changed_text(bytes(r, 1)?)?,
@@ -547,11 +591,11 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
         // Allocation rows up to this consumer's; any before it name no consumer (the
         // writes never leave such rows) and are skipped, as applying them would do.
         while let Some(a) = pending {
-            let of = bytes(a, 0)?;
-            if of > key {
+            let of = bytes(a, 0)?.cmp(key);
+            if of.is_gt() {
                 break;
             }
-            if of == key {
+            if of.is_eq() {
                 let class = class_place(&mut classes, bytes(a, 2)?, &mut out)?;
                 held.push((
                     ProviderId(a.get::<_, i64>(1)? as u64),
@@ -561,11 +605,12 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
             }
             pending = allocations.next()?;
         }
-        out.push(Step::Consumer(Box::new(RawConsumer {
+        out.push(Step::Consumer(RawConsumer {
             // Exactly as long as needed.
-            allocations: held.drain(..).collect(),
+            allocations: held.to_vec(),
             ..consumer
-        })))?;
+        }))?;
+        held.clear();
     }
     out.flush()
 }
@@ -601,32 +646,6 @@ fn parse_uuid(text: &[u8], what: &str) -> Result<Uuid, StoreError> {
         let text = String::from_utf8_lossy(text);
         StoreError::Corrupt(format!("{what} {text:?}: {e}"))
     })
-}
-
-/// Reads rows that come ordered by a key, gathers each key's items (`item` reads one
-/// row, and may send steps ahead of it) and sends them on as one step (`step`), a
-/// key at a time, in a list of exactly their number.
-fn fold_groups<K: PartialEq, T>(
-    mut rows: rusqlite::Rows<'_>,
-    out: &mut Steps,
-    mut item: impl FnMut(&rusqlite::Row<'_>, &mut Steps) -> Result<(K, T), StoreError>,
-    step: impl Fn(K, Vec<T>) -> Step,
-) -> Result<(), StoreError> {
-    let mut current: Option<K> = None;
-    let mut list: Vec<T> = Vec::new();
-    while let Some(r) = rows.next()? {
-        let (key, value) = item(r, out)?;
-        if current.as_ref() != Some(&key) {
-            if let Some(done) = current.replace(key) {
-                out.push(step(done, list.drain(..).collect()))?;
-            }
-        }
-        list.push(value);
-    }
-    if let Some(done) = current {
-        out.push(step(done, list))?;
-    }
-    Ok(())
 }
 
 /// Runs one statement of a write, prepared once per connection: a claim writes a few
