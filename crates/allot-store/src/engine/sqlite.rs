@@ -124,10 +124,11 @@ impl SqliteEngine {
     ///
     /// Rows are folded as they are read, a provider's or a consumer's rows at a
     /// time, never gathered first: at a million providers the records would otherwise
-    /// be held twice at the peak of start-up (the queue holds a few thousand records
-    /// at most). Text is read in place (`get_ref`) where it is parsed, and a class or
-    /// trait name or a consumer's project, user and type repeated from row to row is
-    /// shared rather than allocated again.
+    /// be held twice at the peak of start-up (the queue holds 65,536 records at
+    /// most). Text is read in place (`get_ref`) where it is parsed; a class or trait
+    /// name, or a consumer's project, user or type, crosses once and is shared after.
+    /// The providers' and the consumers' tables are each read side by side with the
+    /// tables of what they hold, so that the two threads keep pace row by row.
     pub fn load(&mut self) -> Result<State, StoreError> {
         let conn = &mut self.conn;
         let (out, steps) = mpsc::sync_channel(IN_FLIGHT);
