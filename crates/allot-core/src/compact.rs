@@ -139,6 +139,42 @@ impl<K: Ord, V> VecMap<K, V> {
         &mut self.entries[i].1
     }
 
+    /// Adds each of `items` (a key and an amount) to its entry through `add`, a key
+    /// without one getting `V::default()` first. One reallocation at most, however
+    /// many keys are new: adding them one by one would reallocate for each.
+    pub fn add_all<'a, A>(
+        &mut self,
+        items: impl Iterator<Item = (&'a K, A)> + Clone,
+        add: impl Fn(&mut V, A),
+    ) where
+        K: Clone + 'a,
+        V: Default,
+    {
+        let missing = items
+            .clone()
+            .filter(|(k, _)| self.find(*k).is_err())
+            .count();
+        if missing > 0 {
+            edit(&mut self.entries, |list| {
+                list.reserve_exact(missing);
+                let held = list.len();
+                for (k, _) in items.clone() {
+                    let new = list[..held].binary_search_by(|(e, _)| e.cmp(k)).is_err()
+                        && !list[held..].iter().any(|(e, _)| e == k);
+                    if new {
+                        list.push((k.clone(), V::default()));
+                    }
+                }
+                list.sort_by(|a, b| a.0.cmp(&b.0));
+            });
+        }
+        for (k, amount) in items {
+            if let Ok(i) = self.find(k) {
+                add(&mut self.entries[i].1, amount);
+            }
+        }
+    }
+
     /// Removes `key`'s entry, returning its value.
     pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
@@ -191,6 +227,13 @@ impl<K: Ord, V> FromIterator<(K, V)> for VecMap<K, V> {
     /// Later entries win over earlier ones with the same key, as with `BTreeMap`.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut entries: Vec<(K, V)> = iter.into_iter().collect();
+        // Already in order and distinct (a store's rows, a vector's own): kept as
+        // they are, in the vector's own allocation.
+        if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            return VecMap {
+                entries: entries.into_boxed_slice(),
+            };
+        }
         // Stable, so equal keys keep their order and the last one can be kept.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut out: Vec<(K, V)> = Vec::with_capacity(entries.len());
@@ -448,6 +491,15 @@ impl<V> IdTable<V> {
         self.slots.get(self.search(id).ok()?)?.1.as_ref()
     }
 
+    /// Reads the slot of `id` and what changing it looks at (see
+    /// [`PArray::touch`]).
+    pub fn touch(&self, id: &ProviderId) -> usize {
+        match self.search(id) {
+            Ok(i) => self.slots.touch(i),
+            Err(_) => 0,
+        }
+    }
+
     /// The records in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.slots.iter().filter_map(|s| s.1.as_ref())
@@ -533,7 +585,18 @@ mod tests {
         let (mut set, mut tset) = (VecSet::new(), BTreeSet::new());
         for _ in 0..5000 {
             let (k, v) = (next() % 40, next());
-            match next() % 4 {
+            match next() % 5 {
+                4 => {
+                    // Several keys at once, some repeated, some new.
+                    let keys = [k, next() % 40, k, next() % 40];
+                    map.add_all(keys.iter().map(|k| (k, v)), |e: &mut u64, a| {
+                        *e = e.wrapping_add(a)
+                    });
+                    for k in keys {
+                        let e: &mut u64 = tree.entry(k).or_default();
+                        *e = e.wrapping_add(v);
+                    }
+                }
                 0 | 1 => {
                     assert_eq!(map.insert(k, v), tree.insert(k, v));
                     assert_eq!(set.insert(k), tset.insert(k));

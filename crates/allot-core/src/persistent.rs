@@ -113,6 +113,20 @@ impl<T> PArray<T> {
         leaf.get(i % Self::LEAF)
     }
 
+    /// Reads the pieces that `get_mut(i)` looks at (the node's and the leaf's
+    /// counters) and returns something of them. For a caller that warms a batch of
+    /// scattered slots before changing them: a loop of these independent reads has
+    /// their cache misses overlap, where the changes, one after another, would wait
+    /// for each in turn.
+    pub fn touch(&self, i: usize) -> usize {
+        if i >= self.len {
+            return 0;
+        }
+        let node = &self.nodes[i / Self::NODE_SLOTS];
+        let leaf = node.0[(i / Self::LEAF) % NODE].as_ref();
+        Arc::strong_count(node) + leaf.map_or(0, Arc::strong_count)
+    }
+
     /// Every slot, in order: leaf by leaf, each a plain slice (the search walks every
     /// provider this way, so the inner loop must be a slice's).
     pub fn iter(&self) -> impl Iterator<Item = &T> {
@@ -275,6 +289,13 @@ impl<T> PHashTable<T> {
     /// Every value, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.slots.iter().flatten()
+    }
+
+    /// Reads the home slot of `hash` and what changing it looks at (see
+    /// [`PArray::touch`]).
+    pub fn touch(&self, hash: u64) -> usize {
+        let i = hash as usize & self.mask();
+        self.slots.touch(i) + self.slots.get(i).map_or(0, |s| usize::from(s.is_some()))
     }
 }
 

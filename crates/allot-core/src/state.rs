@@ -15,7 +15,8 @@ use uuid::Uuid;
 use crate::change::Change;
 use crate::compact::IdTable;
 use crate::model::{
-    Allocation, ClassRecord, Consumer, ConsumerRow, Provider, ProviderId, TraitRecord,
+    Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
+    TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
 use crate::persistent::PHashTable;
@@ -77,28 +78,78 @@ struct Interned {
     texts: HashSet<Arc<str>>,
     /// How many texts the last sweep kept.
     swept: usize,
+    /// Classes, traits and texts of the sets handed out lately (see [`Recent`]).
+    recent_classes: Recent,
+    recent_traits: Recent,
+    recent_texts: Recent,
+}
+
+/// The addresses of a few values of an interner's set handed out lately. A caller
+/// passing one of these very allocations again (a store loading millions of rows
+/// that share a handful of names passes the view's own copies back) is answered
+/// without hashing the text. Sound because a value in the set is alive, so no other
+/// allocation can have its address; a sweep, which may free some, forgets them all.
+#[derive(Debug, Default)]
+struct Recent {
+    addresses: [usize; 8],
+    next: usize,
+}
+
+impl Recent {
+    fn address(text: &str) -> usize {
+        text.as_ptr() as usize
+    }
+
+    fn holds(&self, text: &str) -> bool {
+        let a = Self::address(text);
+        self.addresses.contains(&a)
+    }
+
+    fn note(&mut self, text: &str) {
+        self.addresses[self.next] = Self::address(text);
+        self.next = (self.next + 1) % self.addresses.len();
+    }
 }
 
 impl Interned {
     fn class(&mut self, name: &ResourceClass) -> ResourceClass {
-        if let Some(held) = self.classes.get(name.as_str()) {
-            return held.clone();
+        if self.recent_classes.holds(name.as_str()) {
+            return name.clone();
         }
-        self.classes.insert(name.clone());
-        name.clone()
+        let held = match self.classes.get(name.as_str()) {
+            Some(held) => held.clone(),
+            None => {
+                self.classes.insert(name.clone());
+                name.clone()
+            }
+        };
+        self.recent_classes.note(held.as_str());
+        held
     }
 
     fn trait_name(&mut self, name: &TraitName) -> TraitName {
-        if let Some(held) = self.traits.get(name.as_str()) {
-            return held.clone();
+        if self.recent_traits.holds(name.as_str()) {
+            return name.clone();
         }
-        self.traits.insert(name.clone());
-        name.clone()
+        let held = match self.traits.get(name.as_str()) {
+            Some(held) => held.clone(),
+            None => {
+                self.traits.insert(name.clone());
+                name.clone()
+            }
+        };
+        self.recent_traits.note(held.as_str());
+        held
     }
 
     fn text(&mut self, text: &Arc<str>) -> Arc<str> {
+        if self.recent_texts.holds(text) {
+            return text.clone();
+        }
         if let Some(held) = self.texts.get(text) {
-            return held.clone();
+            let held = held.clone();
+            self.recent_texts.note(&held);
+            return held;
         }
         self.texts.insert(text.clone());
         if self.texts.len() > 2 * self.swept.max(1024) {
@@ -107,7 +158,9 @@ impl Interned {
             // traits are never forgotten: they are few, and records of their own.
             self.texts.retain(|t| Arc::strong_count(t) > 1);
             self.swept = self.texts.len();
+            self.recent_texts = Recent::default();
         }
+        self.recent_texts.note(text);
         text.clone()
     }
 
@@ -151,6 +204,146 @@ impl State {
     pub fn apply(&mut self, changes: &[Change]) {
         for change in changes {
             self.apply_one(change);
+        }
+    }
+
+    /// For stores loading a view: folds in one change, as [`State::apply`] does, but
+    /// taking it, so that its lists become the records' own instead of being copied.
+    pub fn load_change(&mut self, change: Change) {
+        match change {
+            Change::PutProvider {
+                row,
+                previous_generation: None,
+            } => self.load_provider(row),
+            Change::SetInventories(id, list) => self.replace_inventories(id, list),
+            Change::SetTraits(id, list) => self.replace_traits(id, list),
+            Change::SetAggregates(id, list) => {
+                if let Some(p) = self.providers.get_mut(&id) {
+                    p.aggregates = list.into_iter().collect();
+                }
+            }
+            other => self.apply_one(&other),
+        }
+    }
+
+    /// For stores loading a view: adds a provider's row, as applying
+    /// `Change::PutProvider` does, but taking the row instead of copying it (a load
+    /// adds a million of them, and the copy was a name allocated and freed each time).
+    pub fn load_provider(&mut self, row: ProviderRow) {
+        let id = row.id;
+        if self.providers.get(&id).is_some() {
+            // Not met in a load (ids are the table's key); the general path handles it.
+            self.apply_one(&Change::PutProvider {
+                row,
+                previous_generation: None,
+            });
+            return;
+        }
+        self.next_provider_id = self.next_provider_id.max(id.0 + 1);
+        if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
+            p.children.insert(id);
+        }
+        self.providers.insert(id, Provider::new(row));
+        self.index_uuid(id);
+        self.index_name(id);
+    }
+
+    /// For stores loading a view: adds a consumer and its allocations, as applying
+    /// `Change::PutConsumer` and then (if it holds any) `Change::SetAllocations` does,
+    /// in one step: the uuid is hashed and the table probed once instead of three
+    /// times, the records are taken instead of copied, and each provider's usage is
+    /// touched once for all of the consumer's allocations on it.
+    ///
+    /// `known_new` is the caller's word that no consumer with this uuid is in the
+    /// view (a store reading distinct keys into an empty view): the table is then
+    /// not searched for one, a search that reads a record at every occupied slot it
+    /// passes. Given wrongly, the view would hold the uuid twice.
+    pub fn load_consumer(
+        &mut self,
+        mut row: ConsumerRow,
+        mut allocations: Vec<Allocation>,
+        known_new: bool,
+    ) {
+        let hash = self.hasher.hash_one(row.uuid);
+        if !known_new
+            && self
+                .consumers
+                .find(hash, |c| c.row.uuid == row.uuid)
+                .is_some()
+        {
+            // Not met in a load (uuids are the table's key); the general path handles it.
+            let uuid = row.uuid;
+            self.apply_one(&Change::PutConsumer {
+                row,
+                previous_generation: None,
+            });
+            if !allocations.is_empty() {
+                self.apply_one(&Change::SetAllocations(uuid, allocations));
+            }
+            return;
+        }
+        {
+            let mut interned = lock(&self.interned);
+            row.project_id = interned.text(&row.project_id);
+            row.user_id = interned.text(&row.user_id);
+            if let Some(t) = &mut row.consumer_type {
+                *t = interned.text(t);
+            }
+            for a in &mut allocations {
+                a.class = interned.class(&a.class);
+            }
+        }
+        allocations.sort();
+        self.add_usage(&row.uuid, &allocations);
+        let hasher = &self.hasher;
+        let consumer = Box::new(Consumer {
+            row,
+            allocations: allocations.into_boxed_slice(),
+        });
+        self.consumers
+            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
+    }
+
+    /// For stores loading a view in batches: reads what `load_consumer` of a new
+    /// consumer `uuid` with allocations on `provider` will change (the consumer
+    /// table's slot, the provider's record and usage), and returns something of it,
+    /// for the caller to pass to `std::hint::black_box`. Warming a batch this way
+    /// first has the cache misses of its consumers overlap; folding them one after
+    /// another waits for each in turn (at a million providers, in random order, most
+    /// of a load's time).
+    pub fn warm_consumer(&self, uuid: &Uuid, provider: Option<ProviderId>) -> usize {
+        let mut sum = self.consumers.touch(self.hasher.hash_one(uuid));
+        if let Some(id) = provider {
+            sum += self.providers.touch(&id);
+            if let Some(p) = self.providers.get(&id) {
+                let u = &p.usage;
+                sum += u
+                    .consumers
+                    .first()
+                    .map_or(0, |c| usize::from(c.as_bytes()[0]));
+                sum += u.by_class.values().next().map_or(0, |v| *v as usize);
+            }
+        }
+        sum
+    }
+
+    /// For stores loading a view in batches: as [`State::warm_consumer`], for the
+    /// slots of the uuid and name indexes that `load_provider` of `row` will fill.
+    pub fn warm_provider(&self, row: &ProviderRow) -> usize {
+        self.by_uuid.touch(self.hasher.hash_one(row.uuid))
+            + self.by_name.touch(self.hasher.hash_one(row.name.as_str()))
+    }
+
+    /// Adds `allocations` (sorted, so by provider) of `consumer` to the usage index,
+    /// one provider at a time.
+    fn add_usage(&mut self, consumer: &Uuid, allocations: &[Allocation]) {
+        for run in allocations.chunk_by(|a, b| a.provider == b.provider) {
+            if let Some(p) = self.providers.get_mut(&run[0].provider) {
+                let u = &mut p.usage;
+                u.by_class
+                    .add_all(run.iter().map(|a| (&a.class, a.used)), |v, used| *v += used);
+                u.consumers.insert(*consumer);
+            }
         }
     }
 
@@ -220,29 +413,9 @@ impl State {
                 }
             }
             Change::SetInventories(id, inventories) => {
-                if let Some(p) = self.providers.get_mut(id) {
-                    let mut interned = lock(&self.interned);
-                    p.inventories = inventories
-                        .iter()
-                        .map(|(class, inv)| (interned.class(class), *inv))
-                        .collect();
-                }
+                self.replace_inventories(*id, inventories.clone());
             }
-            Change::SetTraits(id, traits) => {
-                if let Some(p) = self.providers.get_mut(id) {
-                    let mut interned = lock(&self.interned);
-                    p.traits = traits.iter().map(|t| interned.trait_name(t)).collect();
-                    let sharing = p.traits.contains(crate::names::SHARING_TRAIT);
-                    if sharing != self.sharing.contains(id) {
-                        let set = Arc::make_mut(&mut self.sharing);
-                        if sharing {
-                            set.insert(*id);
-                        } else {
-                            set.remove(id);
-                        }
-                    }
-                }
-            }
+            Change::SetTraits(id, traits) => self.replace_traits(*id, traits.clone()),
             Change::SetAggregates(id, aggregates) => {
                 if let Some(p) = self.providers.get_mut(id) {
                     p.aggregates = aggregates.iter().copied().collect();
@@ -285,6 +458,38 @@ impl State {
                         .collect()
                 };
                 self.replace_allocations(uuid, allocations);
+            }
+        }
+    }
+
+    /// The work of `Change::SetInventories`, on a list the caller gives up (it
+    /// becomes the provider's, in place).
+    fn replace_inventories(&mut self, id: ProviderId, mut list: Vec<(ResourceClass, Inventory)>) {
+        if let Some(p) = self.providers.get_mut(&id) {
+            let mut interned = lock(&self.interned);
+            for (class, _) in &mut list {
+                *class = interned.class(class);
+            }
+            p.inventories = list.into_iter().collect();
+        }
+    }
+
+    /// The work of `Change::SetTraits`, on a list the caller gives up.
+    fn replace_traits(&mut self, id: ProviderId, mut list: Vec<TraitName>) {
+        if let Some(p) = self.providers.get_mut(&id) {
+            let mut interned = lock(&self.interned);
+            for name in &mut list {
+                *name = interned.trait_name(name);
+            }
+            p.traits = list.into_iter().collect();
+            let sharing = p.traits.contains(crate::names::SHARING_TRAIT);
+            if sharing != self.sharing.contains(&id) {
+                let set = Arc::make_mut(&mut self.sharing);
+                if sharing {
+                    set.insert(id);
+                } else {
+                    set.remove(&id);
+                }
             }
         }
     }
@@ -664,6 +869,93 @@ mod tests {
     }
 
     use super::*;
+
+    /// Loading a view record by record (`load_provider`, `load_consumer`) builds the
+    /// same view as applying the equivalent changes: a consumer met twice, one with
+    /// no allocations, allocations on one provider and on several.
+    #[test]
+    fn loading_equals_applying() {
+        let consumer = |n: u128, project: &str| ConsumerRow {
+            uuid: Uuid::from_u128(n),
+            // Each row its own copy of the text, as a store reads them.
+            project_id: Arc::from(project),
+            user_id: Arc::from("user"),
+            consumer_type: n.is_multiple_of(2).then(|| Arc::from("INSTANCE")),
+            generation: n as u64,
+            created_at: 1,
+            updated_at: 2,
+        };
+        let held = |n: u64| -> Vec<Allocation> {
+            vec![
+                Allocation {
+                    provider: ProviderId(n % 3 + 1),
+                    class: rc("VCPU"),
+                    used: n,
+                },
+                Allocation {
+                    provider: ProviderId(n % 3 + 1),
+                    class: rc("MEMORY_MB"),
+                    used: 10 * n,
+                },
+                Allocation {
+                    provider: ProviderId(3 - n % 3),
+                    class: rc("DISK_GB"),
+                    used: 1,
+                },
+            ]
+        };
+        let mut applied = State::new();
+        let mut loaded = State::new();
+        for id in 1..=3 {
+            let change = row(id, (id == 3).then_some(1));
+            applied.apply(std::slice::from_ref(&change));
+            let Change::PutProvider { row, .. } = change else {
+                unreachable!()
+            };
+            loaded.load_provider(row);
+        }
+        let consumers: Vec<(u128, Vec<Allocation>)> = (1..=8)
+            .map(|n| (n, if n == 4 { vec![] } else { held(n as u64) }))
+            .chain([(2, held(7))])
+            .collect();
+        for (n, allocations) in &consumers {
+            let row = consumer(*n, if n % 3 == 0 { "a" } else { "b" });
+            applied.apply(&[Change::PutConsumer {
+                row: row.clone(),
+                previous_generation: None,
+            }]);
+            if !allocations.is_empty() {
+                applied.apply(&[Change::SetAllocations(row.uuid, allocations.clone())]);
+            }
+            let new = loaded.consumer(&row.uuid).is_none();
+            loaded.load_consumer(row, allocations.clone(), new);
+        }
+        assert!(loaded.providers().eq(applied.providers()));
+        let sorted = |s: &State| {
+            let mut all: Vec<Consumer> = s.consumers().cloned().collect();
+            all.sort_by_key(|c| c.row.uuid);
+            all
+        };
+        assert_eq!(sorted(&loaded), sorted(&applied));
+        assert_eq!(loaded.consumers().count(), 8);
+        assert!(loaded.check_usage_index() && applied.check_usage_index());
+        assert!(!loaded.provider(ProviderId(1)).unwrap().usage.is_empty());
+        // The texts and classes are the view's one copy each.
+        let all: Vec<&Consumer> = loaded.consumers().collect();
+        assert!(all
+            .windows(2)
+            .all(|w| Arc::ptr_eq(&w[0].row.user_id, &w[1].row.user_id)));
+        let vcpus: Vec<&ResourceClass> = all
+            .iter()
+            .flat_map(|c| c.allocations.iter())
+            .filter(|a| a.class.as_str() == "VCPU")
+            .map(|a| &a.class)
+            .collect();
+        assert!(vcpus.len() > 2);
+        assert!(vcpus
+            .iter()
+            .all(|c| c.as_str().as_ptr() == vcpus[0].as_str().as_ptr()));
+    }
 
     #[test]
     fn standard_lists_are_sorted_where_searched() {

@@ -9,7 +9,10 @@
 //! that bring a database from one version to the next, applied in one transaction each
 //! at open.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::Arc;
 
 use allot_core::{
     Allocation, Change, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow,
@@ -119,172 +122,43 @@ impl SqliteEngine {
 
     /// Reads the whole database into a view.
     ///
-    /// Rows are folded into the view as they are read, a provider's or a consumer's
-    /// rows at a time, never gathered first: at a million providers the records would
-    /// otherwise be held twice at the peak of start-up. Text is read in place
-    /// (`get_ref`) where it is parsed or interned, so a row costs no allocation of its
-    /// own.
+    /// Two threads, so that the two halves of the work overlap on two cores: a reader
+    /// (spawned here, with the connection) steps through the rows and decodes them
+    /// into records, and this thread folds them into the view as they come, in
+    /// batches over a short queue. The order of the folds is the order of the rows,
+    /// as if one thread did both.
+    ///
+    /// Rows are folded as they are read, a provider's or a consumer's rows at a
+    /// time, never gathered first: at a million providers the records would otherwise
+    /// be held twice at the peak of start-up (the queue holds 65,536 records at
+    /// most). Text is read in place (`get_ref`) where it is parsed; a class or trait
+    /// name, or a consumer's project, user or type, crosses once and is shared after.
+    /// The providers' and the consumers' tables are each read side by side with the
+    /// tables of what they hold, so that the two threads keep pace row by row.
     pub fn load(&mut self) -> Result<State, StoreError> {
-        let conn = &self.conn;
-        let mut state = State::new();
-        let count = |table: &str| -> Result<usize, StoreError> {
-            let n: i64 =
-                conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
-            Ok(n as usize)
-        };
-        state.reserve(count("providers")?, count("consumers")?);
-
-        let mut stmt = conn.prepare("SELECT name, created_at, updated_at FROM resource_classes")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let record = ClassRecord {
-                // Trusted: only names the core checked are ever written.
-                name: ResourceClass::new_unchecked(text(r, 0)?),
-                created_at: r.get(1)?,
-                updated_at: r.get(2)?,
-            };
-            state.apply(&[Change::PutClass {
-                record,
-                old_name: None,
-            }]);
-        }
-
-        let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let record = TraitRecord {
-                // Trusted: only names the core checked are ever written.
-                name: TraitName::new_unchecked(text(r, 0)?),
-                created_at: r.get(1)?,
-            };
-            state.apply(&[Change::PutTrait(record)]);
-        }
-
-        let mut stmt = conn.prepare(
-            "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
-             FROM providers ORDER BY id",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let id: i64 = r.get(0)?;
-            let row = ProviderRow {
-                id: ProviderId(id as u64),
-                uuid: parse_uuid(text(r, 1)?, "provider")?,
-                name: r.get(2)?,
-                generation: r.get::<_, i64>(3)? as u64,
-                parent: r.get::<_, Option<i64>>(4)?.map(|p| ProviderId(p as u64)),
-                root: ProviderId(r.get::<_, i64>(5)? as u64),
-                created_at: r.get(6)?,
-                updated_at: r.get(7)?,
-            };
-            state.apply(&[Change::PutProvider {
-                row,
-                previous_generation: None,
-            }]);
-        }
-        state.relink_children();
-
-        // Inventories, traits and aggregates come ordered by provider (their primary
-        // keys), so each provider's rows make one Set* change.
-        let mut stmt = conn.prepare(
-            "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
-                    allocation_ratio
-             FROM inventories ORDER BY provider_id",
-        )?;
-        fold_groups(
-            stmt.query([])?,
-            &mut state,
-            |r| {
-                let inventory = Inventory {
-                    total: r.get::<_, i64>(2)? as u64,
-                    reserved: r.get::<_, i64>(3)? as u64,
-                    min_unit: r.get::<_, i64>(4)? as u64,
-                    max_unit: r.get::<_, i64>(5)? as u64,
-                    step_size: r.get::<_, i64>(6)? as u64,
-                    allocation_ratio: r.get(7)?,
-                };
-                // Trusted: classes read back from the store were checked when written.
-                let class = ResourceClass::new_unchecked(text(r, 1)?);
-                Ok((provider_key(r)?, (class, inventory)))
-            },
-            |p, list| Change::SetInventories(ProviderId(p as u64), list),
-        )?;
-
-        let mut stmt =
-            conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
-        fold_groups(
-            stmt.query([])?,
-            &mut state,
-            // Trusted: traits read back from the store were checked when written.
-            |r| Ok((provider_key(r)?, TraitName::new_unchecked(text(r, 1)?))),
-            |p, list| Change::SetTraits(ProviderId(p as u64), list),
-        )?;
-
-        let mut stmt = conn.prepare(
-            "SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id",
-        )?;
-        fold_groups(
-            stmt.query([])?,
-            &mut state,
-            |r| Ok((provider_key(r)?, parse_uuid(text(r, 1)?, "aggregate")?)),
-            |p, list| Change::SetAggregates(ProviderId(p as u64), list),
-        )?;
-
-        // Consumers and their allocations, read side by side in uuid order (both
-        // tables are keyed by it), so that each consumer's allocations are applied
-        // right after it, while its record is still in the cache.
-        let mut consumers = conn.prepare(
-            "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
-             FROM consumers ORDER BY uuid",
-        )?;
-        let mut allocations = conn.prepare(
-            "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
-             ORDER BY consumer_uuid",
-        )?;
-        let mut allocations = allocations.query([])?;
-        let mut pending = allocations.next()?;
-        let mut rows = consumers.query([])?;
-        while let Some(r) = rows.next()? {
-            let key = text(r, 0)?;
-            let row = ConsumerRow {
-                uuid: parse_uuid(key, "consumer")?,
-                project_id: text(r, 1)?.into(),
-                user_id: text(r, 2)?.into(),
-                consumer_type: optional_text(r, 3)?.map(Into::into),
-                generation: r.get::<_, i64>(4)? as u64,
-                created_at: r.get(5)?,
-                updated_at: r.get(6)?,
-            };
-            let uuid = row.uuid;
-            let mut held = Vec::new();
-            // Allocation rows up to this consumer's; any before it name no consumer
-            // (the writes never leave such rows) and are skipped, as applying them
-            // would do.
-            while let Some(a) = pending {
-                let of = text(a, 0)?;
-                if of > key {
-                    break;
+        let conn = &mut self.conn;
+        let (out, steps) = mpsc::sync_channel(IN_FLIGHT);
+        std::thread::scope(|scope| {
+            let reader = std::thread::Builder::new()
+                .name("allot-load".into())
+                .spawn_scoped(scope, move || read(conn, out))?;
+            let (mut state, mut palette) = (State::new(), Palette::default());
+            for batch in steps {
+                // What the batch's records will change, read first so that the
+                // cache misses overlap (see `State::warm_consumer`).
+                let warmth: usize = batch.iter().map(|step| warm(&state, step)).sum();
+                std::hint::black_box(warmth);
+                for step in batch {
+                    fold(&mut state, &mut palette, step);
                 }
-                if of == key {
-                    held.push(Allocation {
-                        provider: ProviderId(a.get::<_, i64>(1)? as u64),
-                        // Trusted: classes read back from the store were checked
-                        // when written.
-                        class: ResourceClass::new_unchecked(text(a, 2)?),
-                        used: a.get::<_, i64>(3)? as u64,
-                    });
-                }
-                pending = allocations.next()?;
             }
-            state.apply(&[Change::PutConsumer {
-                row,
-                previous_generation: None,
-            }]);
-            if !held.is_empty() {
-                state.apply(&[Change::SetAllocations(uuid, held)]);
+            // The queue closed: the reader is done, or failed and says why.
+            match reader.join() {
+                Ok(read) => read?,
+                Err(panic) => std::panic::resume_unwind(panic),
             }
-        }
-        Ok(state)
+            Ok(state)
+        })
     }
 
     /// Writes `changes` in one transaction and commits (fsync included).
@@ -298,15 +172,474 @@ impl SqliteEngine {
     }
 }
 
-/// Column `i` of a row as text, read in place.
-fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str, StoreError> {
-    optional_text(r, i)?.ok_or_else(|| StoreError::Corrupt(format!("column {i} is NULL")))
+/// Steps per message on the load's queue: enough that the queue costs nothing per
+/// row, few enough that what is in flight stays small.
+const BATCH: usize = 256;
+
+/// Messages the load's reader may be ahead of the fold.
+const IN_FLIGHT: usize = 256;
+
+/// What the load's reader hands the thread that builds the view.
+///
+/// Names and texts cross as plain bytes, once each, and the steps after refer to them
+/// by their place in the load's list: the view's shared copies are made and counted
+/// on the building thread alone. (Sharing `Arc`s between the two threads made every
+/// reference count a cache line that both cores write, and that cost more than the
+/// copying it saved.)
+enum Step {
+    /// Make room for this many more providers and consumers (so that the tables do
+    /// not rehash again and again while they fill).
+    Reserve { providers: usize, consumers: usize },
+    /// The next resource class name of the load's list.
+    Class(Box<str>),
+    /// The next trait name of the load's list.
+    Trait(Box<str>),
+    /// A provider's row.
+    Provider(ProviderRow),
+    /// Every provider's row is in: link children to parents.
+    Relink,
+    /// A provider's inventories, classes by their place in the list.
+    Inventories(ProviderId, Vec<(u32, Inventory)>),
+    /// A provider's traits, by their place in the list.
+    Traits(ProviderId, Vec<u32>),
+    /// Any other record, as a change.
+    Change(Change),
+    /// A consumer and its allocations.
+    Consumer(RawConsumer),
 }
 
-/// Column `i` of a row as text or NULL, read in place.
-fn optional_text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r str>, StoreError> {
+/// A consumer as the reader hands it over.
+struct RawConsumer {
+    uuid: Uuid,
+    /// The project, user and type, each only when it differs from the previous
+    /// consumer's (most clouds have few, and a bench's have one each).
+    project: Option<Box<str>>,
+    user: Option<Box<str>>,
+    kind: Option<Option<Box<str>>>,
+    generation: u64,
+    created_at: i64,
+    updated_at: i64,
+    /// Provider, class (its place in the list), amount.
+    allocations: Vec<(ProviderId, u32, u64)>,
+    /// Whether it is known not to be in the view yet (see `State::load_consumer`).
+    known_new: bool,
+}
+
+/// The building thread's copies of what the reader sent once: the names by their
+/// place, and the previous consumer's texts.
+#[derive(Default)]
+struct Palette {
+    classes: Vec<ResourceClass>,
+    traits: Vec<TraitName>,
+    project: Option<Arc<str>>,
+    user: Option<Arc<str>>,
+    kind: Option<Arc<str>>,
+}
+
+/// Reads what folding `step` will change (see `State::warm_consumer`).
+fn warm(state: &State, step: &Step) -> usize {
+    match step {
+        Step::Provider(row) => state.warm_provider(row),
+        Step::Consumer(raw) => state.warm_consumer(&raw.uuid, raw.allocations.first().map(|a| a.0)),
+        _ => 0,
+    }
+}
+
+/// Folds one step of a load into the view.
+fn fold(state: &mut State, palette: &mut Palette, step: Step) {
+    match step {
+        Step::Reserve {
+            providers,
+            consumers,
+        } => state.reserve(providers, consumers),
+        // Trusted: names read back from the store were checked when written.
+        Step::Class(name) => palette.classes.push(ResourceClass::new_unchecked(name)),
+        Step::Trait(name) => palette.traits.push(TraitName::new_unchecked(name)),
+        Step::Provider(row) => state.load_provider(row),
+        Step::Relink => state.relink_children(),
+        Step::Inventories(id, list) => {
+            let list = list
+                .iter()
+                .map(|(c, inventory)| (palette.classes[*c as usize].clone(), *inventory))
+                .collect();
+            state.load_change(Change::SetInventories(id, list));
+        }
+        Step::Traits(id, list) => {
+            let list = list
+                .iter()
+                .map(|t| palette.traits[*t as usize].clone())
+                .collect();
+            state.load_change(Change::SetTraits(id, list));
+        }
+        Step::Change(change) => state.load_change(change),
+        Step::Consumer(raw) => {
+            let RawConsumer {
+                uuid,
+                project,
+                user,
+                kind,
+                generation,
+                created_at,
+                updated_at,
+                allocations,
+                known_new,
+            } = raw;
+            if let Some(text) = project {
+                palette.project = Some(text.into());
+            }
+            if let Some(text) = user {
+                palette.user = Some(text.into());
+            }
+            if let Some(text) = kind {
+                palette.kind = text.map(Into::into);
+            }
+            let row = ConsumerRow {
+                uuid,
+                project_id: palette.project.clone().unwrap_or_default(),
+                user_id: palette.user.clone().unwrap_or_default(),
+                consumer_type: palette.kind.clone(),
+                generation,
+                created_at,
+                updated_at,
+            };
+            let allocations = allocations
+                .iter()
+                .map(|(provider, class, used)| Allocation {
+                    provider: *provider,
+                    class: palette.classes[*class as usize].clone(),
+                    used: *used,
+                })
+                .collect();
+            state.load_consumer(row, allocations, known_new);
+        }
+    }
+}
+
+/// The reader's end of the load's queue: gathers steps into batches.
+struct Steps {
+    out: SyncSender<Vec<Step>>,
+    batch: Vec<Step>,
+}
+
+impl Steps {
+    fn push(&mut self, step: Step) -> Result<(), StoreError> {
+        self.batch.push(step);
+        if self.batch.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        // The receiving end goes only if the fold panicked; that panic is the news.
+        self.out
+            .send(full)
+            .map_err(|_| StoreError::Io(std::io::Error::other("the view being loaded is gone")))
+    }
+}
+
+/// The names (classes or traits) the load has met, in order: each is sent once,
+/// then referred to by its place.
+#[derive(Default)]
+struct Names {
+    list: Vec<Box<[u8]>>,
+    places: HashMap<Box<[u8]>, u32>,
+}
+
+/// Below this many names, finding one by comparing it with each is quicker than
+/// hashing it.
+const FEW_NAMES: usize = 16;
+
+impl Names {
+    /// The place of `name` in the list, and the name as text if it is new there (to
+    /// be sent before anything that refers to it).
+    fn place(&mut self, name: &[u8]) -> Result<(u32, Option<Box<str>>), StoreError> {
+        let found = if self.list.len() <= FEW_NAMES {
+            self.list
+                .iter()
+                .position(|n| **n == *name)
+                .map(|i| i as u32)
+        } else {
+            self.places.get(name).copied()
+        };
+        if let Some(i) = found {
+            return Ok((i, None));
+        }
+        let text = std::str::from_utf8(name)
+            .map_err(|e| StoreError::Corrupt(format!("name {name:?}: {e}")))?;
+        let i = self.list.len() as u32;
+        self.list.push(name.into());
+        self.places.insert(name.into(), i);
+        Ok((i, Some(text.into())))
+    }
+}
+
+/// The place of the class `name`, announcing it first if it is new.
+fn class_place(names: &mut Names, name: &[u8], out: &mut Steps) -> Result<u32, StoreError> {
+    let (place, new) = names.place(name)?;
+    if let Some(name) = new {
+        out.push(Step::Class(name))?;
+    }
+    Ok(place)
+}
+
+/// The place of the trait `name`, announcing it first if it is new.
+fn trait_place(names: &mut Names, name: &[u8], out: &mut Steps) -> Result<u32, StoreError> {
+    let (place, new) = names.place(name)?;
+    if let Some(name) = new {
+        out.push(Step::Trait(name))?;
+    }
+    Ok(place)
+}
+
+/// The previous row's value of one text column: a row repeating it sends nothing.
+#[derive(Default)]
+struct Repeat(Option<Option<Vec<u8>>>);
+
+impl Repeat {
+    /// `None` if `value` repeats the previous row's, else the new value as text.
+    fn changed(&mut self, value: Option<&[u8]>) -> Result<Option<Option<Box<str>>>, StoreError> {
+        if let Some(previous) = &self.0 {
+            if previous.as_deref() == value {
+                return Ok(None);
+            }
+        }
+        let text = value
+            .map(|b| std::str::from_utf8(b).map(Box::from))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("text {value:?}: {e}")))?;
+        self.0 = Some(value.map(<[u8]>::to_vec));
+        Ok(Some(text))
+    }
+
+    /// As [`Repeat::changed`], for a column that may not be NULL.
+    fn changed_text(&mut self, value: &[u8]) -> Result<Option<Box<str>>, StoreError> {
+        Ok(self.changed(Some(value))?.flatten())
+    }
+}
+
+/// The load's reader: every row, decoded, in the order the view is built in.
+fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError> {
+    let mut out = Steps {
+        out,
+        batch: Vec::with_capacity(BATCH),
+    };
+    let (mut classes, mut traits) = (Names::default(), Names::default());
+    let count = |table: &str| -> Result<usize, StoreError> {
+        let n: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
+        Ok(n as usize)
+    };
+    out.push(Step::Reserve {
+        providers: count("providers")?,
+        consumers: count("consumers")?,
+    })?;
+
+    let mut stmt = conn.prepare("SELECT name, created_at, updated_at FROM resource_classes")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let record = ClassRecord {
+            // Trusted: only names the core checked are ever written.
+            name: ResourceClass::new_unchecked(text(r, 0)?),
+            created_at: r.get(1)?,
+            updated_at: r.get(2)?,
+        };
+        out.push(Step::Change(Change::PutClass {
+            record,
+            old_name: None,
+        }))?;
+    }
+
+    let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let record = TraitRecord {
+            // Trusted: only names the core checked are ever written.
+            name: TraitName::new_unchecked(text(r, 0)?),
+            created_at: r.get(1)?,
+        };
+        out.push(Step::Change(Change::PutTrait(record)))?;
+    }
+
+    // Providers, and with each its inventories, traits and aggregates: the four
+    // tables are read side by side in provider id order (their keys), so that each
+    // provider's rows are folded right after it (while its record is in the cache),
+    // and the reader and the fold keep pace with each other row by row instead of
+    // table by table. Rows of no provider (the writes never leave any) are skipped,
+    // as applying them would do.
+    let mut providers = conn.prepare(
+        "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
+         FROM providers ORDER BY id",
+    )?;
+    let mut inventories = conn.prepare(
+        "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
+                allocation_ratio
+         FROM inventories ORDER BY provider_id",
+    )?;
+    let mut provider_traits =
+        conn.prepare("SELECT provider_id, trait FROM provider_traits ORDER BY provider_id")?;
+    let mut aggregates = conn
+        .prepare("SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id")?;
+    let mut inventories = inventories.query([])?;
+    let mut provider_traits = provider_traits.query([])?;
+    let mut aggregates = aggregates.query([])?;
+    let (mut inventory, mut provider_trait, mut aggregate) = (
+        inventories.next()?,
+        provider_traits.next()?,
+        aggregates.next()?,
+    );
+    let mut held = Vec::new();
+    let mut rows = providers.query([])?;
+    while let Some(r) = rows.next()? {
+        let key: i64 = r.get(0)?;
+        let id = ProviderId(key as u64);
+        out.push(Step::Provider(ProviderRow {
+            id,
+            uuid: parse_uuid(bytes(r, 1)?, "provider")?,
+            name: r.get(2)?,
+            generation: r.get::<_, i64>(3)? as u64,
+            parent: r.get::<_, Option<i64>>(4)?.map(|p| ProviderId(p as u64)),
+            root: ProviderId(r.get::<_, i64>(5)? as u64),
+            created_at: r.get(6)?,
+            updated_at: r.get(7)?,
+        }))?;
+        let mut list = Vec::new();
+        while let Some(i) = inventory {
+            let of = provider_key(i)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                list.push((
+                    class_place(&mut classes, bytes(i, 1)?, &mut out)?,
+                    Inventory {
+                        total: i.get::<_, i64>(2)? as u64,
+                        reserved: i.get::<_, i64>(3)? as u64,
+                        min_unit: i.get::<_, i64>(4)? as u64,
+                        max_unit: i.get::<_, i64>(5)? as u64,
+                        step_size: i.get::<_, i64>(6)? as u64,
+                        allocation_ratio: i.get(7)?,
+                    },
+                ));
+            }
+            inventory = inventories.next()?;
+        }
+        if !list.is_empty() {
+            out.push(Step::Inventories(id, list))?;
+        }
+        let mut list = Vec::new();
+        while let Some(t) = provider_trait {
+            let of = provider_key(t)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                list.push(trait_place(&mut traits, bytes(t, 1)?, &mut out)?);
+            }
+            provider_trait = provider_traits.next()?;
+        }
+        if !list.is_empty() {
+            out.push(Step::Traits(id, list))?;
+        }
+        while let Some(g) = aggregate {
+            let of = provider_key(g)?.cmp(&key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                held.push(parse_uuid(bytes(g, 1)?, "aggregate")?);
+            }
+            aggregate = aggregates.next()?;
+        }
+        if !held.is_empty() {
+            // Exactly as long as needed: the view keeps the list as it is.
+            let list = held.to_vec();
+            held.clear();
+            out.push(Step::Change(Change::SetAggregates(id, list)))?;
+        }
+    }
+    out.push(Step::Relink)?;
+
+    // Consumers and their allocations, read side by side in uuid order (both tables
+    // are keyed by it), so that each consumer comes with its allocations.
+    let mut consumers = conn.prepare(
+        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
+         FROM consumers ORDER BY uuid",
+    )?;
+    let mut allocations = conn.prepare(
+        "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
+         ORDER BY consumer_uuid",
+    )?;
+    let mut allocations = allocations.query([])?;
+    let mut pending = allocations.next()?;
+    let (mut project, mut user, mut kind) =
+        (Repeat::default(), Repeat::default(), Repeat::default());
+    let mut held = Vec::new();
+    let mut canonical = true;
+    let mut rows = consumers.query([])?;
+    while let Some(r) = rows.next()? {
+        let key = bytes(r, 0)?;
+        let uuid = parse_uuid(key, "consumer")?;
+        // The keys are distinct; spelled the one way allot writes a uuid, distinct
+        // keys are distinct uuids, so none is in the view yet. Once another spelling
+        // has been met (a hand-edited row), every consumer takes the search.
+        canonical = canonical && key.len() == 36 && !key.iter().any(u8::is_ascii_uppercase);
+        let consumer = RawConsumer {
+            uuid,
+            project: project.changed_text(bytes(r, 1)?)?,
+            user: user.changed_text(bytes(r, 2)?)?,
+            kind: kind.changed(optional_bytes(r, 3)?)?,
+            generation: r.get::<_, i64>(4)? as u64,
+            created_at: r.get(5)?,
+            updated_at: r.get(6)?,
+            allocations: Vec::new(),
+            known_new: canonical,
+        };
+        // Allocation rows up to this consumer's; any before it name no consumer (the
+        // writes never leave such rows) and are skipped, as applying them would do.
+        while let Some(a) = pending {
+            let of = bytes(a, 0)?.cmp(key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() {
+                let class = class_place(&mut classes, bytes(a, 2)?, &mut out)?;
+                held.push((
+                    ProviderId(a.get::<_, i64>(1)? as u64),
+                    class,
+                    a.get::<_, i64>(3)? as u64,
+                ));
+            }
+            pending = allocations.next()?;
+        }
+        out.push(Step::Consumer(RawConsumer {
+            // Exactly as long as needed.
+            allocations: held.to_vec(),
+            ..consumer
+        }))?;
+        held.clear();
+    }
+    out.flush()
+}
+
+/// Column `i` of a row as text, read in place.
+fn text<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str, StoreError> {
     r.get_ref(i)?
         .as_str_or_null()
+        .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))?
+        .ok_or_else(|| StoreError::Corrupt(format!("column {i} is NULL")))
+}
+
+/// Column `i` of a row as the bytes of its text, read in place and not checked to
+/// be UTF-8 (what is kept of them is checked where it is kept).
+fn bytes<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r [u8], StoreError> {
+    optional_bytes(r, i)?.ok_or_else(|| StoreError::Corrupt(format!("column {i} is NULL")))
+}
+
+/// As [`bytes`], for a column that may be NULL.
+fn optional_bytes<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r [u8]>, StoreError> {
+    r.get_ref(i)?
+        .as_bytes_or_null()
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
 }
 
@@ -315,34 +648,11 @@ fn provider_key(r: &rusqlite::Row<'_>) -> Result<i64, StoreError> {
     Ok(r.get(0)?)
 }
 
-fn parse_uuid(text: &str, what: &str) -> Result<Uuid, StoreError> {
-    Uuid::parse_str(text).map_err(|e| StoreError::Corrupt(format!("{what} {text:?}: {e}")))
-}
-
-/// Reads rows that come ordered by a key, gathers each key's items (`item` reads one
-/// row) and applies them to `state` as one change (`change`), a key at a time.
-fn fold_groups<K: PartialEq, T>(
-    mut rows: rusqlite::Rows<'_>,
-    state: &mut State,
-    mut item: impl FnMut(&rusqlite::Row<'_>) -> Result<(K, T), StoreError>,
-    change: impl Fn(K, Vec<T>) -> Change,
-) -> Result<(), StoreError> {
-    let mut group: Option<(K, Vec<T>)> = None;
-    while let Some(r) = rows.next()? {
-        let (key, value) = item(r)?;
-        match &mut group {
-            Some((current, list)) if *current == key => list.push(value),
-            _ => {
-                if let Some((done, list)) = group.replace((key, vec![value])) {
-                    state.apply(&[change(done, list)]);
-                }
-            }
-        }
-    }
-    if let Some((done, list)) = group {
-        state.apply(&[change(done, list)]);
-    }
-    Ok(())
+fn parse_uuid(text: &[u8], what: &str) -> Result<Uuid, StoreError> {
+    Uuid::try_parse_ascii(text).map_err(|e| {
+        let text = String::from_utf8_lossy(text);
+        StoreError::Corrupt(format!("{what} {text:?}: {e}"))
+    })
 }
 
 /// Runs one statement of a write, prepared once per connection: a claim writes a few
@@ -547,4 +857,35 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A consumer's uuid spelled another way (upper case, as a hand-edited row might
+    /// have it) is the same consumer as the usual spelling: the load, which skips the
+    /// search for consumers it knows to be new, holds it once, as applying would.
+    #[test]
+    fn another_spelling_of_a_uuid_is_the_same_consumer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let mut engine = SqliteEngine::open(path.to_str().unwrap()).unwrap();
+        let uuid = Uuid::from_u128(0xabcdef);
+        let upper = uuid.hyphenated().to_string().to_uppercase();
+        // The upper-case spelling sorts first.
+        for (spelling, generation) in [(upper, 1), (uuid.to_string(), 2)] {
+            engine
+                .conn
+                .execute(
+                    "INSERT INTO consumers VALUES (?1, 'p', 'u', NULL, ?2, 0, 0)",
+                    params![spelling, generation],
+                )
+                .unwrap();
+        }
+        let state = engine.load().unwrap();
+        assert_eq!(state.consumers().count(), 1);
+        assert_eq!(state.consumer(&uuid).unwrap().row.generation, 2);
+        assert!(state.check_usage_index());
+    }
 }
