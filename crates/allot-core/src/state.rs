@@ -294,7 +294,7 @@ impl State {
             }
         }
         allocations.sort();
-        self.add_usage(&row.uuid, &allocations);
+        add_usage(&mut self.providers, &row.uuid, &allocations);
         let hasher = &self.hasher;
         let consumer = Box::new(Consumer {
             row,
@@ -332,19 +332,6 @@ impl State {
     pub fn warm_provider(&self, row: &ProviderRow) -> usize {
         self.by_uuid.touch(self.hasher.hash_one(row.uuid))
             + self.by_name.touch(self.hasher.hash_one(row.name.as_str()))
-    }
-
-    /// Adds `allocations` (sorted, so by provider) of `consumer` to the usage index,
-    /// one provider at a time.
-    fn add_usage(&mut self, consumer: &Uuid, allocations: &[Allocation]) {
-        for run in allocations.chunk_by(|a, b| a.provider == b.provider) {
-            if let Some(p) = self.providers.get_mut(&run[0].provider) {
-                let u = &mut p.usage;
-                u.by_class
-                    .add_all(run.iter().map(|a| (&a.class, a.used)), |v, used| *v += used);
-                u.consumers.insert(*consumer);
-            }
-        }
     }
 
     fn apply_one(&mut self, change: &Change) {
@@ -584,13 +571,7 @@ impl State {
                 u.consumers.remove(consumer);
             }
         }
-        for a in new {
-            if let Some(p) = self.providers.get_mut(&a.provider) {
-                let u = &mut p.usage;
-                *u.by_class.get_or_insert_with(a.class.clone(), || 0) += a.used;
-                u.consumers.insert(*consumer);
-            }
-        }
+        add_usage(&mut self.providers, consumer, new);
     }
 
     /// Recomputes the usage index from the allocation records and compares it with the
@@ -766,6 +747,20 @@ impl State {
     /// All consumers, in no particular order.
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
         self.consumers.iter().map(|c| &**c)
+    }
+}
+
+/// Adds `allocations` (sorted, so by provider) of `consumer` to the usage index,
+/// one provider at a time. (A function of the providers alone, so that callers can
+/// pass allocations that live in the consumer table.)
+fn add_usage(providers: &mut IdTable<Provider>, consumer: &Uuid, allocations: &[Allocation]) {
+    for run in allocations.chunk_by(|a, b| a.provider == b.provider) {
+        if let Some(p) = providers.get_mut(&run[0].provider) {
+            let u = &mut p.usage;
+            u.by_class
+                .add_all(run.iter().map(|a| (&a.class, a.used)), |v, used| *v += used);
+            u.consumers.insert(*consumer);
+        }
     }
 }
 
