@@ -111,35 +111,33 @@ impl Recent {
     }
 }
 
+/// The set's copy of `name` (adding `name` if it has none), answered without hashing
+/// when `name` is one of the copies handed out lately.
+fn intern<T>(set: &mut HashSet<T>, recent: &mut Recent, name: &T) -> T
+where
+    T: Clone + Eq + std::hash::Hash + std::borrow::Borrow<str>,
+{
+    if recent.holds(name.borrow()) {
+        return name.clone();
+    }
+    let held = match set.get(name.borrow()) {
+        Some(held) => held.clone(),
+        None => {
+            set.insert(name.clone());
+            name.clone()
+        }
+    };
+    recent.note(held.borrow());
+    held
+}
+
 impl Interned {
     fn class(&mut self, name: &ResourceClass) -> ResourceClass {
-        if self.recent_classes.holds(name.as_str()) {
-            return name.clone();
-        }
-        let held = match self.classes.get(name.as_str()) {
-            Some(held) => held.clone(),
-            None => {
-                self.classes.insert(name.clone());
-                name.clone()
-            }
-        };
-        self.recent_classes.note(held.as_str());
-        held
+        intern(&mut self.classes, &mut self.recent_classes, name)
     }
 
     fn trait_name(&mut self, name: &TraitName) -> TraitName {
-        if self.recent_traits.holds(name.as_str()) {
-            return name.clone();
-        }
-        let held = match self.traits.get(name.as_str()) {
-            Some(held) => held.clone(),
-            None => {
-                self.traits.insert(name.clone());
-                name.clone()
-            }
-        };
-        self.recent_traits.note(held.as_str());
-        held
+        intern(&mut self.traits, &mut self.recent_traits, name)
     }
 
     fn text(&mut self, text: &Arc<str>) -> Arc<str> {
