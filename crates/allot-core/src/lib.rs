@@ -35,6 +35,6 @@ pub use model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
     Timestamp, TraitRecord,
 };
-pub use names::{ProviderRef, RequestedName, ResourceClass, TraitName};
+pub use names::{ProviderRef, RequestedName, ResourceClass, Text, TraitName};
 pub use state::State;
 pub use uuid::Uuid;

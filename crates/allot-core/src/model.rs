@@ -1,11 +1,9 @@
 //! The records of the domain: providers, their inventories, custom classes and traits.
 
-use std::sync::Arc;
-
 use uuid::Uuid;
 
 use crate::compact::{VecMap, VecSet};
-use crate::names::{ResourceClass, TraitName};
+use crate::names::{ResourceClass, Text, TraitName};
 
 /// Seconds since the Unix epoch, UTC. The domain never reads a clock: callers pass the
 /// time of a write in, which keeps tests deterministic.
@@ -195,18 +193,18 @@ pub struct TraitRecord {
 
 /// A consumer: whatever holds allocations (an instance, a migration, a volume).
 ///
-/// The texts are shared (`Arc<str>`): many consumers carry the same project, user and
+/// The texts are shared ([`Text`]): many consumers carry the same project, user and
 /// type, and the view interns them so that each is held once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerRow {
     /// The id clients use.
     pub uuid: Uuid,
     /// The owning project's external id.
-    pub project_id: Arc<str>,
+    pub project_id: Text,
     /// The owning user's external id.
-    pub user_id: Arc<str>,
+    pub user_id: Text,
     /// What kind of consumer this is (1.38), if said.
-    pub consumer_type: Option<Arc<str>>,
+    pub consumer_type: Option<Text>,
     /// Bumped by every change to the consumer's allocations (1.28).
     pub generation: u64,
     /// When the consumer was created.

@@ -12,7 +12,6 @@
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -48,14 +47,20 @@ pub fn is_well_formed_name(name: &str) -> bool {
 /// state indexes sharing providers by it and the candidate search reads that index.
 pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
 
+/// Shared, immutable text: a clone is a reference count, not a copy. One thin pointer
+/// (8 bytes, where `Arc<str>` takes 16 with its length): the view holds names and
+/// consumers' texts in records by the million, so the width of the pointer counts.
+pub type Text = arcstr::ArcStr;
+
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         ///
-        /// Shared text: a clone is a reference count, not a copy, so the view holds
-        /// each name once however many records carry it (the state interns them).
+        /// Shared [`Text`]: a clone is a reference count, not a copy, so the view
+        /// holds each name once however many records carry it (the state interns
+        /// them).
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(Arc<str>);
+        pub struct $name(Text);
 
         impl $name {
             /// The name as text.
@@ -72,13 +77,13 @@ macro_rules! name_type {
             /// before (read back from a store, found in the state, or just checked)
             /// and literals in tests. Every call site says why its name is trusted.
             pub fn new_unchecked(name: impl AsRef<str>) -> Self {
-                $name(Arc::from(name.as_ref()))
+                $name(Text::from(name.as_ref()))
             }
 
             /// Checks that `name` is well formed (see [`is_well_formed_name`]).
             /// Whether such a class or trait exists is a question for the state.
             pub fn parse(name: &str) -> Option<Self> {
-                is_well_formed_name(name).then(|| $name(Arc::from(name)))
+                is_well_formed_name(name).then(|| $name(Text::from(name)))
             }
 
             /// Sorts request text into a well-formed name or text that is not one

@@ -18,7 +18,7 @@ use crate::model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
     TraitRecord,
 };
-use crate::names::{ResourceClass, TraitName};
+use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 use crate::standard;
 
@@ -75,7 +75,7 @@ pub struct State {
 struct Interned {
     classes: HashSet<ResourceClass>,
     traits: HashSet<TraitName>,
-    texts: HashSet<Arc<str>>,
+    texts: HashSet<Text>,
     /// How many texts the last sweep kept.
     swept: usize,
     /// Classes, traits and texts of the sets handed out lately (see [`Recent`]).
@@ -140,7 +140,7 @@ impl Interned {
         intern(&mut self.traits, &mut self.recent_traits, name)
     }
 
-    fn text(&mut self, text: &Arc<str>) -> Arc<str> {
+    fn text(&mut self, text: &Text) -> Text {
         if self.recent_texts.holds(text) {
             return text.clone();
         }
@@ -154,7 +154,9 @@ impl Interned {
             // Only the set's own copy left: no record in any version holds it. (The
             // caller still holds the text just added, so it stays.) Classes and
             // traits are never forgotten: they are few, and records of their own.
-            self.texts.retain(|t| Arc::strong_count(t) > 1);
+            // (A static text, the empty one, has no count and is kept.)
+            self.texts
+                .retain(|t| Text::strong_count(t).is_none_or(|n| n > 1));
             self.swept = self.texts.len();
             self.recent_texts = Recent::default();
         }
@@ -871,9 +873,9 @@ mod tests {
         let consumer = |n: u128, project: &str| ConsumerRow {
             uuid: Uuid::from_u128(n),
             // Each row its own copy of the text, as a store reads them.
-            project_id: Arc::from(project),
-            user_id: Arc::from("user"),
-            consumer_type: n.is_multiple_of(2).then(|| Arc::from("INSTANCE")),
+            project_id: Text::from(project),
+            user_id: Text::from("user"),
+            consumer_type: n.is_multiple_of(2).then(|| Text::from("INSTANCE")),
             generation: n as u64,
             created_at: 1,
             updated_at: 2,
@@ -937,7 +939,7 @@ mod tests {
         let all: Vec<&Consumer> = loaded.consumers().collect();
         assert!(all
             .windows(2)
-            .all(|w| Arc::ptr_eq(&w[0].row.user_id, &w[1].row.user_id)));
+            .all(|w| Text::ptr_eq(&w[0].row.user_id, &w[1].row.user_id)));
         let vcpus: Vec<&ResourceClass> = all
             .iter()
             .flat_map(|c| c.allocations.iter())

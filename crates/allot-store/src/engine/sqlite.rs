@@ -12,11 +12,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::mpsc::{self, SyncSender};
-use std::sync::Arc;
 
 use allot_core::{
     Allocation, Change, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow,
-    ResourceClass, State, TraitName, TraitRecord, Uuid,
+    ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 use rusqlite::{params, Connection, Transaction};
 
@@ -231,9 +230,9 @@ struct RawConsumer {
 struct Palette {
     classes: Vec<ResourceClass>,
     traits: Vec<TraitName>,
-    project: Option<Arc<str>>,
-    user: Option<Arc<str>>,
-    kind: Option<Arc<str>>,
+    project: Option<Text>,
+    user: Option<Text>,
+    kind: Option<Text>,
 }
 
 /// Reads what folding `step` will change (see `State::warm_consumer`).
@@ -799,9 +798,9 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                      updated_at = excluded.updated_at",
                 params![
                     row.uuid.to_string(),
-                    row.project_id,
-                    row.user_id,
-                    row.consumer_type,
+                    row.project_id.as_str(),
+                    row.user_id.as_str(),
+                    row.consumer_type.as_deref(),
                     row.generation as i64,
                     row.created_at,
                     row.updated_at
