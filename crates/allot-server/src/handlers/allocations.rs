@@ -17,7 +17,7 @@
 //! (see [`Entries`]), because the rule walks them in that order, as Placement does.
 //!
 //! The two GETs write their bodies by hand, straight from the view into one buffer
-//! (see [`consumer_body`], [`provider_body`]); the `wire::allocations` types are the
+//! (see `consumer_body`, `provider_body`); the `wire::allocations` types are the
 //! shape they follow and, in the tests, the oracle for their bytes.
 
 use std::marker::PhantomData;
@@ -684,6 +684,58 @@ pub(crate) mod tests {
             // Some consumers hold something (every one of them, at every microversion).
             assert!(held > 0 || seed == 1, "{seed}: {held}");
         }
+    }
+
+    /// The body of one provider's allocations, written by hand (for the figures of
+    /// `docs/performance.md`: `toggle-collect` in callgrind finds it by name).
+    #[inline(never)]
+    fn measure_written(view: &View, provider: &Provider) -> usize {
+        provider_body(view, provider, 39).0.len()
+    }
+
+    /// The same body, built as the maps were and serialized as `http::json` did.
+    #[inline(never)]
+    fn measure_maps(view: &View, provider: &Provider) -> usize {
+        let (body, _) = provider_body_by_maps(view, provider, 39);
+        serde_json::to_vec(&body).unwrap_or_default().len()
+    }
+
+    /// `GET /resource_providers/{uuid}/allocations` on a provider with 10,000
+    /// consumers, written by hand and through the maps, in alternation: the median
+    /// time of each (run it under callgrind with `--toggle-collect` for instructions;
+    /// see `docs/performance.md`).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn provider_allocations_cost() {
+        let (view, _) = world(3, 2, 11_100);
+        let provider = view
+            .providers()
+            .find(|p| !p.inventories.is_empty())
+            .unwrap();
+        let consumers = view
+            .provider_usage_index(provider.id())
+            .unwrap()
+            .consumers
+            .len();
+        let runs = std::env::var("RUNS").map_or(21, |r| r.parse().unwrap());
+        let (mut written, mut maps) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            let a = measure_written(&view, provider);
+            written.push(start.elapsed());
+            let start = std::time::Instant::now();
+            let b = measure_maps(&view, provider);
+            maps.push(start.elapsed());
+            assert_eq!(a, b);
+        }
+        written.sort();
+        maps.sort();
+        let bytes = measure_written(&view, provider);
+        println!(
+            "{consumers} consumers, {bytes} bytes: written {:?}, maps {:?} (medians of {runs})",
+            written[runs / 2],
+            maps[runs / 2]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! order, and the bodies. Usages describe "now", so from 1.15 both answers carry
 //! `cache-control: no-cache` and a `last-modified` of the time of the request, as
 //! Placement's do. The bodies are written by hand from the core's sums (see
-//! [`provider_body`], [`totals_body`], [`grouped_body`]), in the shape of
+//! `provider_body`, `totals_body`, `grouped_body`), in the shape of
 //! `wire::usages`, which the tests keep as the oracle for their bytes.
 
 use std::collections::BTreeMap;
@@ -376,6 +376,55 @@ mod tests {
         assert_eq!(text, serde_json::to_string(oracle).unwrap(), "{what}");
         let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(parsed, serde_json::to_value(oracle).unwrap(), "{what}");
+    }
+
+    /// `GET /usages?project_id=p1` at 1.37 and 1.38, the core's sums and the body
+    /// written by hand (for the figures of `docs/performance.md`: `toggle-collect`
+    /// in callgrind finds these by name).
+    #[inline(never)]
+    fn measure_written(view: &allot_core::State) -> usize {
+        let sums = view.project_usages("p1", None);
+        let groups = view.project_usages_by_type("p1", None, TypeFilter::EachType);
+        totals_body(&sums).len() + grouped_body(&groups).len()
+    }
+
+    /// The same, through the maps and `serde_json` as before.
+    #[inline(never)]
+    fn measure_maps(view: &allot_core::State) -> usize {
+        let sums = view.project_usages("p1", None);
+        let groups = view.project_usages_by_type("p1", None, TypeFilter::EachType);
+        let totals = wire::Usages {
+            usages: by_class(sums.iter().map(|(c, n)| (c, *n))),
+        };
+        let a = serde_json::to_vec(&totals).unwrap_or_default().len();
+        a + serde_json::to_vec(&grouped_body_by_maps(&groups))
+            .unwrap_or_default()
+            .len()
+    }
+
+    /// Both, in alternation, on a project of about 3,300 consumers (of 10,000): median times.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn project_usages_cost() {
+        let (view, _) = crate::handlers::allocations::tests::world(3, 2, 11_100);
+        let runs = std::env::var("RUNS").map_or(21, |r| r.parse().unwrap());
+        let (mut written, mut maps) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            let a = measure_written(&view);
+            written.push(start.elapsed());
+            let start = std::time::Instant::now();
+            let b = measure_maps(&view);
+            maps.push(start.elapsed());
+            assert_eq!(a, b);
+        }
+        written.sort();
+        maps.sort();
+        println!(
+            "written {:?}, maps {:?} (medians of {runs})",
+            written[runs / 2],
+            maps[runs / 2]
+        );
     }
 
     #[test]
