@@ -7,6 +7,9 @@
 //! handler added them, and a consumer's providers in the order the view lists them
 //! (the order the providers were created). The fields below are declared in that
 //! order, and `tests/wire.rs` pins it.
+//!
+//! `handlers::allocations` writes both bodies by hand (`wire::write`), straight from
+//! the view; these types are the shape it follows and the oracle its tests hold it to.
 
 use std::collections::BTreeMap;
 

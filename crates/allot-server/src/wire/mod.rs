@@ -3,7 +3,10 @@
 //! Handlers fill these types and [`crate::http::json`] serializes them straight into
 //! the response's bytes, with no `serde_json::Value` tree in between. One submodule
 //! per family of URLs; each type's doc says which microversion adds or drops which
-//! field.
+//! field. The bodies that can be large (allocation candidates, the allocations and
+//! usages GETs) are written by hand instead, with the pieces of [`write`]; their types
+//! stay here as the shape those writers follow and the oracle their tests compare
+//! with.
 //!
 //! Conventions, so that the output stays byte-for-byte what clients already see:
 //! - **Fields are declared in alphabetical order.** The bodies were first written as

@@ -1,4 +1,8 @@
 //! Usages: of one provider, and of a project's consumers (`GET /usages`, 1.9).
+//!
+//! `handlers::usages` writes these bodies by hand (`wire::write`), straight from the
+//! core's sums; these types are the shape it follows and the oracle its tests hold it
+//! to.
 
 use std::collections::BTreeMap;
 
