@@ -13,6 +13,9 @@
 //! way out for anything else. A refusal becomes [`Error::Status`] with the HTTP status,
 //! Placement's error `code` and `detail` (from its error envelope) when the body has
 //! them, so callers can branch on "409, already exists" without parsing text.
+//!
+//! allot's extensions (resource class metadata so far, `docs/api.md`) have typed
+//! calls too; against OpenStack Placement they answer 404 like any unknown URL.
 
 use std::time::Duration;
 
@@ -24,7 +27,8 @@ pub use hyper::{Method, StatusCode};
 use hyper::{Request, Uri};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
-use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -448,6 +452,94 @@ impl Client {
     }
 }
 
+/// A resource class's metadata, an allot extension: `GET`/`PUT
+/// /resource_classes/{name}/metadata`. Unset fields are `None` (`null` on the wire).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassMetadata {
+    /// What one unit is (`count`, `MiB`, `GiB`, `kbit/s`, ...).
+    pub units: Option<String>,
+    /// A name for people.
+    pub display_name: Option<String>,
+    /// One line on what the class counts.
+    pub description: Option<String>,
+}
+
+/// One entry of `GET /resource_classes` (links left out).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ResourceClass {
+    /// The class's name.
+    pub name: String,
+    /// Its metadata, when the list was asked for it (`with_metadata=true`, allot only).
+    #[serde(default)]
+    pub metadata: Option<ClassMetadata>,
+}
+
+#[derive(Deserialize)]
+struct ResourceClassList {
+    resource_classes: Vec<ResourceClass>,
+}
+
+impl Client {
+    /// A request expecting 200 with a JSON body of type `T`.
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<T> {
+        let value = self.json(method.clone(), path, body).await?;
+        serde_json::from_value(value).map_err(|e| Error::Decode {
+            method,
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `GET /resource_classes` (1.2+), with each class's metadata when
+    /// `with_metadata` (an allot extension).
+    pub async fn resource_classes(&self, with_metadata: bool) -> Result<Vec<ResourceClass>> {
+        let path = if with_metadata {
+            "/resource_classes?with_metadata=true"
+        } else {
+            "/resource_classes"
+        };
+        let list: ResourceClassList = self.typed(Method::GET, path, None).await?;
+        Ok(list.resource_classes)
+    }
+
+    /// `GET /resource_classes/{name}/metadata` (allot): a class's metadata.
+    pub async fn class_metadata(&self, name: &str) -> Result<ClassMetadata> {
+        let path = format!("/resource_classes/{}/metadata", path_segment(name));
+        self.typed(Method::GET, &path, None).await
+    }
+
+    /// `PUT /resource_classes/{name}/metadata` (allot): replaces a custom class's
+    /// metadata; returns it as stored.
+    pub async fn set_class_metadata(
+        &self,
+        name: &str,
+        metadata: &ClassMetadata,
+    ) -> Result<ClassMetadata> {
+        let path = format!("/resource_classes/{}/metadata", path_segment(name));
+        let body = serde_json::to_value(metadata).expect("metadata always serialises");
+        self.typed(Method::PUT, &path, Some(&body)).await
+    }
+}
+
+/// `text` as one path segment: anything but unreserved characters percent-encoded, so
+/// that a name typed by a person makes a valid URL (and the server's 404).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// The [`Error::Status`] for an unexpected answer, with Placement's code and detail
 /// when the body is its error envelope (`{"errors": [{"code", "detail", ...}]}`).
 fn refusal(method: Method, path: &str, response: &Response) -> Error {
@@ -628,6 +720,58 @@ mod tests {
         }
         assert_eq!(error.status(), Some(StatusCode::CONFLICT));
         assert!(error.to_string().contains("409"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn class_metadata_is_typed_both_ways() {
+        let (url, server) = one_shot(
+            "200 OK",
+            r#"{"description": null, "display_name": "Widgets", "units": "count"}"#,
+        )
+        .await;
+        let client = Client::new(&Config::new(url)).unwrap();
+        let wanted = ClassMetadata {
+            units: Some("count".into()),
+            display_name: Some("Widgets".into()),
+            description: None,
+        };
+        let got = client
+            .set_class_metadata("CUSTOM_W", &wanted)
+            .await
+            .unwrap();
+        assert_eq!(got, wanted);
+        let request = server.await.unwrap();
+        assert!(
+            request.starts_with("PUT /resource_classes/CUSTOM_W/metadata "),
+            "{request}"
+        );
+        assert!(
+            request.ends_with(r#"{"units":"count","display_name":"Widgets","description":null}"#),
+            "{request}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_class_list_reads_metadata_when_there_is_some() {
+        let (url, server) = one_shot(
+            "200 OK",
+            r#"{"resource_classes": [{"links": [], "name": "VCPU", "metadata": {"units": "count", "display_name": null, "description": null}}, {"links": [], "name": "CUSTOM_A"}]}"#,
+        )
+        .await;
+        let client = Client::new(&Config::new(url)).unwrap();
+        let list = client.resource_classes(true).await.unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(
+            list[0].metadata.as_ref().unwrap().units.as_deref(),
+            Some("count")
+        );
+        assert_eq!(list[1].metadata, None);
+        let request = server.await.unwrap();
+        assert!(
+            request.starts_with("GET /resource_classes?with_metadata=true "),
+            "{request}"
+        );
+        assert_eq!(path_segment("not a/class"), "not%20a%2Fclass");
     }
 
     #[tokio::test]

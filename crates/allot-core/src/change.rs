@@ -7,6 +7,7 @@
 
 use uuid::Uuid;
 
+use crate::metadata::ClassMetadata;
 use crate::model::{
     Allocation, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
 };
@@ -23,8 +24,12 @@ pub enum Change {
         /// The class's name before a rename.
         old_name: Option<ResourceClass>,
     },
-    /// Delete a custom resource class.
+    /// Delete a custom resource class (and its metadata).
     DeleteClass(ResourceClass),
+    /// Set a custom resource class's metadata (an allot extension), or clear it
+    /// (`None`). A rename (`PutClass` with `old_name`) carries metadata along and
+    /// `DeleteClass` removes it, so neither needs one of these.
+    SetClassMetadata(ResourceClass, Option<ClassMetadata>),
     /// Create a custom trait.
     PutTrait(TraitRecord),
     /// Delete a custom trait.

@@ -18,6 +18,7 @@ pub mod candidates;
 pub mod change;
 pub mod compact;
 pub mod error;
+pub mod metadata;
 pub mod model;
 pub mod names;
 pub mod ops;
@@ -31,6 +32,7 @@ pub mod usage;
 
 pub use change::Change;
 pub use error::{ConflictCode, Error, Result};
+pub use metadata::ClassMetadata;
 pub use model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
     Timestamp, TraitRecord,

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::change::Change;
 use crate::compact::IdTable;
+use crate::metadata::ClassMetadata;
 use crate::model::{
     Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
     TraitRecord,
@@ -44,6 +45,9 @@ pub struct State {
     /// Custom resource classes (standard ones are in [`standard::RESOURCE_CLASSES`]).
     /// Shared between versions until one changes them (rarely).
     pub(crate) classes: Arc<BTreeMap<ResourceClass, ClassRecord>>,
+    /// The metadata operators set on custom classes (see [`crate::metadata`]); a class
+    /// without an entry has none. Shared between versions like `classes`.
+    pub(crate) class_metadata: Arc<BTreeMap<ResourceClass, ClassMetadata>>,
     /// Custom traits (standard ones are in [`standard::TRAITS`]).
     pub(crate) traits: Arc<BTreeMap<TraitName, TraitRecord>>,
     /// The next provider id to hand out: one more than the largest ever seen, so that
@@ -340,11 +344,28 @@ impl State {
                 if let Some(old) = old_name {
                     Arc::make_mut(&mut self.classes).remove(old.as_str());
                     self.rename_class_everywhere(old, &record.name);
+                    // Metadata belongs to the class, whatever its name.
+                    if self.class_metadata.contains_key(old.as_str()) {
+                        let metadata = Arc::make_mut(&mut self.class_metadata);
+                        if let Some(m) = metadata.remove(old.as_str()) {
+                            metadata.insert(record.name.clone(), m);
+                        }
+                    }
                 }
                 Arc::make_mut(&mut self.classes).insert(record.name.clone(), record.clone());
             }
             Change::DeleteClass(name) => {
                 Arc::make_mut(&mut self.classes).remove(name.as_str());
+                if self.class_metadata.contains_key(name.as_str()) {
+                    Arc::make_mut(&mut self.class_metadata).remove(name.as_str());
+                }
+            }
+            Change::SetClassMetadata(name, metadata) => {
+                let map = Arc::make_mut(&mut self.class_metadata);
+                match metadata {
+                    Some(m) => map.insert(name.clone(), m.clone()),
+                    None => map.remove(name.as_str()),
+                };
             }
             Change::PutTrait(record) => {
                 Arc::make_mut(&mut self.traits).insert(record.name.clone(), record.clone());

@@ -120,6 +120,10 @@ actions! {
     ProviderAllocationsList => "placement:resource_providers:allocations:list",
     AllocationCandidatesList => "placement:allocation_candidates:list",
     Reshape => "placement:reshaper:reshape",
+    /// `GET /resource_classes/{name}/metadata`, an allot extension (issue 10).
+    ClassMetadataShow => "allot:resource_classes:metadata:show",
+    /// `PUT /resource_classes/{name}/metadata`, an allot extension (issue 10).
+    ClassMetadataUpdate => "allot:resource_classes:metadata:update",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -225,6 +229,13 @@ impl Action {
                 deprecated: None,
                 scopes: PROJECT,
             },
+            // Class metadata (ours): what people read about a class is set by admins
+            // only; a service reads it like the class list.
+            Action::ClassMetadataUpdate => Rule {
+                check: Check::Rule(Base::Admin),
+                deprecated: None,
+                scopes: PROJECT,
+            },
             // Everything else: admins and services (listed, so that a new action
             // has to be given its rule).
             Action::ProvidersList
@@ -233,6 +244,7 @@ impl Action {
             | Action::ProvidersUpdate
             | Action::ProvidersDelete
             | Action::ClassesList
+            | Action::ClassMetadataShow
             | Action::ClassesCreate
             | Action::ClassesShow
             | Action::ClassesUpdate
@@ -462,6 +474,14 @@ mod tests {
         ("project admin", Reshape, None, [Y, N, Y]),
         ("project member", Reshape, None, [N, N, Y]),
         ("system admin", Reshape, None, [S, S, S]),
+        // Class metadata: read as the class list, written by admins only.
+        ("service", ClassMetadataShow, None, [Y, Y, Y]),
+        ("project reader", ClassMetadataShow, None, [N, N, Y]),
+        ("admin", ClassMetadataUpdate, None, [Y, Y, Y]),
+        ("project admin", ClassMetadataUpdate, None, [Y, Y, Y]),
+        ("service", ClassMetadataUpdate, None, [N, N, Y]),
+        ("project member", ClassMetadataUpdate, None, [N, N, Y]),
+        ("system admin", ClassMetadataUpdate, None, [S, S, S]),
     ];
 
     #[test]
@@ -527,14 +547,17 @@ mod tests {
     #[test]
     fn every_action_has_its_own_placement_name() {
         for (i, action) in Action::ALL.iter().enumerate() {
-            assert!(action.name().starts_with("placement:"), "{action:?}");
+            // Placement's rules, and our extensions' under a prefix of their own.
+            let ours = matches!(action, ClassMetadataShow | ClassMetadataUpdate);
+            let prefix = if ours { "allot:" } else { "placement:" };
+            assert!(action.name().starts_with(prefix), "{action:?}");
             assert!(
                 Action::ALL[..i].iter().all(|a| a.name() != action.name()),
                 "{} named twice",
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 33);
+        assert_eq!(Action::ALL.len(), 35);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

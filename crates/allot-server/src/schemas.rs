@@ -23,6 +23,23 @@ pub fn resource_class() -> Value {
     })
 }
 
+/// `PUT /resource_classes/{name}/metadata` (an allot extension): each field a
+/// non-empty string within its limit (`allot_core::metadata`), or null or absent to
+/// leave it unset.
+pub fn class_metadata() -> Value {
+    use allot_core::metadata::{MAX_DESCRIPTION, MAX_DISPLAY_NAME, MAX_UNITS};
+    let text = |max: usize| json!({"type": ["string", "null"], "minLength": 1, "maxLength": max});
+    json!({
+        "type": "object",
+        "properties": {
+            "units": text(MAX_UNITS),
+            "display_name": text(MAX_DISPLAY_NAME),
+            "description": text(MAX_DESCRIPTION),
+        },
+        "additionalProperties": false,
+    })
+}
+
 /// A list of distinct aggregate uuids.
 fn aggregate_list() -> Value {
     json!({

@@ -58,6 +58,7 @@ fn allocation(provider: u64, class: &str, used: u64) -> Allocation {
 struct Everything {
     providers: Vec<allot_core::Provider>,
     classes: Vec<allot_core::ClassRecord>,
+    class_metadata: Vec<Option<allot_core::ClassMetadata>>,
     traits: Vec<allot_core::TraitRecord>,
     consumers: Vec<allot_core::Consumer>,
     usage: Vec<(ProviderId, allot_core::state::ProviderUsage)>,
@@ -69,6 +70,10 @@ fn everything(state: &State) -> Everything {
     Everything {
         providers: snapshot(state),
         classes: state.custom_classes().cloned().collect(),
+        class_metadata: state
+            .custom_classes()
+            .map(|c| state.class_metadata(&c.name))
+            .collect(),
         traits: state.custom_traits().cloned().collect(),
         consumers,
         usage: state
@@ -95,6 +100,29 @@ fn suite(url: &str) {
         .unwrap();
     let mut changes = class;
     changes.extend(tr);
+    // Metadata on a class that will be renamed (it follows the class), and on one that
+    // will be deleted (it goes with the class).
+    let widgets = allot_core::ClassMetadata {
+        units: Some("count".into()),
+        display_name: Some("Slices ☃".into()),
+        description: None,
+    };
+    changes.push(Change::SetClassMetadata(
+        ResourceClass::new_unchecked("CUSTOM_SLICE"),
+        Some(widgets.clone()),
+    ));
+    for change in [
+        state
+            .create_class(ResourceClass::new_unchecked("CUSTOM_GONE"), 5)
+            .unwrap()
+            .1,
+        vec![Change::SetClassMetadata(
+            ResourceClass::new_unchecked("CUSTOM_GONE"),
+            Some(widgets.clone()),
+        )],
+    ] {
+        changes.extend(change);
+    }
     changes.push(Change::PutProvider {
         row: provider(1, None, 1, "root"),
         previous_generation: None,
@@ -147,6 +175,9 @@ fn suite(url: &str) {
     bumped.generation = 3;
     let more = [
         renamed,
+        vec![Change::DeleteClass(ResourceClass::new_unchecked(
+            "CUSTOM_GONE",
+        ))],
         vec![
             Change::PutProvider {
                 row: bumped,
@@ -216,6 +247,23 @@ fn suite(url: &str) {
     // Ids are never reused, even after the highest one was deleted... as long as the
     // view saw it; after a reload the next id follows the highest surviving one.
     assert!(reloaded.next_provider_id().0 >= 3);
+    // The renamed class kept its metadata; the deleted one left none behind: made
+    // again, it starts bare, after another restart too.
+    assert_eq!(
+        reloaded.class_metadata(&ResourceClass::new_unchecked("CUSTOM_PIECE")),
+        Some(widgets)
+    );
+    let gone = ResourceClass::new_unchecked("CUSTOM_GONE");
+    assert_eq!(reloaded.class_metadata(&gone), None);
+    let (_, again) = reloaded.create_class(gone.clone(), 9).unwrap();
+    let mut store = Store::open(url).unwrap();
+    store.persist(&again).unwrap();
+    drop(store);
+    let reloaded = Store::open(url).unwrap().load().unwrap();
+    assert_eq!(
+        reloaded.class_metadata(&gone),
+        Some(allot_core::ClassMetadata::default())
+    );
 }
 
 #[test]

@@ -1,10 +1,13 @@
-//! The `allot` binary: `allot serve` runs the Placement API on the embedded store.
+//! The `allot` binary: `allot serve` runs the Placement API on the embedded store;
+//! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
+//! classes with their metadata.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
 
 mod allocator;
 mod bench;
+mod classes;
 mod config;
 
 use std::sync::Arc;
@@ -30,6 +33,9 @@ enum Command {
     /// Seed and time the reference workloads against a Placement endpoint (allot or
     /// OpenStack Placement).
     Bench(bench::BenchArgs),
+    /// List a running allot's resource classes with their metadata (`-f json` for
+    /// scripts), or set a custom class's metadata (`allot classes set`).
+    Classes(classes::ClassesArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +43,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Bench(args) => bench::run(args),
+        Command::Classes(args) => classes::run(args),
     }
 }
 

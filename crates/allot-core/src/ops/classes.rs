@@ -1,9 +1,10 @@
 //! Custom resource classes: create, rename (the 1.2–1.6 PUT), ensure (the 1.7 PUT),
-//! delete.
+//! delete; and every class's metadata (an allot extension, see [`crate::metadata`]).
 
 use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
+use crate::metadata::{self, ClassMetadata};
 use crate::model::{ClassRecord, Timestamp};
 use crate::names::{is_custom_name, ResourceClass};
 use crate::state::State;
@@ -138,6 +139,47 @@ impl State {
         }
         Ok(((), vec![Change::DeleteClass(existing.name.clone())]))
     }
+
+    /// A class's metadata: the compiled-in one of a standard class, what was set on a
+    /// custom class (all fields unset if nothing was), or `None` if no such class.
+    pub fn class_metadata(&self, name: &ResourceClass) -> Option<ClassMetadata> {
+        if let Some(standard) = metadata::standard(name.as_str()) {
+            return Some(standard);
+        }
+        self.custom_class(name)?;
+        Some(self.class_metadata.get(name).cloned().unwrap_or_default())
+    }
+
+    /// Replaces a custom class's metadata (fields left unset are cleared). A standard
+    /// class's metadata is fixed, like the class: refused as Placement refuses to
+    /// update a standard class. Setting what is already there changes nothing.
+    pub fn set_class_metadata(
+        &self,
+        name: &ResourceClass,
+        metadata: ClassMetadata,
+    ) -> Plan<ClassMetadata> {
+        if !self.class_exists(name) {
+            return Err(Error::not_found(format!("No such resource class {name}.")));
+        }
+        let Some(existing) = self.custom_class(name) else {
+            return Err(Error::invalid(format!(
+                "Cannot update the metadata of standard resource class {name}."
+            )));
+        };
+        let current = self.class_metadata.get(name);
+        let unchanged = match current {
+            Some(m) => *m == metadata,
+            None => metadata.is_empty(),
+        };
+        if unchanged {
+            return Ok((metadata, vec![]));
+        }
+        let stored = (!metadata.is_empty()).then(|| metadata.clone());
+        Ok((
+            metadata,
+            vec![Change::SetClassMetadata(existing.name.clone(), stored)],
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +234,76 @@ mod tests {
             s.delete_class(&rc("CUSTOM_NONE")),
             Err(Error::NotFound(_))
         ));
+    }
+
+    fn meta(units: &str) -> ClassMetadata {
+        ClassMetadata {
+            units: Some(units.into()),
+            display_name: Some("Widgets".into()),
+            description: None,
+        }
+    }
+
+    #[test]
+    fn metadata_follows_the_class() {
+        let mut s = State::new();
+        applied(&mut s, |s| s.create_class(rc("CUSTOM_A"), 1));
+        // None until set.
+        assert_eq!(
+            s.class_metadata(&rc("CUSTOM_A")),
+            Some(ClassMetadata::default())
+        );
+        applied(&mut s, |s| {
+            s.set_class_metadata(&rc("CUSTOM_A"), meta("count"))
+        });
+        assert_eq!(s.class_metadata(&rc("CUSTOM_A")), Some(meta("count")));
+        // The same again changes nothing.
+        let (_, changes) = s
+            .set_class_metadata(&rc("CUSTOM_A"), meta("count"))
+            .unwrap();
+        assert!(changes.is_empty());
+        // A rename keeps it.
+        applied(&mut s, |s| {
+            s.rename_class(&rc("CUSTOM_A"), rc("CUSTOM_B"), 2)
+        });
+        assert_eq!(s.class_metadata(&rc("CUSTOM_B")), Some(meta("count")));
+        assert_eq!(s.class_metadata(&rc("CUSTOM_A")), None);
+        // A delete removes it: a class made again under the name starts bare.
+        applied(&mut s, |s| s.delete_class(&rc("CUSTOM_B")));
+        applied(&mut s, |s| s.create_class(rc("CUSTOM_B"), 3));
+        assert_eq!(
+            s.class_metadata(&rc("CUSTOM_B")),
+            Some(ClassMetadata::default())
+        );
+        // Clearing stores nothing.
+        applied(&mut s, |s| {
+            s.set_class_metadata(&rc("CUSTOM_B"), meta("GiB"))
+        });
+        let (_, changes) = s
+            .set_class_metadata(&rc("CUSTOM_B"), ClassMetadata::default())
+            .unwrap();
+        assert_eq!(
+            changes,
+            vec![Change::SetClassMetadata(rc("CUSTOM_B"), None)]
+        );
+    }
+
+    #[test]
+    fn standard_metadata_is_fixed_and_unknown_classes_have_none() {
+        let s = State::new();
+        assert_eq!(
+            s.class_metadata(&rc("MEMORY_MB")).unwrap().units.as_deref(),
+            Some("MiB")
+        );
+        assert!(matches!(
+            s.set_class_metadata(&rc("VCPU"), meta("count")),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            s.set_class_metadata(&rc("CUSTOM_NONE"), meta("count")),
+            Err(Error::NotFound(_))
+        ));
+        assert_eq!(s.class_metadata(&rc("CUSTOM_NONE")), None);
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub fn routes() -> Router<AppState> {
                 .put(resource_classes::update)
                 .delete(resource_classes::delete),
         )
+        .route(
+            "/resource_classes/{name}/metadata",
+            get(resource_classes::show_metadata).put(resource_classes::update_metadata),
+        )
         .route("/traits", get(traits::list))
         .route(
             "/traits/{name}",

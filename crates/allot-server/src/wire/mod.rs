@@ -42,7 +42,7 @@ pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
 };
-pub use classes::{ResourceClassBody, ResourceClassList};
+pub use classes::{ClassMetadataBody, ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
 pub use providers::{
     ProviderAggregates, ProviderBody, ProviderLinks, ProviderList, ProviderTraits,

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::mpsc::{self, SyncSender};
 
 use allot_core::{
-    Allocation, Change, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow,
-    ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
+    Allocation, Change, ClassMetadata, ClassRecord, ConsumerRow, Inventory, ProviderId,
+    ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 use rusqlite::{params, Connection, Transaction};
 
@@ -83,6 +83,16 @@ CREATE TABLE allocations (
     PRIMARY KEY (consumer_uuid, provider_id, resource_class)
 ) WITHOUT ROWID;
 CREATE INDEX allocations_by_provider ON allocations (provider_id);
+"#,
+    // 2: resource class metadata (issue 10), one row per custom class that has some;
+    // rows follow their class by name, as inventories and allocations do.
+    r#"
+CREATE TABLE class_metadata (
+    name         TEXT PRIMARY KEY,
+    units        TEXT,
+    display_name TEXT,
+    description  TEXT
+) WITHOUT ROWID;
 "#,
 ];
 
@@ -449,6 +459,23 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
         }))?;
     }
 
+    // After the classes, so that each row's class is in the view when it is folded.
+    let mut stmt =
+        conn.prepare("SELECT name, units, display_name, description FROM class_metadata")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let metadata = ClassMetadata {
+            units: r.get(1)?,
+            display_name: r.get(2)?,
+            description: r.get(3)?,
+        };
+        out.push(Step::Change(Change::SetClassMetadata(
+            // Trusted: only names of classes the core checked are ever written.
+            ResourceClass::new_unchecked(text(r, 0)?),
+            Some(metadata),
+        )))?;
+    }
+
     let mut stmt = conn.prepare("SELECT name, created_at FROM traits")?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
@@ -679,6 +706,11 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                         [old.as_str(), record.name.as_str()],
                     )?;
                 }
+                exec(
+                    tx,
+                    "UPDATE class_metadata SET name = ?2 WHERE name = ?1",
+                    [old.as_str(), record.name.as_str()],
+                )?;
             }
             exec(
                 tx,
@@ -693,7 +725,29 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                 "DELETE FROM resource_classes WHERE name = ?1",
                 [name.as_str()],
             )?;
+            exec(
+                tx,
+                "DELETE FROM class_metadata WHERE name = ?1",
+                [name.as_str()],
+            )?;
         }
+        Change::SetClassMetadata(name, metadata) => match metadata {
+            Some(m) => {
+                exec(
+                    tx,
+                    "INSERT OR REPLACE INTO class_metadata (name, units, display_name, description)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![name.as_str(), m.units, m.display_name, m.description],
+                )?;
+            }
+            None => {
+                exec(
+                    tx,
+                    "DELETE FROM class_metadata WHERE name = ?1",
+                    [name.as_str()],
+                )?;
+            }
+        },
         Change::PutTrait(record) => {
             exec(
                 tx,
