@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::metadata::ClassMetadata;
 use crate::model::{
-    Allocation, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
+    Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
 
@@ -64,4 +64,10 @@ pub enum Change {
     /// Replace all allocations of a consumer (which must exist, or be created by a
     /// `PutConsumer` earlier in the same list).
     SetAllocations(Uuid, Vec<Allocation>),
+    /// Create or replace a pending claim's record (an allot extension): a new claim,
+    /// or one confirmed, released or seen expired. Boxed: a claim is larger than the
+    /// other changes.
+    PutClaim(Box<Claim>),
+    /// Forget an ended claim (the sweeper's purge).
+    DeleteClaim(Uuid),
 }

@@ -41,6 +41,12 @@ pub enum ConflictCode {
     ProviderInUse,
     /// A provider cannot be deleted because it has children.
     CannotDeleteParent,
+    /// A pending claim does not fit: a provider lacks the inventory, the amount
+    /// breaks its constraints, or it would exceed the capacity (an allot extension).
+    ClaimDoesNotFit,
+    /// A claim that is no longer pending (released or expired) cannot be confirmed
+    /// (an allot extension).
+    ClaimNotPending,
     /// Any other conflict.
     Other,
 }

@@ -34,8 +34,8 @@ pub use change::Change;
 pub use error::{ConflictCode, Error, Result};
 pub use metadata::ClassMetadata;
 pub use model::{
-    Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
-    Timestamp, TraitRecord,
+    Allocation, Claim, ClaimAmount, ClaimState, ClassRecord, Consumer, ConsumerRow, Inventory,
+    PendingAmount, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord,
 };
 pub use names::{ProviderRef, RequestedName, ResourceClass, Text, TraitName};
 pub use state::State;

@@ -127,6 +127,38 @@ pub struct Provider {
     /// What allocations use here (derived from the consumers' allocations by
     /// `State::apply`, never persisted).
     pub usage: ProviderUsage,
+    /// The amounts pending claims promise here (derived from the claims by
+    /// `State::apply`, never persisted; see [`PendingAmount`]).
+    pub pending: Box<[PendingAmount]>,
+}
+
+/// One amount a pending claim promises on a provider: an entry of the index the view
+/// derives from the claim records, so that a capacity check reads a provider's
+/// promises where it reads its usage. Totals are sums over these entries at the
+/// moment asked (an entry whose claim has expired no longer counts, swept or not),
+/// never counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingAmount {
+    /// The claim.
+    pub claim: Uuid,
+    /// The claim's consumer.
+    pub consumer: Uuid,
+    /// Of what.
+    pub class: ResourceClass,
+    /// How much.
+    pub amount: u64,
+    /// The instant the claim stops counting ([`NEVER`] if it does not expire).
+    pub expires_at: Timestamp,
+}
+
+/// The expiry of a claim that never expires.
+pub const NEVER: Timestamp = Timestamp::MAX;
+
+impl PendingAmount {
+    /// Whether the entry counts at `now`: its claim has not expired.
+    pub fn live(&self, now: Timestamp) -> bool {
+        now < self.expires_at
+    }
 }
 
 /// What allocations use on one provider: an index for reads, derived from the
@@ -157,6 +189,7 @@ impl Provider {
             aggregates: VecSet::new(),
             children: VecSet::new(),
             usage: ProviderUsage::default(),
+            pending: Box::default(),
         }
     }
 
@@ -168,6 +201,30 @@ impl Provider {
     /// The provider's uuid.
     pub fn uuid(&self) -> Uuid {
         self.row.uuid
+    }
+
+    /// How much of `class` pending claims promise here at `now`.
+    pub fn pending(&self, class: &str, now: Timestamp) -> u64 {
+        self.pending
+            .iter()
+            .filter(|p| p.class.as_str() == class && p.live(now))
+            .map(|p| p.amount)
+            .sum()
+    }
+
+    /// Whether a pending claim promises anything here at `now`.
+    pub fn has_pending(&self, now: Timestamp) -> bool {
+        self.pending.iter().any(|p| p.live(now))
+    }
+
+    /// How much of `class` is taken here at `now`: what allocations use plus what
+    /// live pending claims promise. What every capacity decision counts.
+    pub fn used(&self, class: &str, now: Timestamp) -> u64 {
+        let allocated = self.usage.by_class.get(class).copied().unwrap_or(0);
+        if self.pending.is_empty() {
+            return allocated;
+        }
+        allocated.saturating_add(self.pending(class, now))
     }
 }
 
@@ -231,6 +288,114 @@ pub struct Consumer {
     pub row: ConsumerRow,
     /// Everything the consumer holds, sorted (boxed: no spare room).
     pub allocations: Box<[Allocation]>,
+}
+
+/// Where a claim is in its life. `Expired` is stored only once the sweeper has seen
+/// the claim past its expiry; before that the record says `Pending` and
+/// [`Claim::state_at`] tells the truth from the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ClaimState {
+    /// Counts against capacity until it expires.
+    Pending,
+    /// Became allocations of its consumer.
+    Confirmed,
+    /// Released by its owner.
+    Released,
+    /// Expired before it was confirmed or released.
+    Expired,
+}
+
+impl ClaimState {
+    /// The name the API shows and the store keeps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimState::Pending => "pending",
+            ClaimState::Confirmed => "confirmed",
+            ClaimState::Released => "released",
+            ClaimState::Expired => "expired",
+        }
+    }
+
+    /// The state a name stands for.
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            ClaimState::Pending,
+            ClaimState::Confirmed,
+            ClaimState::Released,
+            ClaimState::Expired,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// One amount of a claim: on a provider (by uuid, which outlives the provider for a
+/// claim that ended), of a class.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClaimAmount {
+    /// Where.
+    pub provider: Uuid,
+    /// Of what.
+    pub class: ResourceClass,
+    /// How much.
+    pub amount: u64,
+}
+
+/// A pending claim (an allot extension): resources promised to a consumer that has
+/// not started yet. While pending and not expired it counts against capacity like an
+/// allocation; confirming turns it into allocations, releasing or expiring ends it.
+/// Ended claims are kept for a while (so that a second release or confirm is
+/// answered as the first was), then purged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The claim's own id.
+    pub uuid: Uuid,
+    /// The consumer the resources are promised to.
+    pub consumer: Uuid,
+    /// The consumer's project.
+    pub project_id: Text,
+    /// The consumer's user.
+    pub user_id: Text,
+    /// The consumer's type, if given.
+    pub consumer_type: Option<Text>,
+    /// Free text the caller interprets.
+    pub tag: Option<Text>,
+    /// What is promised, sorted, one entry per provider and class.
+    pub allocations: Box<[ClaimAmount]>,
+    /// The recorded state (see [`ClaimState`]).
+    pub state: ClaimState,
+    /// When the claim was made.
+    pub created_at: Timestamp,
+    /// When it stops counting (None: never).
+    pub expires_at: Option<Timestamp>,
+    /// When it was confirmed, released or seen expired (None while pending).
+    pub ended_at: Option<Timestamp>,
+}
+
+impl Claim {
+    /// The claim's state at `now`: a pending claim past its expiry is expired, whether
+    /// or not the sweeper has recorded it.
+    pub fn state_at(&self, now: Timestamp) -> ClaimState {
+        match self.state {
+            ClaimState::Pending if !self.live(now) => ClaimState::Expired,
+            state => state,
+        }
+    }
+
+    /// Whether the claim counts against capacity at `now`.
+    pub fn live(&self, now: Timestamp) -> bool {
+        self.state == ClaimState::Pending && self.expires_at.is_none_or(|t| now < t)
+    }
+
+    /// When the claim ended, as of `now` (a pending claim past its expiry ended at
+    /// its expiry).
+    pub fn ended_at(&self, now: Timestamp) -> Option<Timestamp> {
+        match self.state_at(now) {
+            ClaimState::Pending => None,
+            ClaimState::Expired => self.ended_at.or(self.expires_at),
+            _ => self.ended_at,
+        }
+    }
 }
 
 #[cfg(test)]

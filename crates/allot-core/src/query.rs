@@ -9,7 +9,7 @@
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::model::Provider;
+use crate::model::{Provider, Timestamp};
 use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
@@ -35,6 +35,9 @@ pub struct ProviderQuery {
     pub forbidden_aggregates: Vec<Uuid>,
     /// Resources the provider must have room for, by class, in the order asked.
     pub resources: Vec<(RequestedName<ResourceClass>, u64)>,
+    /// The moment the question is asked: pending claims live then count as used,
+    /// expired ones do not (see `crate::ops::claims`).
+    pub now: Timestamp,
 }
 
 impl State {
@@ -99,7 +102,9 @@ impl State {
             })
             .filter(|p| {
                 query.resources.iter().all(|(class, amount)| {
-                    class.name().is_some_and(|c| self.has_room(p, c, *amount))
+                    class
+                        .name()
+                        .is_some_and(|c| self.has_room(p, c, *amount, query.now))
                 })
             })
             .collect())
@@ -108,12 +113,19 @@ impl State {
     /// Whether one more allocation of `amount` of `class` fits on `provider`: it has
     /// inventory of the class, the amount respects the inventory's `min_unit`,
     /// `max_unit` and `step_size`, and what is used plus the amount stays within
-    /// `(total - reserved) * allocation_ratio`.
-    pub fn has_room(&self, provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
+    /// `(total - reserved) * allocation_ratio`. What is used counts the pending claims
+    /// live at `now`.
+    pub fn has_room(
+        &self,
+        provider: &Provider,
+        class: &ResourceClass,
+        amount: u64,
+        now: Timestamp,
+    ) -> bool {
         let Some(inv) = provider.inventories.get(class) else {
             return false;
         };
-        inv.fits(self.provider_usage(provider, class), amount)
+        inv.fits(provider.used(class.as_str(), now), amount)
             && inv.min_unit <= amount
             && amount <= inv.max_unit
             && amount.checked_rem(inv.step_size) == Some(0)

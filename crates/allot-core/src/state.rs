@@ -16,8 +16,8 @@ use crate::change::Change;
 use crate::compact::IdTable;
 use crate::metadata::ClassMetadata;
 use crate::model::{
-    Allocation, ClassRecord, Consumer, ConsumerRow, Inventory, Provider, ProviderId, ProviderRow,
-    TraitRecord,
+    Allocation, Claim, ClassRecord, Consumer, ConsumerRow, Inventory, PendingAmount, Provider,
+    ProviderId, ProviderRow, Timestamp, TraitRecord, NEVER,
 };
 use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
@@ -57,6 +57,9 @@ pub struct State {
     /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
     /// slot then costs a pointer instead of a whole consumer.
     pub(crate) consumers: PHashTable<Box<Consumer>>,
+    /// Pending claims, live and ended (until purged), by uuid: the records. Each
+    /// pending one is also indexed on its providers (`Provider::pending`).
+    pub(crate) claims: PHashTable<Box<Claim>>,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -166,6 +169,24 @@ impl Interned {
         }
         self.recent_texts.note(text);
         text.clone()
+    }
+
+    fn claim(&mut self, claim: &Claim) -> Claim {
+        Claim {
+            project_id: self.text(&claim.project_id),
+            user_id: self.text(&claim.user_id),
+            consumer_type: claim.consumer_type.as_ref().map(|t| self.text(t)),
+            tag: claim.tag.as_ref().map(|t| self.text(t)),
+            allocations: claim
+                .allocations
+                .iter()
+                .map(|a| crate::model::ClaimAmount {
+                    class: self.class(&a.class),
+                    ..a.clone()
+                })
+                .collect(),
+            ..claim.clone()
+        }
     }
 
     fn consumer_row(&mut self, row: &ConsumerRow) -> ConsumerRow {
@@ -454,6 +475,17 @@ impl State {
                     |c| hasher.hash_one(c.row.uuid),
                 );
             }
+            Change::PutClaim(claim) => {
+                let claim = Box::new(lock(&self.interned).claim(claim));
+                self.remove_claim(&claim.uuid);
+                self.index_claim(&claim);
+                let hasher = &self.hasher;
+                self.claims
+                    .insert_unique(hasher.hash_one(claim.uuid), claim, |c| {
+                        hasher.hash_one(c.uuid)
+                    });
+            }
+            Change::DeleteClaim(uuid) => self.remove_claim(uuid),
             Change::SetAllocations(uuid, allocations) => {
                 let allocations = {
                     let mut interned = lock(&self.interned);
@@ -567,6 +599,77 @@ impl State {
             if let Some(v) = p.usage.by_class.remove(old.as_str()) {
                 p.usage.by_class.insert(new.clone(), v);
             }
+            if p.pending.iter().any(|e| e.class == *old) {
+                for e in p.pending.iter_mut().filter(|e| e.class == *old) {
+                    e.class = new.clone();
+                }
+            }
+        }
+        for c in self.claims.iter_mut() {
+            if c.allocations.iter().any(|a| a.class == *old) {
+                for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
+                    a.class = new.clone();
+                }
+                c.allocations.sort();
+            }
+        }
+    }
+
+    /// Removes a claim's record and its entries in the providers' pending index.
+    fn remove_claim(&mut self, uuid: &Uuid) {
+        let hasher = &self.hasher;
+        let Some(old) = self.claims.remove(
+            hasher.hash_one(uuid),
+            |c| c.uuid == *uuid,
+            |c| hasher.hash_one(c.uuid),
+        ) else {
+            return;
+        };
+        let mut seen: Vec<ProviderId> = Vec::new();
+        for a in old.allocations.iter() {
+            let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
+                continue;
+            };
+            if seen.contains(&id) {
+                continue;
+            }
+            seen.push(id);
+            if let Some(p) = self.providers.get_mut(&id) {
+                if p.pending.iter().any(|e| e.claim == *uuid) {
+                    let kept: Vec<PendingAmount> = p
+                        .pending
+                        .iter()
+                        .filter(|e| e.claim != *uuid)
+                        .cloned()
+                        .collect();
+                    p.pending = kept.into_boxed_slice();
+                }
+            }
+        }
+    }
+
+    /// Adds a pending claim's amounts to its providers' pending index (nothing for an
+    /// ended claim). A pending claim's providers exist: one cannot be deleted while a
+    /// claim is pending on it, and a claim is only made on existing ones.
+    fn index_claim(&mut self, claim: &Claim) {
+        if claim.state != crate::model::ClaimState::Pending {
+            return;
+        }
+        for a in claim.allocations.iter() {
+            let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
+                continue;
+            };
+            if let Some(p) = self.providers.get_mut(&id) {
+                let mut list = std::mem::take(&mut p.pending).into_vec();
+                list.push(PendingAmount {
+                    claim: claim.uuid,
+                    consumer: claim.consumer,
+                    class: a.class.clone(),
+                    amount: a.amount,
+                    expires_at: claim.expires_at.unwrap_or(NEVER),
+                });
+                p.pending = list.into_boxed_slice();
+            }
         }
     }
 
@@ -616,6 +719,37 @@ impl State {
             .filter(|p| !p.usage.is_empty())
             .map(|p| (p.id(), p.usage.clone()))
             .collect();
+        fresh == held && self.check_pending_index()
+    }
+
+    /// Recomputes the pending index from the claim records and compares it with the
+    /// one `apply` maintains (as sets of entries per provider).
+    fn check_pending_index(&self) -> bool {
+        let key = |e: &PendingAmount| (e.claim, e.class.clone(), e.amount, e.expires_at);
+        let mut fresh: BTreeMap<ProviderId, Vec<_>> = BTreeMap::new();
+        for c in self.claims.iter() {
+            if c.state != crate::model::ClaimState::Pending {
+                continue;
+            }
+            for a in c.allocations.iter() {
+                let Some(p) = self.provider_by_uuid(&a.provider) else {
+                    return false;
+                };
+                fresh.entry(p.id()).or_default().push((
+                    c.uuid,
+                    a.class.clone(),
+                    a.amount,
+                    c.expires_at.unwrap_or(NEVER),
+                ));
+            }
+        }
+        let mut held: BTreeMap<ProviderId, Vec<_>> = BTreeMap::new();
+        for p in self.providers.values().filter(|p| !p.pending.is_empty()) {
+            held.insert(p.id(), p.pending.iter().map(key).collect());
+        }
+        for list in fresh.values_mut().chain(held.values_mut()) {
+            list.sort();
+        }
         fresh == held
     }
 
@@ -747,6 +881,26 @@ impl State {
             .and_then(|p| p.usage.by_class.get(class))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// How much of `class` is taken on `provider` at `now`: allocations plus live
+    /// pending claims (see [`Provider::used`]). What capacity decisions count.
+    pub fn used(&self, provider: ProviderId, class: &ResourceClass, now: Timestamp) -> u64 {
+        self.providers
+            .get(&provider)
+            .map_or(0, |p| p.used(class.as_str(), now))
+    }
+
+    /// A claim by uuid (live or ended, until purged).
+    pub fn claim(&self, uuid: &Uuid) -> Option<&Claim> {
+        self.claims
+            .find(self.hasher.hash_one(uuid), |c| c.uuid == *uuid)
+            .map(|c| &**c)
+    }
+
+    /// Every claim the view holds, in no particular order.
+    pub fn claims(&self) -> impl Iterator<Item = &Claim> {
+        self.claims.iter().map(|c| &**c)
     }
 
     /// Everything allocated on a provider (None if nothing is).

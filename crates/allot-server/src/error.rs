@@ -36,6 +36,10 @@ pub mod codes {
     pub const QUERY_BAD_VALUE: &str = "placement.query.bad_value";
     /// A query parameter has no value.
     pub const QUERY_MISSING_VALUE: &str = "placement.query.missing_value";
+    /// A pending claim does not fit (allot's extension API).
+    pub const CLAIM_DOES_NOT_FIT: &str = "allot.claim.does_not_fit";
+    /// A claim that is no longer pending cannot be confirmed (allot's extension API).
+    pub const CLAIM_NOT_PENDING: &str = "allot.claim.not_pending";
 }
 
 /// An error answer: status, message and Placement error code.
@@ -120,6 +124,8 @@ impl From<allot_core::Error> for ApiError {
                     ConflictCode::InventoryInUse => codes::INVENTORY_INUSE,
                     ConflictCode::ProviderInUse => codes::PROVIDER_IN_USE,
                     ConflictCode::CannotDeleteParent => codes::PROVIDER_CANNOT_DELETE_PARENT,
+                    ConflictCode::ClaimDoesNotFit => codes::CLAIM_DOES_NOT_FIT,
+                    ConflictCode::ClaimNotPending => codes::CLAIM_NOT_PENDING,
                     ConflictCode::Other => codes::UNDEFINED,
                 };
                 ApiError::conflict(code, message)

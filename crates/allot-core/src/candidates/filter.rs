@@ -253,17 +253,13 @@ impl<'s, 'q> Prepared<'s, 'q> {
 
     /// What `p` has of each requested class.
     fn capacities(&self, p: &Provider, out: &mut Vec<Capacity>) {
-        let usage = self.state.provider_usage_index(p.id());
         for class in &self.classes {
             out.push(match p.inventories.get(*class) {
                 None => Capacity::NONE,
                 Some(inv) => {
                     // Saturated into i64, the width the search works in.
                     let capacity = inv.capacity().clamp(i64::MIN.into(), i64::MAX.into()) as i64;
-                    let used = usage
-                        .and_then(|u| u.by_class.get(*class))
-                        .copied()
-                        .unwrap_or(0);
+                    let used = p.used(class.as_str(), self.query.now);
                     Capacity {
                         free: capacity.saturating_sub(i64::try_from(used).unwrap_or(i64::MAX)),
                         max_unit: inv.max_unit,

@@ -37,7 +37,7 @@ use std::collections::{BTreeSet, HashSet};
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::model::{Provider, ProviderId};
+use crate::model::{Provider, ProviderId, Timestamp};
 use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
@@ -96,6 +96,9 @@ pub struct CandidateQuery {
     /// From 1.29: candidates may combine several providers of one tree. Before, a
     /// candidate uses at most one provider of each tree.
     pub nested_aware: bool,
+    /// The moment the question is asked: pending claims live then count as used,
+    /// expired ones do not (see `crate::ops::claims`).
+    pub now: Timestamp,
 }
 
 /// How a search runs (server settings, not part of the request).

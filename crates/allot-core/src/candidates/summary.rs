@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use crate::model::ProviderId;
+use crate::model::{ProviderId, Timestamp};
 use crate::state::State;
 
 /// One inventory of a summarised provider.
@@ -37,9 +37,9 @@ pub struct ProviderSummary<'s> {
 
 impl State {
     /// The summary of a provider (None if it does not exist).
-    pub fn provider_summary(&self, id: ProviderId) -> Option<ProviderSummary<'_>> {
+    pub fn provider_summary(&self, id: ProviderId, now: Timestamp) -> Option<ProviderSummary<'_>> {
         let mut summary = ProviderSummary::default();
-        self.fill_provider_summary(id, &mut summary)
+        self.fill_provider_summary(id, now, &mut summary)
             .then_some(summary)
     }
 
@@ -50,6 +50,7 @@ impl State {
     pub fn fill_provider_summary<'s>(
         &'s self,
         id: ProviderId,
+        now: Timestamp,
         summary: &mut ProviderSummary<'s>,
     ) -> bool {
         let Some(p) = self.provider(id) else {
@@ -61,7 +62,9 @@ impl State {
             .extend(p.inventories.iter().map(|(class, inv)| SummaryResource {
                 class: class.as_str(),
                 capacity: inv.reported_capacity(),
-                used: self.usage(id, class),
+                // Allocations and the pending claims live at `now`: a summary
+                // answers how much is left, and a claim's promise is not.
+                used: p.used(class.as_str(), now),
             }));
         // Placement lists a provider's traits in the order of their ids: the standard
         // traits (created at start-up) before the custom ones, which come in the order

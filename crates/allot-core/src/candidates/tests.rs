@@ -861,6 +861,7 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
         root_forbidden: Vec::new(),
         same_subtrees,
         nested_aware: rng.below(5) > 0,
+        now: 0,
     }
 }
 

@@ -115,7 +115,8 @@ fn group_matches_nothing(state: &State, query: &CandidateQuery, g: &RequestGroup
             return true;
         };
         let room = state.providers().any(|p| {
-            tree.is_none_or(|root| p.row.root == root) && state.has_room(p, class, *amount)
+            tree.is_none_or(|root| p.row.root == root)
+                && state.has_room(p, class, *amount, query.now)
         });
         if !room {
             return true;
@@ -129,6 +130,7 @@ fn group_matches_nothing(state: &State, query: &CandidateQuery, g: &RequestGroup
         root_forbidden: query.root_forbidden.clone(),
         same_subtrees: Vec::new(),
         nested_aware: true,
+        now: query.now,
     };
     if g.resources.is_empty() {
         // A resourceless group (legal only with same_subtree) matches the providers

@@ -472,7 +472,8 @@ impl State {
                 });
             }
             let key = (provider.id(), class.as_str());
-            let before = self.usage(provider.id(), class);
+            // Live pending claims count as used (see `super::claims`).
+            let before = provider.used(class.as_str(), now);
             let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
             let all = needed.entry(key).or_insert(0);
             *all = all.saturating_add(used);

@@ -80,9 +80,15 @@ fn update_refused(provider: Uuid, reason: &str) -> Error {
 const GENERATION_CONFLICT: &str = "resource provider generation conflict";
 
 impl State {
-    /// How much of `class` on `provider` allocations use (see [`State::usage`]).
-    pub fn inventory_usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
-        self.usage(provider, class)
+    /// How much of `class` on `provider` allocations use and pending claims live at
+    /// `now` promise (see [`State::used`]): an inventory they use cannot go.
+    pub fn inventory_usage(
+        &self,
+        provider: ProviderId,
+        class: &ResourceClass,
+        now: Timestamp,
+    ) -> u64 {
+        self.used(provider, class, now)
     }
 
     /// The class a request names, if it is a name and such a class exists.
@@ -93,15 +99,17 @@ impl State {
         class.name().filter(|c| self.class_exists(c))
     }
 
-    /// The classes among `classes` that allocations on `provider` use, in resource
-    /// class order (standard classes first, as Placement lists them).
+    /// The classes among `classes` that allocations (or claims live at `now`) on
+    /// `provider` use, in resource class order (standard classes first, as Placement
+    /// lists them).
     fn classes_in_use<'a>(
         &self,
         provider: &Provider,
         classes: impl Iterator<Item = &'a ResourceClass>,
+        now: Timestamp,
     ) -> Vec<&'a ResourceClass> {
         let mut used: Vec<&ResourceClass> = classes
-            .filter(|c| self.inventory_usage(provider.id(), c) > 0)
+            .filter(|c| self.inventory_usage(provider.id(), c, now) > 0)
             .collect();
         let order = |c: &ResourceClass| {
             self.class_names()
@@ -232,7 +240,7 @@ impl State {
             all.insert(class.clone(), *inv);
         }
         let removed = p.inventories.keys().filter(|c| !all.contains_key(*c));
-        let in_use = self.classes_in_use(p, removed);
+        let in_use = self.classes_in_use(p, removed, now);
         if !in_use.is_empty() {
             return Err(Error::conflict(
                 ConflictCode::InventoryInUse,
@@ -265,7 +273,7 @@ impl State {
         let Some(class) = self.existing_class(class) else {
             return Err(not_found(format!("No such resource class {class}.")));
         };
-        let in_use = self.classes_in_use(p, std::iter::once(class));
+        let in_use = self.classes_in_use(p, std::iter::once(class), now);
         if !in_use.is_empty() {
             // Placement labels this conflict "concurrent update", not "inventory in
             // use" as its other endpoints do; clients may depend on it, so we do too.
@@ -291,7 +299,7 @@ impl State {
     /// delete. Returns the provider's new generation.
     pub fn delete_inventories(&self, provider: &Uuid, now: Timestamp) -> Plan<u64> {
         let p = self.provider_required(provider)?;
-        let in_use = self.classes_in_use(p, p.inventories.keys());
+        let in_use = self.classes_in_use(p, p.inventories.keys(), now);
         if !in_use.is_empty() {
             return Err(Error::conflict(
                 ConflictCode::InventoryInUse,
@@ -615,8 +623,8 @@ mod tests {
         );
         // No allocations exist yet: nothing is ever in use.
         assert!(s
-            .classes_in_use(p, [rc("VCPU"), rc("DISK_GB")].iter())
+            .classes_in_use(p, [rc("VCPU"), rc("DISK_GB")].iter(), 0)
             .is_empty());
-        assert_eq!(s.inventory_usage(p.id(), &rc("VCPU")), 0);
+        assert_eq!(s.inventory_usage(p.id(), &rc("VCPU"), 0), 0);
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod aggregates;
 pub mod allocations;
+pub mod claims;
 pub mod classes;
 pub mod inventories;
 pub mod provider_traits;

@@ -263,8 +263,9 @@ impl State {
     }
 
     /// Deletes a provider with everything attached to it (inventories, traits,
-    /// aggregate memberships). A provider with children cannot be deleted.
-    pub fn delete_provider(&self, uuid: &Uuid) -> Plan<()> {
+    /// aggregate memberships). A provider with children, allocations or pending
+    /// claims live at `now` cannot be deleted.
+    pub fn delete_provider(&self, uuid: &Uuid, now: Timestamp) -> Plan<()> {
         let Some(provider) = self.provider_by_uuid(uuid) else {
             return Err(Error::not_found(format!(
                 "No resource provider with uuid {uuid} found for delete"
@@ -287,7 +288,20 @@ impl State {
                 ),
             ));
         }
-        Ok(((), vec![Change::DeleteProvider(provider.id())]))
+        if provider.has_pending(now) {
+            return Err(Error::conflict(
+                ConflictCode::ProviderInUse,
+                format!(
+                    "Unable to delete resource provider {uuid}: Resource provider has pending \
+                     claims."
+                ),
+            ));
+        }
+        // Claims on it that expired unswept are recorded as such first: no pending
+        // record outlives its provider.
+        let mut changes = self.expire_claims_on(provider, now);
+        changes.push(Change::DeleteProvider(provider.id()));
+        Ok(((), changes))
     }
 
     /// Whether any consumer holds an allocation against the provider.
@@ -523,7 +537,7 @@ mod tests {
     #[test]
     fn delete_refuses_parents() {
         let mut st = forest();
-        let e = st.delete_provider(&B).unwrap_err();
+        let e = st.delete_provider(&B, 0).unwrap_err();
         assert_eq!(
             e,
             Error::conflict(
@@ -531,13 +545,13 @@ mod tests {
                 format!("Unable to delete parent resource provider {B}: It has child resource providers.")
             )
         );
-        let (_, changes) = st.delete_provider(&C).unwrap();
+        let (_, changes) = st.delete_provider(&C, 0).unwrap();
         st.apply(&changes);
         assert!(st.provider_by_uuid(&C).is_none());
         assert!(st.provider_by_uuid(&B).unwrap().children.is_empty());
-        let (_, changes) = st.delete_provider(&B).unwrap();
+        let (_, changes) = st.delete_provider(&B, 0).unwrap();
         st.apply(&changes);
-        let gone = st.delete_provider(&B).unwrap_err();
+        let gone = st.delete_provider(&B, 0).unwrap_err();
         assert_eq!(
             gone,
             Error::not_found(format!(

@@ -173,7 +173,7 @@ impl State {
                         .iter()
                         .any(|(n, _)| n.name() == Some(*c))
                 })
-                .filter(|c| next.usage(*id, c) > 0)
+                .filter(|c| next.used(*id, c, now) > 0)
                 .map(|c| c.as_str())
                 .collect();
             if !in_use.is_empty() {

@@ -474,7 +474,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             let parent = parent.map(|p| ProviderRef::from(provider_uuid(p)));
             changes(state.create_provider(provider_uuid(*slot), &format!("rp-{slot}"), parent, now))
         }
-        Op::DeleteProvider(slot) => changes(state.delete_provider(&provider_uuid(*slot))),
+        Op::DeleteProvider(slot) => changes(state.delete_provider(&provider_uuid(*slot), now)),
         Op::SetInventories {
             slot,
             inventories,

@@ -46,7 +46,11 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     ctx.require(10)?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::AllocationCandidatesList)?;
-    let query = parse_query(ctx.version, raw.as_deref())?;
+    let query = CandidateQuery {
+        // Pending claims live now count as used (allot's extension API).
+        now: app.host.now(),
+        ..parse_query(ctx.version, raw.as_deref())?
+    };
     let options = SearchOptions {
         max_candidates: app
             .config
@@ -281,6 +285,7 @@ fn parse_query(version: Version, raw: Option<&str>) -> Result<CandidateQuery, Ap
         root_forbidden: traits(&root_forbidden),
         same_subtrees,
         nested_aware: version.at_least(29),
+        now: 0,
     })
 }
 
@@ -569,7 +574,10 @@ impl Answer<'_> {
         let mut summary = ProviderSummary::default();
         let mut first = true;
         for &(uuid, id) in &self.summaries {
-            if !self.view.fill_provider_summary(id, &mut summary) {
+            if !self
+                .view
+                .fill_provider_summary(id, self.query.now, &mut summary)
+            {
                 continue;
             }
             if !first {
@@ -830,7 +838,7 @@ mod tests {
 
         let mut provider_summaries = BTreeMap::new();
         for id in &found.summaries {
-            let Some(s) = view.provider_summary(*id) else {
+            let Some(s) = view.provider_summary(*id, query.now) else {
                 continue;
             };
             let resources = s

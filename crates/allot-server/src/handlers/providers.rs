@@ -157,7 +157,7 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -
     path.raw()?;
     authorize(&ctx, app.config.policy, Action::ProvidersDelete)?;
     let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
-    app.write(move |view, _| view.delete_provider(&target))
+    app.write(move |view, now| view.delete_provider(&target, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
@@ -166,7 +166,10 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::ProvidersList)?;
-    let query = list_query(ctx.version, raw.as_deref())?;
+    let query = ProviderQuery {
+        now: app.host.now(),
+        ..list_query(ctx.version, raw.as_deref())?
+    };
     let (infos, last_modified) = {
         let view = app.host.read();
         let found = view.query_providers(&query)?;

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::mpsc::{self, SyncSender};
 
 use allot_core::{
-    Allocation, Change, ClassMetadata, ClassRecord, ConsumerRow, Inventory, ProviderId,
-    ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
+    Allocation, Change, Claim, ClaimAmount, ClaimState, ClassMetadata, ClassRecord, ConsumerRow,
+    Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 use rusqlite::{params, Connection, Transaction};
 
@@ -92,6 +92,30 @@ CREATE TABLE class_metadata (
     units        TEXT,
     display_name TEXT,
     description  TEXT
+) WITHOUT ROWID;
+"#,
+    // 3: pending claims (issue 10). A claim's amounts name providers by uuid, which
+    // outlives the provider for a claim that ended; their classes follow renames by
+    // name, as inventories and allocations do.
+    r#"
+CREATE TABLE claims (
+    uuid          TEXT PRIMARY KEY,
+    consumer_uuid TEXT NOT NULL,
+    project_id    TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    consumer_type TEXT,
+    tag           TEXT,
+    state         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER,
+    ended_at      INTEGER
+) WITHOUT ROWID;
+CREATE TABLE claim_allocations (
+    claim_uuid     TEXT NOT NULL,
+    provider_uuid  TEXT NOT NULL,
+    resource_class TEXT NOT NULL,
+    amount         INTEGER NOT NULL,
+    PRIMARY KEY (claim_uuid, provider_uuid, resource_class)
 ) WITHOUT ROWID;
 "#,
 ];
@@ -645,6 +669,53 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
         }))?;
         held.clear();
     }
+
+    // Pending claims, after the providers they are indexed on. Few (they live for
+    // minutes), so their amounts are gathered first and each claim taken whole.
+    let mut amounts: HashMap<Uuid, Vec<ClaimAmount>> = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT claim_uuid, provider_uuid, resource_class, amount FROM claim_allocations",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        amounts
+            .entry(parse_uuid(bytes(r, 0)?, "claim")?)
+            .or_default()
+            .push(ClaimAmount {
+                provider: parse_uuid(bytes(r, 1)?, "provider")?,
+                // Trusted: only names the core checked are ever written.
+                class: ResourceClass::new_unchecked(text(r, 2)?),
+                amount: r.get::<_, i64>(3)? as u64,
+            });
+    }
+    let mut stmt = conn.prepare(
+        "SELECT uuid, consumer_uuid, project_id, user_id, consumer_type, tag, state,
+                created_at, expires_at, ended_at
+         FROM claims",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let uuid = parse_uuid(bytes(r, 0)?, "claim")?;
+        let state = text(r, 6)?;
+        let state = ClaimState::parse(state)
+            .ok_or_else(|| StoreError::Corrupt(format!("claim state {state:?}")))?;
+        let mut allocations = amounts.remove(&uuid).unwrap_or_default();
+        allocations.sort();
+        let claim = Claim {
+            uuid,
+            consumer: parse_uuid(bytes(r, 1)?, "consumer")?,
+            project_id: Text::from(text(r, 2)?),
+            user_id: Text::from(text(r, 3)?),
+            consumer_type: r.get::<_, Option<String>>(4)?.map(Text::from),
+            tag: r.get::<_, Option<String>>(5)?.map(Text::from),
+            allocations: allocations.into_boxed_slice(),
+            state,
+            created_at: r.get(7)?,
+            expires_at: r.get(8)?,
+            ended_at: r.get(9)?,
+        };
+        out.push(Step::Change(Change::PutClaim(Box::new(claim))))?;
+    }
     out.flush()
 }
 
@@ -697,7 +768,7 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     [old.as_str()],
                 )?;
                 // Rows refer to classes by name: a rename carries them along.
-                for table in ["inventories", "allocations"] {
+                for table in ["inventories", "allocations", "claim_allocations"] {
                     exec(
                         tx,
                         &format!(
@@ -860,6 +931,50 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     row.updated_at
                 ],
             )?;
+        }
+        Change::PutClaim(claim) => {
+            let uuid = claim.uuid.to_string();
+            exec(
+                tx,
+                "INSERT OR REPLACE INTO claims (uuid, consumer_uuid, project_id, user_id,
+                     consumer_type, tag, state, created_at, expires_at, ended_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    uuid,
+                    claim.consumer.to_string(),
+                    claim.project_id.as_str(),
+                    claim.user_id.as_str(),
+                    claim.consumer_type.as_deref(),
+                    claim.tag.as_deref(),
+                    claim.state.as_str(),
+                    claim.created_at,
+                    claim.expires_at,
+                    claim.ended_at
+                ],
+            )?;
+            // A claim's amounts never change after it is made: written once.
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO claim_allocations
+                     (claim_uuid, provider_uuid, resource_class, amount)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for a in claim.allocations.iter() {
+                stmt.execute(params![
+                    uuid,
+                    a.provider.to_string(),
+                    a.class.as_str(),
+                    a.amount as i64
+                ])?;
+            }
+        }
+        Change::DeleteClaim(uuid) => {
+            let uuid = uuid.to_string();
+            exec(
+                tx,
+                "DELETE FROM claim_allocations WHERE claim_uuid = ?1",
+                [&uuid],
+            )?;
+            exec(tx, "DELETE FROM claims WHERE uuid = ?1", [&uuid])?;
         }
         Change::DeleteConsumer(uuid) => {
             let uuid = uuid.to_string();
