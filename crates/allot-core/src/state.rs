@@ -660,14 +660,19 @@ impl State {
                 continue;
             };
             if let Some(p) = self.providers.get_mut(&id) {
-                let mut list = std::mem::take(&mut p.pending).into_vec();
-                list.push(PendingAmount {
+                let entry = PendingAmount {
                     claim: claim.uuid,
                     consumer: claim.consumer,
                     class: a.class.clone(),
                     amount: a.amount,
                     expires_at: claim.expires_at.unwrap_or(NEVER),
-                });
+                };
+                // Kept in (claim, class) order, so that a view loaded from a store
+                // equals the view that applied the same claims in another order.
+                let mut list = std::mem::take(&mut p.pending).into_vec();
+                let at =
+                    list.partition_point(|e| (e.claim, &e.class) < (entry.claim, &entry.class));
+                list.insert(at, entry);
                 p.pending = list.into_boxed_slice();
             }
         }

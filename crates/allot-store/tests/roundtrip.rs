@@ -62,12 +62,16 @@ struct Everything {
     traits: Vec<allot_core::TraitRecord>,
     consumers: Vec<allot_core::Consumer>,
     usage: Vec<(ProviderId, allot_core::state::ProviderUsage)>,
+    claims: Vec<allot_core::Claim>,
 }
 
 fn everything(state: &State) -> Everything {
     let mut consumers: Vec<_> = state.consumers().cloned().collect();
     consumers.sort_by_key(|c| c.row.uuid);
+    let mut claims: Vec<_> = state.claims().cloned().collect();
+    claims.sort_by_key(|c| c.uuid);
     Everything {
+        claims,
         providers: snapshot(state),
         classes: state.custom_classes().cloned().collect(),
         class_metadata: state
@@ -332,6 +336,13 @@ proptest! {
     /// `PROPTEST_CASES` raises it.
     #[test]
     fn random_histories_reload_exactly(ops in support::ops(40, true), restart_every in 5usize..40) {
+        replay(&ops, restart_every);
+    }
+
+    /// The same with pending claims made, confirmed, released, expired and swept
+    /// among the other operations: claims and their expiry reload exactly.
+    #[test]
+    fn claim_histories_reload_exactly(ops in support::claim_history(40), restart_every in 5usize..40) {
         replay(&ops, restart_every);
     }
 }

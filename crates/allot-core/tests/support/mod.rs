@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use allot_core::ops::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
+use allot_core::ops::claims::NewClaim;
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
 use allot_core::{
@@ -143,6 +144,26 @@ pub enum Op {
         from: u8,
         to: u8,
     },
+    /// A pending claim `claim` (a slot: later operations name it again) for
+    /// `consumer`, of `(provider slot, class index, amount)`s, expiring `expires_in`
+    /// steps later (None: never).
+    Claim {
+        claim: u8,
+        consumer: u8,
+        amounts: Vec<(u8, u8, u64)>,
+        expires_in: Option<u8>,
+    },
+    /// Confirm a claim, adding to what its consumer holds or replacing it.
+    Confirm {
+        claim: u8,
+        replace: bool,
+    },
+    /// Release a claim.
+    ReleaseClaim(u8),
+    /// Release every live claim of a consumer.
+    ReleaseClaims(u8),
+    /// The sweeper's pass, with this retention (in steps).
+    Sweep(u8),
     /// The operator shrinks an inventory to `below` + 1 units under what is used
     /// (ratio 1, nothing reserved), over-committing it: the `slot`-th (cyclically)
     /// inventory in use if any is, else `class` on provider `slot`.
@@ -151,6 +172,52 @@ pub enum Op {
         class: u8,
         below: u8,
     },
+}
+
+/// Claim slots.
+pub const CLAIMS: u8 = 12;
+
+/// The uuid of claim slot `slot`.
+pub fn claim_uuid(slot: u8) -> Uuid {
+    Uuid::from_u128(0xc1a1_0000 + slot as u128)
+}
+
+/// One random pending-claim operation.
+pub fn claim_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (
+            0..CLAIMS,
+            0..CONSUMERS,
+            prop::collection::vec(
+                (provider_slot(), class_index(), prop_oneof![8 => 1u64..6, 1 => 6u64..40]),
+                1..3
+            ),
+            prop::option::weighted(0.7, 1u8..15),
+        )
+            .prop_map(|(claim, consumer, amounts, expires_in)| Op::Claim {
+                claim,
+                consumer,
+                amounts,
+                expires_in
+            }),
+        4 => (0..CLAIMS, any::<bool>()).prop_map(|(claim, replace)| Op::Confirm { claim, replace }),
+        4 => (0..CLAIMS).prop_map(Op::ReleaseClaim),
+        1 => (0..CONSUMERS).prop_map(Op::ReleaseClaims),
+        2 => (0u8..6).prop_map(Op::Sweep),
+    ]
+}
+
+/// A random history mixing pending claims with every other operation (after the
+/// set-up of [`ops`]).
+pub fn claim_history(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
+    (
+        ops(2, true),
+        prop::collection::vec(prop_oneof![2 => op(true), 4 => claim_op()], 1..max_len),
+    )
+        .prop_map(|(mut setup, more)| {
+            setup.extend(more);
+            setup
+        })
 }
 
 /// A class name of the test alphabet as the typed value operations take.
@@ -571,6 +638,41 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
                 now,
             ))
         }
+        Op::Claim {
+            claim,
+            consumer,
+            amounts,
+            expires_in,
+        } => changes(
+            state.plan_create_claim(
+                NewClaim {
+                    uuid: claim_uuid(*claim),
+                    consumer: consumer_uuid(*consumer),
+                    project_id: format!("project-{}", consumer % 3),
+                    user_id: format!("user-{}", consumer % 2),
+                    consumer_type: (consumer % 2 == 0).then(|| "INSTANCE".to_owned()),
+                    tag: Some(format!("tag-{}", claim % 3)),
+                    allocations: amounts
+                        .iter()
+                        .map(|(slot, c, used)| Requested {
+                            provider: provider_uuid(*slot).into(),
+                            class: requested(class(*c)),
+                            used: *used,
+                        })
+                        .collect(),
+                    expires_at: expires_in.map(|n| now + i64::from(n)),
+                },
+                now,
+            ),
+        ),
+        Op::Confirm { claim, replace } => {
+            changes(state.plan_confirm_claim(&claim_uuid(*claim), *replace, now))
+        }
+        Op::ReleaseClaim(claim) => changes(state.plan_release_claim(&claim_uuid(*claim), now)),
+        Op::ReleaseClaims(consumer) => {
+            changes(state.plan_release_consumer_claims(&consumer_uuid(*consumer), now))
+        }
+        Op::Sweep(retention) => changes(state.plan_sweep_claims(now, i64::from(*retention), 1000)),
         Op::Resize { .. } | Op::Move { .. } => {
             let writes = derived_writes(state, op).unwrap();
             changes(state.plan_allocations(&writes, Endpoint::Put, now))
