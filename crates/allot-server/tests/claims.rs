@@ -673,7 +673,9 @@ async fn the_answers_have_the_documented_shape() {
     .await;
     assert_eq!(old.status, 200, "{old:?}");
 
-    // Filters and paging.
+    // Filters and paging. A second later, so that it lists after the first
+    // (claims made in the same second are ordered by their random uuids).
+    s.set_clock(T0 + 1);
     let other = claim(&s, &consumer(), &rp, 1, None).await;
     for (query, n) in [
         (format!("consumer_uuid={vm}"), 1),
