@@ -33,14 +33,24 @@ use axum::Router;
 
 pub use cors::Cors;
 pub use error::{ApiError, ApiResult};
+pub use handlers::claims::{spawn_sweeper, sweep_claims};
 pub use policy::PolicyMode;
 
 /// The largest request body we read. Placement's largest bodies (`POST /allocations`
 /// for many consumers, the reshaper) stay far below this.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
+/// How long a claim lasts when its request does not say (`expires_in` left out), in
+/// seconds: long enough for a workload to start, short enough that a crashed
+/// scheduler's promises come back soon.
+pub const DEFAULT_CLAIM_EXPIRES_IN: i64 = 600;
+
+/// How long an ended claim is kept before the sweeper forgets it, in seconds, so that
+/// a late second release or confirm is answered as the first was.
+pub const DEFAULT_CLAIM_RETENTION: i64 = 86_400;
+
 /// Server settings that shape the API's behaviour.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// CORS, if enabled.
     pub cors: Option<Cors>,
@@ -53,6 +63,24 @@ pub struct Config {
     /// applies within this); None for
     /// [`allot_core::candidates::DEFAULT_MAX_CANDIDATES`].
     pub max_allocation_candidates: Option<usize>,
+    /// The expiry of a claim whose request leaves `expires_in` out, in seconds from
+    /// its creation (None: such claims never expire).
+    pub claim_expires_in: Option<i64>,
+    /// How long ended claims are kept before [`sweep_claims`] forgets them, in seconds.
+    pub claim_retention: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cors: None,
+            policy: PolicyMode::default(),
+            randomize_allocation_candidates: false,
+            max_allocation_candidates: None,
+            claim_expires_in: Some(DEFAULT_CLAIM_EXPIRES_IN),
+            claim_retention: DEFAULT_CLAIM_RETENTION,
+        }
+    }
 }
 
 /// What handlers share: the host and the settings.

@@ -124,6 +124,20 @@ actions! {
     ClassMetadataShow => "allot:resource_classes:metadata:show",
     /// `PUT /resource_classes/{name}/metadata`, an allot extension (issue 10).
     ClassMetadataUpdate => "allot:resource_classes:metadata:update",
+    /// `POST /claims`, an allot extension (issue 10).
+    ClaimsCreate => "allot:claims:create",
+    /// `GET /claims`, an allot extension (issue 10).
+    ClaimsList => "allot:claims:list",
+    /// `GET /claims/{uuid}`, an allot extension (issue 10).
+    ClaimsShow => "allot:claims:show",
+    /// `POST /claims/{uuid}/confirm`, an allot extension (issue 10).
+    ClaimsConfirm => "allot:claims:confirm",
+    /// `DELETE /claims/{uuid}` and `DELETE /claims?consumer_uuid=`, an allot
+    /// extension (issue 10).
+    ClaimsRelease => "allot:claims:release",
+    /// `GET /resource_providers/{uuid}/pending` and `GET /pending`, an allot
+    /// extension (issue 10).
+    ClaimsPending => "allot:claims:pending",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -237,7 +251,8 @@ impl Action {
                 scopes: PROJECT,
             },
             // Everything else: admins and services (listed, so that a new action
-            // has to be given its rule).
+            // has to be given its rule). Claims (ours) are written and read like
+            // Placement's allocations, which are admins' and services' alike.
             Action::ProvidersList
             | Action::ProvidersCreate
             | Action::ProvidersShow
@@ -269,7 +284,13 @@ impl Action {
             | Action::AllocationsUpdate
             | Action::AllocationsDelete
             | Action::ProviderAllocationsList
-            | Action::AllocationCandidatesList => ADMIN_OR_SERVICE,
+            | Action::AllocationCandidatesList
+            | Action::ClaimsCreate
+            | Action::ClaimsList
+            | Action::ClaimsShow
+            | Action::ClaimsConfirm
+            | Action::ClaimsRelease
+            | Action::ClaimsPending => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -482,6 +503,15 @@ mod tests {
         ("service", ClassMetadataUpdate, None, [N, N, Y]),
         ("project member", ClassMetadataUpdate, None, [N, N, Y]),
         ("system admin", ClassMetadataUpdate, None, [S, S, S]),
+        // Claims: as allocations, admins and services, project-scoped.
+        ("admin", ClaimsCreate, None, [Y, Y, Y]),
+        ("service", ClaimsConfirm, None, [Y, Y, Y]),
+        ("project admin", ClaimsRelease, None, [Y, Y, Y]),
+        ("project member", ClaimsCreate, None, [N, N, Y]),
+        ("project reader", ClaimsList, None, [N, N, Y]),
+        ("service", ClaimsShow, None, [Y, Y, Y]),
+        ("no roles", ClaimsPending, None, [N, N, Y]),
+        ("system admin", ClaimsPending, None, [S, S, S]),
     ];
 
     #[test]
@@ -548,7 +578,17 @@ mod tests {
     fn every_action_has_its_own_placement_name() {
         for (i, action) in Action::ALL.iter().enumerate() {
             // Placement's rules, and our extensions' under a prefix of their own.
-            let ours = matches!(action, ClassMetadataShow | ClassMetadataUpdate);
+            let ours = matches!(
+                action,
+                ClassMetadataShow
+                    | ClassMetadataUpdate
+                    | ClaimsCreate
+                    | ClaimsList
+                    | ClaimsShow
+                    | ClaimsConfirm
+                    | ClaimsRelease
+                    | ClaimsPending
+            );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
             assert!(
@@ -557,7 +597,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 35);
+        assert_eq!(Action::ALL.len(), 41);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

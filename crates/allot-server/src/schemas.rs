@@ -397,6 +397,120 @@ pub fn allocations_post(minor: u16) -> Value {
     })
 }
 
+/// The longest a claim may be made to last, in seconds (ten years): beyond it a
+/// claim is surely a mistake, and `now + expires_in` stays far from overflowing.
+pub const MAX_CLAIM_EXPIRES_IN: i64 = 10 * 365 * 86_400;
+
+/// The longest tag a claim may carry.
+pub const MAX_CLAIM_TAG: usize = 255;
+
+/// `POST /claims` (an allot extension): the consumer and its owner as in
+/// `PUT /allocations` at 1.38, its allocations in the dict form (at least one
+/// provider, each with at least one positive amount), `expires_in` (seconds, or null
+/// for never; absent for the server's default) and an optional `tag`.
+pub fn claim_create() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "consumer_uuid": {"type": "string", "format": "uuid"},
+            "consumer_type": {
+                "type": "string",
+                "pattern": CONSUMER_TYPE_PATTERN,
+                "minLength": 1,
+                "maxLength": 255,
+            },
+            "project_id": owner_id(),
+            "user_id": owner_id(),
+            "allocations": {
+                "type": "object",
+                "minProperties": 1,
+                "patternProperties": {
+                    UUID_KEY_PATTERN: {
+                        "type": "object",
+                        "properties": {"resources": allocation_resources()},
+                        "required": ["resources"],
+                        "additionalProperties": false,
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "expires_in": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_CLAIM_EXPIRES_IN,
+            },
+            "tag": {"type": ["string", "null"], "maxLength": MAX_CLAIM_TAG},
+        },
+        "required": ["consumer_uuid", "project_id", "user_id", "allocations"],
+        "additionalProperties": false,
+    })
+}
+
+/// `POST /claims/{uuid}/confirm` (an allot extension): an optional `replace`.
+pub fn claim_confirm() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"replace": {"type": "boolean"}},
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `GET /claims` (each parameter's last value).
+pub fn claims_query() -> Value {
+    let uuid = json!({"type": "string", "format": "uuid"});
+    json!({
+        "type": "object",
+        "properties": {
+            "consumer_uuid": uuid,
+            "resource_provider_uuid": uuid,
+            "project_id": owner_id(),
+            "consumer_type": {
+                "type": "string",
+                "pattern": CONSUMER_TYPE_PATTERN,
+                "minLength": 1,
+                "maxLength": 255,
+            },
+            "tag": {"type": "string", "maxLength": MAX_CLAIM_TAG},
+            "state": {"type": "string", "enum": ["pending", "confirmed", "released", "expired"]},
+            "limit": {"type": "string", "pattern": "^[1-9][0-9]*$"},
+            "marker": uuid,
+        },
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `DELETE /claims`: the consumer whose live claims go.
+pub fn claims_release_query() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"consumer_uuid": {"type": "string", "format": "uuid"}},
+        "required": ["consumer_uuid"],
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `GET /pending`: a consumer, a project, or both (the handler
+/// says that one is needed, in its own words).
+pub fn pending_query() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "consumer_uuid": {"type": "string", "format": "uuid"},
+            "project_id": owner_id(),
+        },
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `GET /resource_providers/{uuid}/pending`.
+pub fn provider_pending_query() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"detail": {"type": "string", "enum": ["consumers"]}},
+        "additionalProperties": false,
+    })
+}
+
 /// The query string of `GET /allocation_candidates` at microversion `1.minor` (each
 /// parameter's last value), as Placement's schemas for 1.10, 1.16, 1.17, 1.21, 1.25,
 /// 1.31, 1.33, 1.35 and 1.36 have it: from 1.25 `resources`, `required`, `member_of`

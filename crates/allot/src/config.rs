@@ -51,6 +51,8 @@ pub const DEFAULT_POLICY: Policy = Policy::Secure;
 pub const DEFAULT_BIND: &str = "127.0.0.1:8778";
 /// The default log filter.
 pub const DEFAULT_LOG: &str = "info";
+/// The default interval of the claim sweeper, in seconds.
+pub const DEFAULT_CLAIM_SWEEP_INTERVAL: u64 = 30;
 
 /// Flags of `allot serve`. Every flag has an `ALLOT_*` environment variable (named in
 /// its help), read in [`ServeArgs::resolve`].
@@ -68,8 +70,9 @@ pub struct ServeArgs {
 
     /// TOML file with any of these settings (ALLOT_CONFIG; keys: bind, database, log,
     /// policy, cors_allowed_origins, cors_allow_headers,
-    /// randomize_allocation_candidates, max_allocation_candidates). Flags and
-    /// environment variables win over it.
+    /// randomize_allocation_candidates, max_allocation_candidates, claim_expires_in,
+    /// claim_retention, claim_sweep_interval). Flags and environment variables win
+    /// over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -115,6 +118,21 @@ pub struct ServeArgs {
     /// many (ALLOT_MAX_ALLOCATION_CANDIDATES) [default: 100000].
     #[arg(long, value_name = "N")]
     pub max_allocation_candidates: Option<usize>,
+
+    /// How long a pending claim lasts when its POST /claims leaves `expires_in` out,
+    /// in seconds (ALLOT_CLAIM_EXPIRES_IN) [default: 600].
+    #[arg(long, value_name = "SECONDS")]
+    pub claim_expires_in: Option<u64>,
+
+    /// How long an ended claim (confirmed, released, expired) is kept before the
+    /// sweeper forgets it, in seconds (ALLOT_CLAIM_RETENTION) [default: 86400].
+    #[arg(long, value_name = "SECONDS")]
+    pub claim_retention: Option<u64>,
+
+    /// How often the sweeper runs, in seconds (ALLOT_CLAIM_SWEEP_INTERVAL) [default:
+    /// 30]. Expiry itself is exact whatever this is: the sweeper only tidies up.
+    #[arg(long, value_name = "SECONDS")]
+    pub claim_sweep_interval: Option<u64>,
 }
 
 /// The optional TOML file, typed like the flags (serde names the bad key and line).
@@ -131,6 +149,9 @@ struct FileSettings {
     cors_allow_headers: Vec<String>,
     randomize_allocation_candidates: Option<bool>,
     max_allocation_candidates: Option<usize>,
+    claim_expires_in: Option<u64>,
+    claim_retention: Option<u64>,
+    claim_sweep_interval: Option<u64>,
 }
 
 /// Validated settings.
@@ -143,6 +164,11 @@ pub struct Settings {
     pub cors: Option<allot_server::Cors>,
     pub randomize_allocation_candidates: bool,
     pub max_allocation_candidates: usize,
+    /// Seconds.
+    pub claim_expires_in: i64,
+    /// Seconds.
+    pub claim_retention: i64,
+    pub claim_sweep_interval: std::time::Duration,
 }
 
 /// Where a value came from, for error messages.
@@ -212,6 +238,12 @@ fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()
         .parse()
         .map_err(|_| format!("invalid number {s:?} (expected a positive integer)"))
+}
+
+fn parse_seconds(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("invalid number of seconds {s:?} (expected a whole number)"))
 }
 
 fn split_list(s: &str) -> Vec<String> {
@@ -367,6 +399,38 @@ impl ServeArgs {
         if max_allocation_candidates == 0 {
             anyhow::bail!("{source}: max_allocation_candidates must be at least 1");
         }
+        let (claim_expires_in, source) = m.pick(
+            ("--claim-expires-in", self.claim_expires_in),
+            "ALLOT_CLAIM_EXPIRES_IN",
+            parse_seconds,
+            file.claim_expires_in,
+            || allot_server::DEFAULT_CLAIM_EXPIRES_IN as u64,
+        )?;
+        // The bounds a request's own `expires_in` has.
+        let max_expiry = allot_server::schemas::MAX_CLAIM_EXPIRES_IN as u64;
+        if !(1..=max_expiry).contains(&claim_expires_in) {
+            anyhow::bail!("{source}: claim_expires_in must be from 1 to {max_expiry} seconds");
+        }
+        let (claim_retention, source) = m.pick(
+            ("--claim-retention", self.claim_retention),
+            "ALLOT_CLAIM_RETENTION",
+            parse_seconds,
+            file.claim_retention,
+            || allot_server::DEFAULT_CLAIM_RETENTION as u64,
+        )?;
+        if claim_retention > max_expiry {
+            anyhow::bail!("{source}: claim_retention must be at most {max_expiry} seconds");
+        }
+        let (claim_sweep_interval, source) = m.pick(
+            ("--claim-sweep-interval", self.claim_sweep_interval),
+            "ALLOT_CLAIM_SWEEP_INTERVAL",
+            parse_seconds,
+            file.claim_sweep_interval,
+            || DEFAULT_CLAIM_SWEEP_INTERVAL,
+        )?;
+        if !(1..=max_expiry).contains(&claim_sweep_interval) {
+            anyhow::bail!("{source}: claim_sweep_interval must be from 1 to {max_expiry} seconds");
+        }
 
         Ok(Settings {
             bind,
@@ -379,6 +443,9 @@ impl ServeArgs {
             }),
             randomize_allocation_candidates,
             max_allocation_candidates,
+            claim_expires_in: claim_expires_in as i64,
+            claim_retention: claim_retention as i64,
+            claim_sweep_interval: std::time::Duration::from_secs(claim_sweep_interval),
         })
     }
 }
@@ -564,6 +631,31 @@ mod tests {
     }
 
     #[test]
+    fn claim_settings_precedence() {
+        precedence(
+            ["--claim-expires-in", "60"],
+            ("ALLOT_CLAIM_EXPIRES_IN", "120"),
+            "claim_expires_in = 180",
+            |s| s.claim_expires_in,
+            [60, 120, 180, allot_server::DEFAULT_CLAIM_EXPIRES_IN],
+        );
+        precedence(
+            ["--claim-retention", "0"],
+            ("ALLOT_CLAIM_RETENTION", "10"),
+            "claim_retention = 20",
+            |s| s.claim_retention,
+            [0, 10, 20, allot_server::DEFAULT_CLAIM_RETENTION],
+        );
+        precedence(
+            ["--claim-sweep-interval", "1"],
+            ("ALLOT_CLAIM_SWEEP_INTERVAL", "2"),
+            "claim_sweep_interval = 3",
+            |s| s.claim_sweep_interval.as_secs(),
+            [1, 2, 3, DEFAULT_CLAIM_SWEEP_INTERVAL],
+        );
+    }
+
+    #[test]
     fn config_file_flag_beats_its_variable() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("flag.toml");
@@ -626,6 +718,18 @@ mod tests {
             (&[], Some("log = \"allot=loud\""), "config file"),
             (&[], Some("max_allocation_candidates = 0"), "config file"),
             (&[], Some("bnd = \"x\""), "config file"),
+            (
+                &[("ALLOT_CLAIM_EXPIRES_IN", "0")],
+                None,
+                "environment variable ALLOT_CLAIM_EXPIRES_IN",
+            ),
+            (
+                &[("ALLOT_CLAIM_RETENTION", "-5")],
+                None,
+                "environment variable ALLOT_CLAIM_RETENTION",
+            ),
+            (&[], Some("claim_sweep_interval = 0"), "config file"),
+            (&[], Some("claim_expires_in = 999999999999"), "config file"),
         ];
         for (env, file, source) in cases {
             let message = error(&[], env, *file);

@@ -83,6 +83,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             policy: settings.policy,
             randomize_allocation_candidates: settings.randomize_allocation_candidates,
             max_allocation_candidates: Some(settings.max_allocation_candidates),
+            claim_expires_in: Some(settings.claim_expires_in),
+            claim_retention: settings.claim_retention,
         }),
     };
 
@@ -107,6 +109,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         eprintln!("allot: listening on http://{addr}");
         tracing::info!(%addr, database = %settings.database, "allot serving");
+        // Expired claims stop counting at their expiry by the clock; the sweeper
+        // records that and purges ended claims later, so that the store stays small.
+        let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
         allot_server::serve(listener, state, shutdown_signal()).await?;
         tracing::info!("allot stopped");
         Ok(())

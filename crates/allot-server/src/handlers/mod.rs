@@ -8,6 +8,7 @@
 pub mod aggregates;
 pub mod allocation_candidates;
 pub mod allocations;
+pub mod claims;
 pub mod inventories;
 pub mod provider_traits;
 pub mod providers;
@@ -55,5 +56,6 @@ pub fn routes() -> Router<AppState> {
         .merge(usages::routes())
         .merge(reshaper::routes())
         .merge(allocation_candidates::routes())
+        .merge(claims::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

@@ -29,6 +29,7 @@
 
 pub mod allocations;
 pub mod candidates;
+pub mod claims;
 pub mod classes;
 pub mod inventories;
 pub mod providers;
@@ -42,6 +43,7 @@ pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
 };
+pub use claims::{ClaimBody, ClaimList, ClaimResources, Pending};
 pub use classes::{ClassMetadataBody, ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
 pub use providers::{
