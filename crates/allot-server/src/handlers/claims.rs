@@ -108,7 +108,7 @@ fn query(raw: Option<&str>, schema: &Value) -> Result<Map<String, Value>, ApiErr
         values.insert(key, Value::String(value));
     }
     let values = Value::Object(values);
-    schema::validate(&values, schema).map_err(|e| invalid_query(e))?;
+    schema::validate(&values, schema).map_err(invalid_query)?;
     match values {
         Value::Object(map) => Ok(map),
         _ => Ok(Map::new()),
