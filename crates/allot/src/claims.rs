@@ -93,7 +93,7 @@ struct ListArgs {
     #[arg(long)]
     state: Option<ClaimState>,
     /// At most this many (one page; without it every page is fetched).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     limit: Option<u64>,
 }
 
@@ -661,6 +661,7 @@ mod tests {
         assert!(parse(&["claims"]).is_ok());
         assert!(parse(&["claims", "list", "--state", "expired", "-f", "json"]).is_ok());
         assert!(parse(&["claims", "list", "--state", "gone"]).is_err());
+        assert!(parse(&["claims", "list", "--limit", "0"]).is_err());
         assert!(parse(&["claims", "show", "not-a-uuid"]).is_err());
         // release: a uuid or --consumer, exactly one.
         assert!(parse(&["claims", "release"]).is_err());
