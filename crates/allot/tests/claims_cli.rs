@@ -188,10 +188,10 @@ fn claims_from_the_command_line() {
     let mut all_sorted = all.clone();
     all_sorted.sort();
     assert_eq!(all_sorted, sorted);
-    assert_eq!(by(&["--consumer", c2]), [second_uuid.clone()]);
+    assert_eq!(by(&["--consumer", c2]), [second_uuid.as_str()]);
     assert_eq!(by(&["--provider", "cn1"]).len(), 2);
-    assert_eq!(by(&["--type", "INSTANCE"]), [first_uuid.clone()]);
-    assert_eq!(by(&["--tag", "mass start"]), [first_uuid.clone()]);
+    assert_eq!(by(&["--type", "INSTANCE"]), [first_uuid.as_str()]);
+    assert_eq!(by(&["--tag", "mass start"]), [first_uuid.as_str()]);
     assert_eq!(by(&["--limit", "1"]), all[..1]);
     assert!(by(&["--state", "released"]).is_empty());
 
@@ -244,7 +244,7 @@ fn claims_from_the_command_line() {
     );
     assert_eq!(
         by(&["--state", "released"]),
-        [second_uuid.clone()],
+        [second_uuid.as_str()],
         "the released claim is listed as such"
     );
 
