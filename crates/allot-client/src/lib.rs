@@ -14,8 +14,9 @@
 //! Placement's error `code` and `detail` (from its error envelope) when the body has
 //! them, so callers can branch on "409, already exists" without parsing text.
 //!
-//! allot's extensions (resource class metadata so far, `docs/api.md`) have typed
-//! calls too; against OpenStack Placement they answer 404 like any unknown URL.
+//! allot's extensions (resource class metadata; pending claims and their totals, in
+//! `claims`; `docs/api.md`) have typed calls too; against OpenStack Placement they
+//! answer 404 like any unknown URL.
 
 use std::time::Duration;
 
@@ -31,6 +32,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
+
+mod claims;
+
+pub use claims::{
+    Claim, ClaimExpiry, ClaimFilter, ClaimResources, ClaimState, NewClaim, ProviderPending,
+};
 
 /// How to reach a Placement endpoint.
 #[derive(Debug, Clone)]

@@ -49,15 +49,15 @@ pub struct Remote {
         default_value = "http://127.0.0.1:8778",
         global = true
     )]
-    url: String,
+    pub(crate) url: String,
     /// The token (`USER[:PROJECT]` under allot's noauth2; `admin` is an admin).
     #[arg(long, env = "ALLOT_TOKEN", default_value = "admin", global = true)]
-    token: String,
+    pub(crate) token: String,
 }
 
 /// How answers are printed.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     /// Aligned columns, `-` for an unset field.
     Table,
     /// JSON, one document.

@@ -1,12 +1,14 @@
 //! The `allot` binary: `allot serve` runs the Placement API on the embedded store;
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
-//! classes with their metadata.
+//! classes with their metadata; `allot claims` and `allot pending` show and manage its
+//! pending claims.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
 
 mod allocator;
 mod bench;
+mod claims;
 mod classes;
 mod config;
 
@@ -36,6 +38,12 @@ enum Command {
     /// List a running allot's resource classes with their metadata (`-f json` for
     /// scripts), or set a custom class's metadata (`allot classes set`).
     Classes(classes::ClassesArgs),
+    /// List, show, create, confirm or release a running allot's pending claims
+    /// (`-f json` for scripts).
+    Claims(claims::ClaimsArgs),
+    /// What live pending claims hold on a provider (a uuid or a name), or for a
+    /// consumer or project.
+    Pending(claims::PendingArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -44,6 +52,8 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(args),
         Command::Bench(args) => bench::run(args),
         Command::Classes(args) => classes::run(args),
+        Command::Claims(args) => claims::run(args),
+        Command::Pending(args) => claims::run_pending(args),
     }
 }
 
