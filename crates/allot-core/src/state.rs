@@ -603,6 +603,9 @@ impl State {
                 for e in p.pending.iter_mut().filter(|e| e.class == *old) {
                     e.class = new.clone();
                 }
+                // Back in (claim, class) order (see `index_claim`).
+                p.pending
+                    .sort_by(|a, b| (a.claim, &a.class).cmp(&(b.claim, &b.class)));
             }
         }
         for c in self.claims.iter_mut() {
