@@ -182,7 +182,7 @@ pub async fn create(
             Ok(((claim, now), changes))
         })
         .await?;
-    let response = http::json(StatusCode::CREATED, &wire::ClaimBody::new(&claim, now));
+    let response = http::json(StatusCode::CREATED, &wire::claim_body(&claim, now));
     Ok(http::location(response, &format!("/claims/{}", claim.uuid)))
 }
 
@@ -216,7 +216,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         let body = wire::ClaimList {
             claims: claims
                 .into_iter()
-                .map(|c| wire::ClaimBody::new(c, now))
+                .map(|c| wire::claim_body(c, now))
                 .collect(),
         };
         http::json(StatusCode::OK, &body)
@@ -235,7 +235,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>
         let claim = view
             .claim(&uuid)
             .ok_or_else(|| ApiError::not_found(format!("No claim with uuid {uuid} found.")))?;
-        http::json(StatusCode::OK, &wire::ClaimBody::new(claim, now))
+        http::json(StatusCode::OK, &wire::claim_body(claim, now))
     };
     Ok(ctx.cached(response, now))
 }
@@ -267,10 +267,7 @@ pub async fn confirm(
             Ok(((claim, now), changes))
         })
         .await?;
-    Ok(http::json(
-        StatusCode::OK,
-        &wire::ClaimBody::new(&claim, now),
-    ))
+    Ok(http::json(StatusCode::OK, &wire::claim_body(&claim, now)))
 }
 
 /// `DELETE /claims/{uuid}`: releases a live claim; one that already ended is left as
@@ -300,13 +297,6 @@ pub async fn release_consumer(
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
-/// Sums by class, named.
-fn by_name(
-    sums: &std::collections::BTreeMap<ResourceClass, u64>,
-) -> std::collections::BTreeMap<&str, u64> {
-    sums.iter().map(|(c, n)| (c.as_str(), *n)).collect()
-}
-
 /// `GET /resource_providers/{uuid}/pending`: what live claims promise on a
 /// provider, by class; with `?detail=consumers` also per consumer.
 pub async fn provider_pending(
@@ -329,10 +319,10 @@ pub async fn provider_pending(
             consumers: detail.then(|| {
                 by_consumer
                     .iter()
-                    .map(|(consumer, sums)| (consumer.to_string(), by_name(sums)))
+                    .map(|(consumer, sums)| (*consumer, wire::claims::by_name(sums)))
                     .collect()
             }),
-            pending: by_name(&total),
+            pending: wire::claims::by_name(&total),
         };
         http::json(StatusCode::OK, &body)
     };
@@ -359,7 +349,7 @@ pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
         .pending_totals(consumer.as_ref(), project, now);
     let body = wire::Pending {
         consumers: None,
-        pending: by_name(&totals),
+        pending: wire::claims::by_name(&totals),
     };
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
 }
