@@ -398,3 +398,49 @@ pub fn spawn_sweeper(app: AppState, every: Duration) -> tokio::task::JoinHandle<
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_client::{ClaimExpiry, ClaimResources};
+    use std::collections::BTreeMap;
+
+    /// The request stays the server's own type (it keeps the request's order and
+    /// spellings, which decide the answer), so what the client sends is checked
+    /// here instead: every body `allot-client` writes passes the schema and reads
+    /// as the client meant it, `expires_in` left out, `null` or seconds included.
+    #[test]
+    fn the_clients_new_claim_is_a_valid_body() {
+        let provider = Uuid::from_u128(7);
+        for (expiry, expected) in [
+            (ClaimExpiry::ServerDefault, None),
+            (ClaimExpiry::Never, Some(None)),
+            (ClaimExpiry::After(90), Some(Some(90))),
+        ] {
+            let new = allot_client::NewClaim {
+                consumer_uuid: Uuid::from_u128(100),
+                consumer_type: Some("INSTANCE".into()),
+                project_id: "p".into(),
+                user_id: "u".into(),
+                allocations: BTreeMap::from([(
+                    provider,
+                    ClaimResources {
+                        resources: BTreeMap::from([("VCPU".into(), 2)]),
+                    },
+                )]),
+                expires_in: expiry,
+                tag: Some("t".into()),
+            };
+            let body = serde_json::to_value(&new).unwrap();
+            schema::validate(&body, &schemas::claim_create()).unwrap();
+            let read: CreateBody = serde_json::from_value(body).unwrap();
+            assert_eq!(read.expires_in, expected, "{expiry:?}");
+            assert_eq!(uuid_like(&read.consumer_uuid), Some(new.consumer_uuid));
+            assert_eq!(read.consumer_type.as_deref(), Some("INSTANCE"));
+            assert_eq!(read.tag.as_deref(), Some("t"));
+            let (key, amounts) = &read.allocations.0[0];
+            assert_eq!(ProviderRef::parse(key).uuid(), Some(provider));
+            assert_eq!(amounts.resources.0, [("VCPU".to_owned(), 2)]);
+        }
+    }
+}
