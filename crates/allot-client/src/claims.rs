@@ -6,8 +6,10 @@
 //! The types mirror the wire, not allot's model: timestamps stay the RFC 3339 strings
 //! the server wrote (the client has no date library and needs none), and a field the
 //! server adds later is kept in `extra`, so that a tool printing the JSON it got back
-//! prints all of it. The calls answer at every microversion; against OpenStack
-//! Placement they are 404s like any unknown URL.
+//! prints all of it. The answer types (`Claim`, `ClaimList`, `ProviderPending`) are
+//! also the ones the server serializes its answers through, so they are the wire
+//! contract itself, not a copy of it. The calls answer at every microversion; against
+//! OpenStack Placement they are 404s like any unknown URL.
 
 use std::collections::BTreeMap;
 
@@ -78,31 +80,36 @@ impl std::str::FromStr for ClaimState {
     }
 }
 
-/// A claim as the server answers it.
+/// A claim as the server answers it, and the type the server writes it through
+/// (`allot-server`'s `wire::claims`), so that the two cannot drift.
+///
+/// Fields are declared in alphabetical order: serde writes them in declaration
+/// order, and the server's claim bodies have always had sorted keys (as Placement's
+/// own bodies do). `extra` comes last and is empty in what the server writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claim {
-    /// The claim's own id.
-    pub uuid: Uuid,
-    /// The consumer the resources are promised to.
-    pub consumer_uuid: Uuid,
-    /// The consumer's type, if it was given.
-    pub consumer_type: Option<String>,
-    /// The consumer's project.
-    pub project_id: String,
-    /// The consumer's user.
-    pub user_id: String,
     /// What is promised, per provider.
     pub allocations: BTreeMap<Uuid, ClaimResources>,
-    /// Free text the caller interprets.
-    pub tag: Option<String>,
-    /// Where the claim is in its life.
-    pub state: ClaimState,
-    /// When it was made (RFC 3339, UTC).
+    /// The consumer's type, if it was given (`null` otherwise).
+    pub consumer_type: Option<String>,
+    /// The consumer the resources are promised to.
+    pub consumer_uuid: Uuid,
+    /// When it was made (RFC 3339, UTC, to the second).
     pub created_at: String,
-    /// When it stops counting (`None`: never).
-    pub expires_at: Option<String>,
     /// When it was confirmed, released or seen expired (`None` while pending).
     pub ended_at: Option<String>,
+    /// When it stops counting (`None`: never).
+    pub expires_at: Option<String>,
+    /// The consumer's project.
+    pub project_id: String,
+    /// Where the claim is in its life.
+    pub state: ClaimState,
+    /// Free text the caller interprets.
+    pub tag: Option<String>,
+    /// The consumer's user.
+    pub user_id: String,
+    /// The claim's own id.
+    pub uuid: Uuid,
     /// Any field the server has beyond these, kept as it came.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -199,25 +206,23 @@ impl ClaimFilter {
     }
 }
 
-/// `GET /resource_providers/{uuid}/pending`: what live pending claims hold on one
-/// provider.
+/// `GET /resource_providers/{uuid}/pending` (what live pending claims hold on one
+/// provider) and `GET /pending` (a consumer's or a project's totals, never with
+/// `consumers`). Fields in alphabetical order, as the server writes them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderPending {
-    /// Per class, summed over every live claim.
-    pub pending: BTreeMap<String, u64>,
     /// Per consumer and class, when asked for (`detail=consumers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumers: Option<BTreeMap<Uuid, BTreeMap<String, u64>>>,
+    /// Per class, summed over every live claim.
+    pub pending: BTreeMap<String, u64>,
 }
 
-#[derive(Deserialize)]
-struct ClaimList {
-    claims: Vec<Claim>,
-}
-
-#[derive(Deserialize)]
-struct PendingTotals {
-    pending: BTreeMap<String, u64>,
+/// `GET /claims`: one page of claims, oldest first (then by uuid).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimList {
+    /// The claims.
+    pub claims: Vec<Claim>,
 }
 
 #[derive(Deserialize)]
@@ -346,7 +351,7 @@ impl Client {
             ("consumer_uuid", consumer.map(|u| u.to_string())),
             ("project_id", project.map(str::to_owned)),
         ]);
-        let totals: PendingTotals = self
+        let totals: ProviderPending = self
             .typed(Method::GET, &format!("/pending?{query}"), None)
             .await?;
         Ok(totals.pending)

@@ -36,7 +36,8 @@ use uuid::Uuid;
 mod claims;
 
 pub use claims::{
-    Claim, ClaimExpiry, ClaimFilter, ClaimResources, ClaimState, NewClaim, ProviderPending,
+    Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim,
+    ProviderPending,
 };
 
 /// How to reach a Placement endpoint.

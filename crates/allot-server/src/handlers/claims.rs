@@ -182,7 +182,7 @@ pub async fn create(
             Ok(((claim, now), changes))
         })
         .await?;
-    let response = http::json(StatusCode::CREATED, &wire::ClaimBody::new(&claim, now));
+    let response = http::json(StatusCode::CREATED, &wire::claim_body(&claim, now));
     Ok(http::location(response, &format!("/claims/{}", claim.uuid)))
 }
 
@@ -216,7 +216,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         let body = wire::ClaimList {
             claims: claims
                 .into_iter()
-                .map(|c| wire::ClaimBody::new(c, now))
+                .map(|c| wire::claim_body(c, now))
                 .collect(),
         };
         http::json(StatusCode::OK, &body)
@@ -235,7 +235,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>
         let claim = view
             .claim(&uuid)
             .ok_or_else(|| ApiError::not_found(format!("No claim with uuid {uuid} found.")))?;
-        http::json(StatusCode::OK, &wire::ClaimBody::new(claim, now))
+        http::json(StatusCode::OK, &wire::claim_body(claim, now))
     };
     Ok(ctx.cached(response, now))
 }
@@ -267,10 +267,7 @@ pub async fn confirm(
             Ok(((claim, now), changes))
         })
         .await?;
-    Ok(http::json(
-        StatusCode::OK,
-        &wire::ClaimBody::new(&claim, now),
-    ))
+    Ok(http::json(StatusCode::OK, &wire::claim_body(&claim, now)))
 }
 
 /// `DELETE /claims/{uuid}`: releases a live claim; one that already ended is left as
@@ -300,13 +297,6 @@ pub async fn release_consumer(
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
-/// Sums by class, named.
-fn by_name(
-    sums: &std::collections::BTreeMap<ResourceClass, u64>,
-) -> std::collections::BTreeMap<&str, u64> {
-    sums.iter().map(|(c, n)| (c.as_str(), *n)).collect()
-}
-
 /// `GET /resource_providers/{uuid}/pending`: what live claims promise on a
 /// provider, by class; with `?detail=consumers` also per consumer.
 pub async fn provider_pending(
@@ -329,10 +319,10 @@ pub async fn provider_pending(
             consumers: detail.then(|| {
                 by_consumer
                     .iter()
-                    .map(|(consumer, sums)| (consumer.to_string(), by_name(sums)))
+                    .map(|(consumer, sums)| (*consumer, wire::claims::by_name(sums)))
                     .collect()
             }),
-            pending: by_name(&total),
+            pending: wire::claims::by_name(&total),
         };
         http::json(StatusCode::OK, &body)
     };
@@ -359,7 +349,7 @@ pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
         .pending_totals(consumer.as_ref(), project, now);
     let body = wire::Pending {
         consumers: None,
-        pending: by_name(&totals),
+        pending: wire::claims::by_name(&totals),
     };
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
 }
@@ -407,4 +397,50 @@ pub fn spawn_sweeper(app: AppState, every: Duration) -> tokio::task::JoinHandle<
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_client::{ClaimExpiry, ClaimResources};
+    use std::collections::BTreeMap;
+
+    /// The request stays the server's own type (it keeps the request's order and
+    /// spellings, which decide the answer), so what the client sends is checked
+    /// here instead: every body `allot-client` writes passes the schema and reads
+    /// as the client meant it, `expires_in` left out, `null` or seconds included.
+    #[test]
+    fn the_clients_new_claim_is_a_valid_body() {
+        let provider = Uuid::from_u128(7);
+        for (expiry, expected) in [
+            (ClaimExpiry::ServerDefault, None),
+            (ClaimExpiry::Never, Some(None)),
+            (ClaimExpiry::After(90), Some(Some(90))),
+        ] {
+            let new = allot_client::NewClaim {
+                consumer_uuid: Uuid::from_u128(100),
+                consumer_type: Some("INSTANCE".into()),
+                project_id: "p".into(),
+                user_id: "u".into(),
+                allocations: BTreeMap::from([(
+                    provider,
+                    ClaimResources {
+                        resources: BTreeMap::from([("VCPU".into(), 2)]),
+                    },
+                )]),
+                expires_in: expiry,
+                tag: Some("t".into()),
+            };
+            let body = serde_json::to_value(&new).unwrap();
+            schema::validate(&body, &schemas::claim_create()).unwrap();
+            let read: CreateBody = serde_json::from_value(body).unwrap();
+            assert_eq!(read.expires_in, expected, "{expiry:?}");
+            assert_eq!(uuid_like(&read.consumer_uuid), Some(new.consumer_uuid));
+            assert_eq!(read.consumer_type.as_deref(), Some("INSTANCE"));
+            assert_eq!(read.tag.as_deref(), Some("t"));
+            let (key, amounts) = &read.allocations.0[0];
+            assert_eq!(ProviderRef::parse(key).uuid(), Some(provider));
+            assert_eq!(amounts.resources.0, [("VCPU".to_owned(), 2)]);
+        }
+    }
 }

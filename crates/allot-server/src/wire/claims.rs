@@ -4,94 +4,61 @@
 //!
 //! Times are RFC 3339 strings in UTC to the second (`"2026-11-23T03:04:39Z"`), which
 //! every language parses without help, where Placement's own bodies carry no times.
+//!
+//! The bodies are `allot-client`'s types ([`Claim`], [`ClaimList`], [`Pending`]):
+//! the server writes its answers through the very types tools read them with, so the
+//! two cannot drift. They own their strings where the rest of `wire` borrows from the
+//! view: the few names a claim carries are short next to the uuids and times its body
+//! always had to format.
 
 use std::collections::BTreeMap;
 
-use allot_core::{Claim, Timestamp};
-use serde::Serialize;
+pub use allot_client::{Claim, ClaimList, ClaimResources, ClaimState, ProviderPending as Pending};
+use allot_core::{ResourceClass, Timestamp, Uuid};
 
-use super::Nullable;
-
-/// One claim, as every claim endpoint answers it.
-#[derive(Debug, Serialize)]
-pub struct ClaimBody<'a> {
-    /// What is promised, in the dict form of Placement's allocation bodies (1.12).
-    pub allocations: BTreeMap<String, ClaimResources<'a>>,
-    /// The consumer's type (Placement 1.38), or `null`.
-    pub consumer_type: Nullable<&'a str>,
-    /// The consumer the resources are promised to.
-    pub consumer_uuid: String,
-    /// When the claim was made.
-    pub created_at: String,
-    /// When it was confirmed, released or expired; `null` while pending.
-    pub ended_at: Nullable<String>,
-    /// When it stops counting; `null` for never.
-    pub expires_at: Nullable<String>,
-    /// The consumer's project.
-    pub project_id: &'a str,
-    /// The state at the time of the answer: `pending`, `confirmed`, `released`,
-    /// `expired`.
-    pub state: &'static str,
-    /// The caller's free text, or `null`.
-    pub tag: Nullable<&'a str>,
-    /// The consumer's user.
-    pub user_id: &'a str,
-    /// The claim's own id.
-    pub uuid: String,
-}
-
-/// A provider's part of a claim.
-#[derive(Debug, Serialize)]
-pub struct ClaimResources<'a> {
-    /// Amounts by class.
-    pub resources: BTreeMap<&'a str, u64>,
-}
-
-impl<'a> ClaimBody<'a> {
-    /// The claim as it is at `now` (a pending claim past its expiry shows `expired`,
-    /// ended at its expiry, whether or not the sweeper has recorded it).
-    pub fn new(claim: &'a Claim, now: Timestamp) -> Self {
-        let mut allocations: BTreeMap<String, ClaimResources<'a>> = BTreeMap::new();
-        for a in claim.allocations.iter() {
-            allocations
-                .entry(a.provider.to_string())
-                .or_insert_with(|| ClaimResources {
-                    resources: BTreeMap::new(),
-                })
-                .resources
-                .insert(a.class.as_str(), a.amount);
-        }
-        ClaimBody {
-            allocations,
-            consumer_type: claim.consumer_type.as_deref(),
-            consumer_uuid: claim.consumer.to_string(),
-            created_at: rfc3339(claim.created_at),
-            ended_at: claim.ended_at(now).map(rfc3339),
-            expires_at: claim.expires_at.map(rfc3339),
-            project_id: &claim.project_id,
-            state: claim.state_at(now).as_str(),
-            tag: claim.tag.as_deref(),
-            user_id: &claim.user_id,
-            uuid: claim.uuid.to_string(),
-        }
+/// One claim, as every claim endpoint answers it: the claim as it is at `now` (a
+/// pending claim past its expiry shows `expired`, ended at its expiry, whether or not
+/// the sweeper has recorded it).
+pub fn claim_body(claim: &allot_core::Claim, now: Timestamp) -> Claim {
+    let mut allocations: BTreeMap<Uuid, ClaimResources> = BTreeMap::new();
+    for a in claim.allocations.iter() {
+        allocations
+            .entry(a.provider)
+            .or_default()
+            .resources
+            .insert(a.class.as_str().to_owned(), a.amount);
+    }
+    Claim {
+        allocations,
+        consumer_type: claim.consumer_type.as_deref().map(str::to_owned),
+        consumer_uuid: claim.consumer,
+        created_at: rfc3339(claim.created_at),
+        ended_at: claim.ended_at(now).map(rfc3339),
+        expires_at: claim.expires_at.map(rfc3339),
+        project_id: claim.project_id.to_string(),
+        state: state(claim.state_at(now)),
+        tag: claim.tag.as_deref().map(str::to_owned),
+        user_id: claim.user_id.to_string(),
+        uuid: claim.uuid,
+        extra: serde_json::Map::new(),
     }
 }
 
-/// `GET /claims`.
-#[derive(Debug, Serialize)]
-pub struct ClaimList<'a> {
-    /// The claims, oldest first (then by uuid).
-    pub claims: Vec<ClaimBody<'a>>,
+/// The core's state under the API's name for it.
+fn state(state: allot_core::ClaimState) -> ClaimState {
+    match state {
+        allot_core::ClaimState::Pending => ClaimState::Pending,
+        allot_core::ClaimState::Confirmed => ClaimState::Confirmed,
+        allot_core::ClaimState::Released => ClaimState::Released,
+        allot_core::ClaimState::Expired => ClaimState::Expired,
+    }
 }
 
-/// `GET /resource_providers/{uuid}/pending` and `GET /pending`.
-#[derive(Debug, Serialize)]
-pub struct Pending<'a> {
-    /// With `?detail=consumers` (provider only): the same sums per consumer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub consumers: Option<BTreeMap<String, BTreeMap<&'a str, u64>>>,
-    /// What live claims promise, by class.
-    pub pending: BTreeMap<&'a str, u64>,
+/// Sums by class, by the classes' names.
+pub fn by_name(sums: &BTreeMap<ResourceClass, u64>) -> BTreeMap<String, u64> {
+    sums.iter()
+        .map(|(c, n)| (c.as_str().to_owned(), *n))
+        .collect()
 }
 
 /// A time as RFC 3339 in UTC, to the second: `2026-11-23T03:04:39Z`.
@@ -126,6 +93,133 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use allot_core::ClaimAmount;
+
+    fn core_claim(
+        uuid: u128,
+        state: allot_core::ClaimState,
+        expires_at: Option<Timestamp>,
+        named: bool,
+    ) -> allot_core::Claim {
+        let amount = |provider: u128, class: &str, amount: u64| ClaimAmount {
+            provider: Uuid::from_u128(provider),
+            class: ResourceClass::new_unchecked(class),
+            amount,
+        };
+        allot_core::Claim {
+            uuid: Uuid::from_u128(uuid),
+            consumer: Uuid::from_u128(100),
+            project_id: "project".into(),
+            user_id: "user".into(),
+            consumer_type: named.then(|| "INSTANCE".into()),
+            tag: named.then(|| "a \"tag\"".into()),
+            allocations: vec![
+                amount(7, "MEMORY_MB", 512),
+                amount(7, "VCPU", 2),
+                amount(8, "CUSTOM_GPU", 1),
+            ]
+            .into(),
+            state,
+            created_at: 1_700_000_000,
+            expires_at,
+            ended_at: (state != allot_core::ClaimState::Pending).then_some(1_700_000_060),
+        }
+    }
+
+    /// Every claim answer, written through the shared types exactly as a handler
+    /// writes it, reads back with the client's parsing into the same value.
+    #[test]
+    fn every_answer_round_trips_through_the_client() {
+        use allot_core::ClaimState as Core;
+        let now = 1_700_000_030;
+        let claims = [
+            core_claim(1, Core::Pending, Some(1_700_000_300), true),
+            core_claim(2, Core::Pending, Some(now), false), // expired, not yet swept
+            core_claim(3, Core::Pending, None, false),
+            core_claim(4, Core::Confirmed, None, true),
+            core_claim(5, Core::Released, Some(1_700_000_300), false),
+            core_claim(6, Core::Expired, Some(1_700_000_010), true),
+        ];
+        let bodies: Vec<Claim> = claims.iter().map(|c| claim_body(c, now)).collect();
+        for body in &bodies {
+            let text = serde_json::to_string(body).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Claim>(&text).unwrap(),
+                *body,
+                "{text}"
+            );
+        }
+        assert_eq!(bodies[1].state, ClaimState::Expired);
+        assert_eq!(bodies[1].ended_at.as_deref(), Some("2023-11-14T22:13:50Z"));
+
+        let list = ClaimList { claims: bodies };
+        let text = serde_json::to_string(&list).unwrap();
+        assert_eq!(serde_json::from_str::<ClaimList>(&text).unwrap(), list);
+
+        let sums = BTreeMap::from([
+            (ResourceClass::new_unchecked("VCPU"), 3),
+            (ResourceClass::new_unchecked("DISK_GB"), 10),
+        ]);
+        for pending in [
+            Pending {
+                consumers: Some(BTreeMap::from([
+                    (Uuid::from_u128(100), by_name(&sums)),
+                    (Uuid::from_u128(99), by_name(&sums)),
+                ])),
+                pending: by_name(&sums),
+            },
+            Pending {
+                consumers: None,
+                pending: by_name(&sums),
+            },
+            Pending::default(),
+        ] {
+            let text = serde_json::to_string(&pending).unwrap();
+            assert_eq!(serde_json::from_str::<Pending>(&text).unwrap(), pending);
+        }
+    }
+
+    /// The keys come sorted, as the claim bodies always had them, and nothing
+    /// the client keeps for unknown fields leaks into what the server writes.
+    #[test]
+    fn a_claim_is_written_with_sorted_keys() {
+        let claim = core_claim(1, allot_core::ClaimState::Confirmed, None, true);
+        let text = serde_json::to_string(&claim_body(&claim, 1_700_000_030)).unwrap();
+        let (seven, eight, one, consumer) = (
+            Uuid::from_u128(7),
+            Uuid::from_u128(8),
+            Uuid::from_u128(1),
+            Uuid::from_u128(100),
+        );
+        assert_eq!(
+            text,
+            format!(
+                concat!(
+                    r#"{{"allocations":{{"{seven}":{{"resources":{{"MEMORY_MB":512,"VCPU":2}}}},"#,
+                    r#""{eight}":{{"resources":{{"CUSTOM_GPU":1}}}}}},"#,
+                    r#""consumer_type":"INSTANCE","consumer_uuid":"{consumer}","#,
+                    r#""created_at":"2023-11-14T22:13:20Z","ended_at":"2023-11-14T22:14:20Z","#,
+                    r#""expires_at":null,"project_id":"project","state":"confirmed","#,
+                    r#""tag":"a \"tag\"","user_id":"user","uuid":"{one}"}}"#,
+                ),
+                seven = seven,
+                eight = eight,
+                consumer = consumer,
+                one = one,
+            )
+        );
+        let pending = Pending {
+            consumers: Some(BTreeMap::from([(
+                consumer,
+                BTreeMap::from([("VCPU".into(), 1)]),
+            )])),
+            pending: BTreeMap::from([("VCPU".into(), 1)]),
+        };
+        assert_eq!(
+            serde_json::to_string(&pending).unwrap(),
+            format!(r#"{{"consumers":{{"{consumer}":{{"VCPU":1}}}},"pending":{{"VCPU":1}}}}"#)
+        );
+    }
 
     #[test]
     fn times_are_rfc3339_utc() {
