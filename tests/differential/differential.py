@@ -27,6 +27,7 @@ import normalize  # noqa: E402
 import queries  # noqa: E402
 from servers import Server, ServerDied  # noqa: E402
 from world import CGEN, GEN, Call, World  # noqa: E402
+from world_sharing import SharingWorld  # noqa: E402
 
 DEFAULT_SEED = 1
 
@@ -285,7 +286,8 @@ class Runner:
     def world(self, wid):
         args = self.args
         rng = random.Random('%d:%d' % (args.seed, wid))
-        world = World(rng, allocations=args.world_allocations).build()
+        shape = SharingWorld if args.worlds == 'sharing' else World
+        world = shape(rng, allocations=args.world_allocations).build()
         history = []
         for call in world.calls:
             ok, rep_a, body = self.compare('setup', wid, history, call)
@@ -298,9 +300,15 @@ class Runner:
             'usages': lambda: queries.usages_query(qrng, world),
             'candidates': lambda: queries.candidates_query(qrng, world),
         }
+        if args.worlds == 'sharing':
+            gens['candidates'] = lambda: queries.sharing_candidates_query(
+                qrng, world)
         fams = [f for f in args.families if f in gens]
         for _ in range(args.queries if fams else 0):
             fam = qrng.choice(fams)
+            if args.worlds == 'sharing' and 'candidates' in fams and (
+                    qrng.random() < 0.75):
+                fam = 'candidates'  # what these worlds are for
             call = gens[fam]()
             if (fam == 'usages' and not args.usage_allocations
                     and 'allocations' in call.path):
@@ -505,10 +513,11 @@ class Runner:
                 k + 1, len(self.order), f.family, f.count, sig), file=out)
             print('seed %d, world %d; rerun: scripts/differential --seed %d '
                   '--world %d --iterations 1 --against %s --only %s '
-                  '--queries %d --writes %d --allocations %s'
+                  '--queries %d --writes %d --allocations %s --worlds %s'
                   % (f.seed, f.world, f.seed, f.world, args.against,
                      ','.join(args.families), args.queries, args.writes,
-                     'on' if args.world_allocations else 'off'), file=out)
+                     'on' if args.world_allocations else 'off', args.worlds),
+                  file=out)
             print('calls before the query (%s), as sent to %s:'
                   % (note, a), file=out)
             for call, sent, status in executed:
@@ -622,6 +631,10 @@ def parse_args(argv):
                    'unbounded)')
     p.add_argument('--duration', type=float, default=None,
                    help='stop starting new worlds after S seconds')
+    p.add_argument('--worlds', choices=['small', 'sharing'], default='small',
+                   help='world shape: small (default, what CI runs) or '
+                   'sharing (40-70 providers, nested sharing providers, '
+                   're-parenting; mostly candidate queries)')
     p.add_argument('--world', type=int, default=0,
                    help='index of the first world (to rerun one)')
     p.add_argument('--queries', type=int, default=40,
@@ -638,6 +651,10 @@ def parse_args(argv):
                    default='allot', help='the server under test (placement: '
                    'a second real Placement, a self-test of the harness)')
     p.add_argument('--placement-venv', required=True)
+    p.add_argument('--placement-patch', default='',
+                   help='diagnosis only: mend these known bugs of the '
+                   'reference Placement (comma list of anchors, summaries; '
+                   'see placement_patched.py)')
     p.add_argument('--allot-bin')
     p.add_argument('--shrink-time', type=float, default=300,
                    help='seconds in all to minimize reproductions')
@@ -662,7 +679,8 @@ def main(argv):
     workroot = args.workdir or tempfile.mkdtemp(prefix='allot-differential-')
     os.makedirs(workroot, exist_ok=True)
     a = Server('placement', 'placement', workroot,
-               placement_venv=args.placement_venv)
+               placement_venv=args.placement_venv,
+               placement_patch=args.placement_patch)
     if args.against == 'allot':
         b = Server('allot', 'allot', workroot, allot_bin=args.allot_bin)
     else:
