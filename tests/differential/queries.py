@@ -528,3 +528,63 @@ def state_queries(world, allocations=True, usages=True):
         for proj in world.projects + [INCOMPLETE]:
             out.append(q('/usages?project_id=' + proj, '1.39'))
     return out
+
+
+# -- allocation candidates in sharing worlds (--worlds sharing) -----------
+
+# The request shapes issue 11 quoted, as (unsuffixed classes, [(suffix,
+# classes)], group_policy): amounts are drawn from the world.
+ISSUE_11_SHAPES = [
+    (['IPV4_ADDRESS'], [('_NIC', ['MEMORY_MB'])], None),
+    (['DISK_GB'], [('10', ['MEMORY_MB']), ('_ACCEL', ['VCPU'])], 'isolate'),
+    (['DISK_GB'], [('6', ['NET_BW_IGR_KILOBIT_PER_SEC'])], 'isolate'),
+    (['DISK_GB'], [('_PORT_1-b', ['SRIOV_NET_VF'])], None),
+    (['CUSTOM_FPGA_X'], [('_COMPUTE', ['VCPU'])], None),
+    # seed 51, world 29 of the small worlds
+    (['IPV4_ADDRESS'], [('3', ['MEMORY_MB'])], 'isolate'),
+]
+
+
+def sharing_candidates_query(rng, world):
+    """Mostly the unsuffixed group on the classes pools have, with suffixed
+    groups on the classes trees have; a third of them the shapes above."""
+    if rng.random() < 0.4:
+        return candidates_query(rng, world)
+    minor = rng.randint(33, 39)
+    pool_rcs = sorted({rc for p in world.providers if p.sharing
+                       for rc in p.inv}) or ['DISK_GB']
+    tree_rcs = sorted({rc for p in world.providers if not p.sharing
+                       for rc in p.inv}) or ['VCPU']
+    if rng.random() < 0.35:
+        plain, groups, policy = rng.choice(ISSUE_11_SHAPES)
+    else:
+        plain = pick(rng, pool_rcs, rng.choice([1, 1, 2]))
+        if rng.random() < 0.2:
+            plain = plain + pick(rng, tree_rcs, 1)
+        groups = [(s, pick(rng, tree_rcs, rng.choice([1, 1, 2])))
+                  for s in rng.sample(['1', '2', '_NIC', '_ACCEL', 'X'],
+                                      rng.choice([1, 1, 2, 3]))]
+        policy = rng.choice([None, 'none', 'isolate', 'isolate'])
+    params = [('resources', ','.join(
+        '%s:%d' % (rc, amount_for(rng, world, rc)) for rc in dict.fromkeys(
+            plain)))]
+    for suffix, rcs in groups:
+        params.append(('resources' + suffix, ','.join(
+            '%s:%d' % (rc, amount_for(rng, world, rc))
+            for rc in dict.fromkeys(rcs))))
+        if rng.random() < 0.1:
+            params.append(('required' + suffix, traits_expr(
+                rng, world, minor, any_ok=minor >= 39)))
+    if policy is None and len(groups) > 1:
+        policy = 'none'
+    if policy:
+        params.append(('group_policy', policy))
+    if rng.random() < 0.1:
+        params.append(('member_of', member_of_expr(rng, world)))
+    if rng.random() < 0.05:
+        params.append(('required', traits_expr(rng, world, minor,
+                                               any_ok=minor >= 39)))
+    if len(groups) > 1 and minor >= 36 and rng.random() < 0.1:
+        params.append(('same_subtree', ','.join(s for s, _ in groups)))
+    rng.shuffle(params)
+    return q('/allocation_candidates' + qs(params), '1.%d' % minor)

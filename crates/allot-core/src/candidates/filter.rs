@@ -14,7 +14,9 @@
 //!   and required traits on the providers used *together* (checked by the search).
 //!
 //! A sharing provider is *tied* to an anchor when it shares an aggregate with any
-//! provider of the anchor's tree. `in_tree` pins a suffixed group's provider to a
+//! provider of the anchor's tree (the rule in full, in Placement's terms: `super`'s
+//! module doc); a sharing provider of the anchor's own tree is simply one of the tree's
+//! providers. `in_tree` pins a suffixed group's provider to a
 //! tree (a sharing provider of that tree may still serve other anchors), and pins the
 //! unsuffixed group to that tree without sharing providers; a suffixed group without
 //! resources ignores it, and selects nothing unless it has traits or aggregates.

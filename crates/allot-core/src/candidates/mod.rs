@@ -9,6 +9,35 @@
 //! with the request-wide rules (`group_policy=isolate`, `same_subtree`,
 //! `root_required`) satisfied.
 //!
+//! Which trees a sharing provider serves, in Placement's terms
+//! (`research_context.anchors_for_sharing_providers`, `_alloc_candidates_single_provider`
+//! and `_alloc_candidates_multiple_providers` in Placement 16.0):
+//! - a *sharing provider* is any provider with `MISC_SHARES_VIA_AGGREGATE`, wherever it
+//!   sits: a root, a child (given a parent at creation or re-parented, 1.37), or a root
+//!   with children of its own;
+//! - its *anchors* are the roots of the trees of every provider that is a member of one
+//!   of its aggregates: a tree is tied to it through any of its providers (a NUMA or NIC
+//!   child's aggregate ties the whole tree, root included), and the sharing provider is
+//!   a member of its own aggregates, so its own tree's root is always an anchor;
+//! - it may serve, in a candidate anchored on any of its anchors, any class of the
+//!   unsuffixed group (each class from one provider) or a whole suffixed group, as a
+//!   provider of that tree would; only the sharing provider itself is shared: its parent
+//!   and children are ordinary providers of their tree, serving only candidates anchored
+//!   on that tree's root;
+//! - `in_tree` on the unsuffixed group keeps out sharing providers of other trees, and
+//!   its `member_of` admits a sharing provider of another tree only if the sharing
+//!   provider itself is in the aggregates (Placement narrows the sharing providers to
+//!   the members before it looks for their anchors);
+//! - a candidate that uses nothing but sharing providers can come from several anchors
+//!   and is answered once.
+//!
+//! Placement 16.0 departs from this rule in two places that we do not copy (docs/api.md,
+//! "Differences"): it keeps an unsuffixed-group answer made only of sharing providers on
+//! one of its anchors only, chosen by Python's set order, and it fails (500) when a
+//! sharing provider that is not a root serves a tree other than its own in the unsuffixed
+//! group. The differential test can mend both in the reference Placement
+//! (`--placement-patch anchors,summaries`) to check that nothing else differs.
+//!
 //! How the search runs:
 //! 1. names are checked in Placement's order (an unknown class or trait is an error,
 //!    unless an earlier step already made the answer empty; [`validate`]);
