@@ -390,58 +390,9 @@ fn parse<T: serde::de::DeserializeOwned>(method: Method, path: &str, body: &[u8]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::stub;
     use crate::Config;
     use serde_json::json;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
-
-    /// A stub server: answers one request per connection (`connection: close`) with
-    /// each of `responses` in turn, and hands back the requests' text.
-    async fn stub(
-        responses: Vec<(&'static str, String)>,
-    ) -> (String, tokio::task::JoinHandle<Vec<String>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            let mut requests = Vec::new();
-            for (status, body) in responses {
-                let (mut socket, _) = listener.accept().await.unwrap();
-                let mut seen = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    let n = socket.read(&mut buf).await.unwrap();
-                    seen.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&seen).to_string();
-                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                        let length = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase()
-                                    .strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse::<usize>().unwrap())
-                            })
-                            .unwrap_or(0);
-                        if body.len() >= length {
-                            break;
-                        }
-                    }
-                    if n == 0 {
-                        break;
-                    }
-                }
-                let response = format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
-                     connection: close\r\ncontent-length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                socket.write_all(response.as_bytes()).await.unwrap();
-                socket.shutdown().await.unwrap();
-                requests.push(String::from_utf8(seen).unwrap());
-            }
-            requests
-        });
-        (url, task)
-    }
 
     fn claim_json(uuid: u128) -> Value {
         json!({

@@ -206,6 +206,20 @@ fn consumer() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// `PUT /allocations/{consumer}` of `vcpu` VCPU on `rp` for a new consumer, at 1.39.
+async fn allocate(s: &Server, consumer: &str, rp: &str, vcpu: u64) -> Reply {
+    s.call(
+        "PUT",
+        &format!("/allocations/{consumer}"),
+        Some(json!({
+            "allocations": {rp: {"resources": {"VCPU": vcpu}}},
+            "project_id": "proj", "user_id": "user",
+            "consumer_generation": null, "consumer_type": "INSTANCE",
+        })),
+    )
+    .await
+}
+
 async fn pending_on(s: &Server, rp: &str) -> Value {
     let r = s
         .call("GET", &format!("/resource_providers/{rp}/pending"), None)
@@ -314,17 +328,7 @@ async fn a_mass_start_fills_providers_exactly() {
     let listed = s.call("GET", "/claims?state=pending", None).await;
     assert_eq!(listed.body["claims"].as_array().unwrap().len(), 60);
     // An allocation write sees the claims too.
-    let r = s
-        .call(
-            "PUT",
-            &format!("/allocations/{}", consumer()),
-            Some(json!({
-                "allocations": {&rps[0]: {"resources": {"VCPU": 1}}},
-                "project_id": "proj", "user_id": "user",
-                "consumer_generation": null, "consumer_type": "INSTANCE",
-            })),
-        )
-        .await;
+    let r = allocate(&s, &consumer(), &rps[0], 1).await;
     assert_eq!(r.status, 409, "{r:?}");
     Arc::into_inner(s).unwrap().shut().await;
 }
@@ -337,17 +341,7 @@ async fn expiry_is_exact_and_the_sweeper_changes_nothing_else() {
     let other = provider(&s, "other", 8).await;
     // Around it: an allocation and a claim that never expires, on the other provider.
     let holder = consumer();
-    let r = s
-        .call(
-            "PUT",
-            &format!("/allocations/{holder}"),
-            Some(json!({
-                "allocations": {&other: {"resources": {"VCPU": 2}}},
-                "project_id": "proj", "user_id": "user",
-                "consumer_generation": null, "consumer_type": "INSTANCE",
-            })),
-        )
-        .await;
+    let r = allocate(&s, &holder, &other, 2).await;
     assert_eq!(r.status, 204, "{r:?}");
     let forever = claim(&s, &consumer(), &other, 3, Some(Value::Null)).await;
     assert_eq!(forever["expires_at"], Value::Null);
@@ -499,17 +493,7 @@ async fn confirming_adds_or_replaces() {
     let a = provider(&s, "source", 4).await;
     let b = provider(&s, "target", 4).await;
     let vm = consumer();
-    let r = s
-        .call(
-            "PUT",
-            &format!("/allocations/{vm}"),
-            Some(json!({
-                "allocations": {&a: {"resources": {"VCPU": 2}}},
-                "project_id": "proj", "user_id": "user",
-                "consumer_generation": null, "consumer_type": "INSTANCE",
-            })),
-        )
-        .await;
+    let r = allocate(&s, &vm, &a, 2).await;
     assert_eq!(r.status, 204, "{r:?}");
     let generation = |v: &Value| v["consumer_generation"].as_u64().unwrap();
     let held = s

@@ -10,7 +10,7 @@ mod support;
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
-use support::Server;
+use support::{stdout_of, Server};
 
 /// `allot ARGS` against `server` (the endpoint given by `ALLOT_URL`, as an operator's
 /// shell would, and the token by flag).
@@ -21,16 +21,6 @@ fn allot(server: &Server, args: &[&str]) -> Output {
         .env("ALLOT_URL", format!("http://{}", server.addr))
         .output()
         .expect("run allot")
-}
-
-fn stdout_of(output: Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
 }
 
 fn json_of(output: Output) -> Value {

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::{Command, Output};
 
-use support::Server;
+use support::{stdout_of, Server};
 
 fn classes(server: &Server, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_allot"))
@@ -20,16 +20,6 @@ fn classes(server: &Server, args: &[&str]) -> Output {
         ])
         .output()
         .expect("run allot classes")
-}
-
-fn stdout_of(output: Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! What the binary's tests share: the real `allot serve` on an ephemeral port, a
 //! tiny HTTP/1.1 client on `std` (one connection per request), and `allot bench` run
-//! as a command.
+//! as a command, and the output of a command that must succeed.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// Runs `allot bench ARGS`, expects success, returns stdout.
@@ -199,4 +199,16 @@ fn dechunk(mut body: &str) -> String {
         body = rest[size..].strip_prefix("\r\n").unwrap_or(&rest[size..]);
     }
     out
+}
+
+/// The standard output of a command run to completion, which must have succeeded
+/// (its output and error in the message if not).
+pub fn stdout_of(output: Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
 }
