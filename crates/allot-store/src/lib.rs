@@ -1,14 +1,19 @@
 //! Durable storage for allot, and the host that keeps the in-memory view in step with it.
 //!
-//! - [`Store`] is the one interface every engine sits behind: it loads the whole
-//!   [`State`] at start-up and persists the [`Change`]s of a write in one transaction.
-//!   Engines are chosen by a database URL (`sqlite:PATH` today; `postgres://` is meant
-//!   to fit behind the same two calls).
+//! - [`Store`] is the one interface every engine sits behind, chosen by a database URL
+//!   (`sqlite:PATH` today). It loads the whole [`State`] at start-up and writes the
+//!   [`Change`]s of a batch in one transaction. Every transaction also appends its
+//!   changes to a **change log** in the database and moves its head, a [`Cursor`]: a
+//!   node that shares the database with others learns their commits, in order, from
+//!   [`Store::changes_since`], and [`Store::write`] hands it the ones it has not seen
+//!   before it plans, with the log's head locked, so that no plan is ever made against
+//!   an out-of-date view (ARCHITECTURE.md, "Several nodes").
 //! - [`Host`] owns a store and the in-memory [`State`]: it serialises writes (plan
 //!   against the view, persist, then apply) and hands out read access to the view.
 
 mod engine;
 mod host;
+pub mod log;
 
 pub use host::{Clock, Host, Pending, WriteError};
 
@@ -43,7 +48,36 @@ pub enum StoreError {
     /// Stored data that cannot be read back (a corrupt row).
     #[error("corrupt data in store: {0}")]
     Corrupt(String),
+    /// A change's precondition did not hold inside the transaction: a provider's or
+    /// consumer's generation was not the one the plan saw, or a row to create was
+    /// already there. Nothing was written. Under the log's lock a plan always sees
+    /// the latest commits, so this means the database was changed outside allot's
+    /// log (or a bug); the host reloads its view.
+    #[error("the store changed under this write: {0}")]
+    Stale(String),
+    /// The commits after the cursor asked for were pruned from the change log: the
+    /// caller must load the whole view again.
+    #[error("the change log no longer reaches back to commit {0}")]
+    Behind(i64),
 }
+
+/// A position in the store's change log: the number of the last commit a view
+/// includes (0 before the first). Commits are numbered from 1 without gaps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cursor(pub i64);
+
+/// One committed transaction, as the change log keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// Its number: the head just after it.
+    pub cursor: Cursor,
+    /// What it changed, in order.
+    pub changes: Vec<Change>,
+}
+
+/// What a write plans once it holds the log's lock: given the commits its view has
+/// not seen (oldest first), the changes to write (none: write nothing).
+pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
 
 /// A durable store: one of the engines, chosen at start-up.
 #[derive(Debug)]
@@ -85,16 +119,60 @@ impl Store {
 
     /// Reads everything into a fresh in-memory view.
     pub fn load(&mut self) -> Result<State, StoreError> {
+        Ok(self.snapshot()?.0)
+    }
+
+    /// Reads everything into a fresh in-memory view, with the log's head at the moment
+    /// of the read (one consistent snapshot).
+    pub fn snapshot(&mut self) -> Result<(State, Cursor), StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
         }
     }
 
-    /// Makes `changes` durable, all or nothing. When this returns Ok the changes are on
-    /// disk.
-    pub fn persist(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+    /// The change log's head: the last commit.
+    pub fn head(&mut self) -> Result<Cursor, StoreError> {
         match &mut self.0 {
-            Engine::Sqlite(e) => e.persist(changes),
+            Engine::Sqlite(e) => e.head(),
+        }
+    }
+
+    /// Every commit after `after`, oldest first ([`StoreError::Behind`] when the log
+    /// was pruned past it).
+    pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.changes_since(after),
+        }
+    }
+
+    /// One write transaction. It takes the log's lock (every node's writes queue
+    /// there), reads the commits after `at`, and calls `plan` with them; the changes
+    /// `plan` returns are written with their preconditions checked
+    /// ([`StoreError::Stale`] when one fails, and nothing is written), appended to the
+    /// log, and committed. `plan` is called at most once, and not at all if the
+    /// transaction cannot start or the log no longer reaches back to `at`
+    /// ([`StoreError::Behind`]). Returns the head after the transaction (unchanged if
+    /// `plan` returned nothing). When this returns Ok the changes are on disk.
+    pub fn write(&mut self, at: Cursor, plan: PlanUnderLock<'_>) -> Result<Cursor, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.write(Some(at), plan),
+        }
+    }
+
+    /// Makes `changes` durable, all or nothing, whatever was committed before them
+    /// (their preconditions are still checked): for tools and tests that have no view.
+    pub fn persist(&mut self, changes: &[Change]) -> Result<Cursor, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.write(None, &mut |_| changes.to_vec()),
+        }
+    }
+
+    /// Whether other processes may write to this store at the same time (a server
+    /// database), so that a node must follow the log to stay fresh. The embedded
+    /// SQLite file is held by one process.
+    pub fn is_shared(&self) -> bool {
+        match &self.0 {
+            Engine::Sqlite(_) => false,
         }
     }
 }
