@@ -548,6 +548,24 @@ fn a_broken_dump_is_refused_with_every_problem_named() {
     let err = refused(&d);
     assert!(err.contains("3 integrity problem(s)"), "{err}");
 
+    // Past 50 problems the rest are counted, not listed.
+    let mut d = good.clone();
+    let orphans: Vec<serde_json::Value> = (0..60u128)
+        .map(|i| {
+            serde_json::json!({
+                "uuid": Uuid::from_u128(0x0e00 + i), "name": format!("orphan{i}"),
+                "parent": Uuid::from_u128(0xdead), "generation": 0, "created_at": 0,
+                "updated_at": 0, "inventories": [], "traits": [], "aggregates": [],
+            })
+        })
+        .collect();
+    d["providers"].as_array_mut().unwrap().extend(orphans);
+    let err = refused(&d);
+    assert!(
+        err.contains("51 integrity problem(s)") && err.ends_with("and 10 more"),
+        "{err}"
+    );
+
     // The untouched dump goes in (so the cases above failed for their damage alone).
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&url(&dir, "ok.db")).unwrap();

@@ -17,7 +17,8 @@ use clap::Args;
 /// `allot export`.
 #[derive(Args, Debug)]
 #[command(after_help = "\
-The database is read in one go and nothing is written to it. Stop the allot server \
+The database is read in one go; nothing is written to it (but an older schema is \
+migrated on opening, as a server would). Stop the allot server \
 that uses it first: allot's SQLite engine holds its file exclusively while it runs, \
 so an export from a database in use fails with \"database is locked\" rather than \
 read a moving target. The dump holds every provider, inventory, trait, aggregate, \
