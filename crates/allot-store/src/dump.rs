@@ -298,7 +298,7 @@ fn load_state(store: &mut Store) -> Result<State, StoreError> {
 
 /// Writes every change in one transaction.
 fn persist_all(store: &mut Store, changes: &[Change]) -> Result<(), StoreError> {
-    store.persist(changes)
+    store.persist(changes).map(drop)
 }
 
 // ----- export -----
