@@ -37,12 +37,38 @@ pub enum StoreError {
     /// The SQLite engine failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL engine failed (or could not connect: the message says why).
+    #[error("postgres: {}", postgres_message(.0))]
+    Postgres(postgres::Error),
+    /// A change's precondition failed: another writer got there first.
+    #[error("stale: {0}")]
+    Stale(String),
+    /// The change log was pruned past the cursor asked for: load again.
+    #[error("the change log no longer reaches back to this cursor: load again")]
+    Behind,
     /// An I/O error outside the engine (creating the database's directory, ...).
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// Stored data that cannot be read back (a corrupt row).
     #[error("corrupt data in store: {0}")]
     Corrupt(String),
+}
+
+/// Not `#[from]`: the message carries the driver's cause already, and a source would
+/// have error reports print it twice.
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        StoreError::Postgres(e)
+    }
+}
+
+/// A PostgreSQL error with its cause (the driver's own text for a server error is
+/// only "db error"; the server's message is the cause).
+fn postgres_message(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
+    }
 }
 
 /// A durable store: one of the engines, chosen at start-up.
@@ -52,11 +78,13 @@ pub struct Store(Engine);
 #[derive(Debug)]
 enum Engine {
     Sqlite(engine::sqlite::SqliteEngine),
+    /// Boxed: the client's state is larger than SQLite's connection handle.
+    Postgres(Box<engine::postgres::PgEngine>),
 }
 
 impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
-    /// `sqlite:PATH` (or `sqlite://PATH`).
+    /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`.
     pub fn open(url: &str) -> Result<Store, StoreError> {
         if let Some(path) = url
             .strip_prefix("sqlite://")
@@ -72,14 +100,14 @@ impl Store {
                 path,
             )?)));
         }
-        let reason = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            "the PostgreSQL engine is not built yet; use sqlite:PATH"
-        } else {
-            "expected sqlite:PATH"
-        };
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Store(Engine::Postgres(Box::new(
+                engine::postgres::PgEngine::open(url)?,
+            ))));
+        }
         Err(StoreError::BadUrl {
             url: url.into(),
-            reason: reason.into(),
+            reason: "expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into(),
         })
     }
 
@@ -87,6 +115,7 @@ impl Store {
     pub fn load(&mut self) -> Result<State, StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
+            Engine::Postgres(e) => Ok(e.load()?.0),
         }
     }
 
@@ -95,6 +124,7 @@ impl Store {
     pub fn persist(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.persist(changes),
+            Engine::Postgres(e) => e.persist(changes, &|_| Vec::new()).map(|_| ()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The `allot` binary: `allot serve` runs the Placement API on the embedded store;
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
-//! pending claims.
+//! pending claims; `allot db migrate` brings a database's schema up to date.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
@@ -44,6 +44,22 @@ enum Command {
     /// What live pending claims hold on a provider (a uuid or a name), or for a
     /// consumer or project.
     Pending(claims::PendingArgs),
+    /// Database maintenance: `allot db migrate` brings a database's schema up to date
+    /// (as `allot serve` does on start) and exits.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DbCommand {
+    /// Create or migrate the schema of a database (sqlite:PATH or postgres://...).
+    Migrate {
+        /// The database URL.
+        #[arg(long, env = "ALLOT_DATABASE")]
+        database: String,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,6 +70,12 @@ fn main() -> anyhow::Result<()> {
         Command::Classes(args) => classes::run(args),
         Command::Claims(args) => claims::run(args),
         Command::Pending(args) => claims::run_pending(args),
+        // Opening a store migrates it: that is all there is to do.
+        Command::Db {
+            command: DbCommand::Migrate { database },
+        } => allot_store::Store::open(&database)
+            .map(|_| println!("the database schema is up to date"))
+            .context("migrating the database"),
     }
 }
 
