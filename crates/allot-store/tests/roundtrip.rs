@@ -454,3 +454,95 @@ proptest! {
         replay_on_postgres(&ops, restart_every);
     }
 }
+
+/// A change planned against a generation that is no longer the row's is refused as
+/// `Stale`, and nothing of its transaction remains.
+fn stale_generation_is_refused(url: &str) {
+    let mut store = Store::open(url).unwrap();
+    let create = vec![Change::PutProvider {
+        row: provider(1, None, 1, "cn1"),
+        previous_generation: None,
+    }];
+    store.persist(&create).unwrap();
+    let mut bumped = provider(1, None, 1, "cn1");
+    bumped.generation = 1;
+    store
+        .persist(&[Change::PutProvider {
+            row: bumped.clone(),
+            previous_generation: Some(0),
+        }])
+        .unwrap();
+    // Planned against generation 0 again: lost the race.
+    bumped.generation = 1;
+    bumped.name = "lost".into();
+    let lost = [
+        Change::PutTrait(allot_core::TraitRecord {
+            name: TraitName::new_unchecked("CUSTOM_LOST"),
+            created_at: 1,
+        }),
+        Change::PutProvider {
+            row: bumped,
+            previous_generation: Some(0),
+        },
+    ];
+    let e = store.persist(&lost).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    // Creating it again is a lost race too.
+    let e = store.persist(&create).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    drop(store);
+    let state = Store::open(url).unwrap().load().unwrap();
+    assert!(!state.trait_exists(&TraitName::new_unchecked("CUSTOM_LOST")));
+    let p = state.provider(ProviderId(1)).unwrap();
+    assert_eq!((p.row.generation, p.row.name.as_str()), (1, "cn1"));
+}
+
+/// Two stores on one database creating the same provider (by uuid, or by name
+/// under another uuid): the second is `Stale`.
+fn second_create_is_stale(url: &str) {
+    let (mut a, mut b) = (Store::open(url).unwrap(), Store::open(url).unwrap());
+    a.persist(&[Change::PutProvider {
+        row: provider(1, None, 1, "cn1"),
+        previous_generation: None,
+    }])
+    .unwrap();
+    // The same uuid under another id and name.
+    let mut same_uuid = provider(2, None, 2, "cn2");
+    same_uuid.uuid = Uuid::from_u128(1);
+    // The same name under another uuid.
+    let same_name = provider(3, None, 3, "cn1");
+    for row in [same_uuid, same_name] {
+        let e = b
+            .persist(&[Change::PutProvider {
+                row,
+                previous_generation: None,
+            }])
+            .unwrap_err();
+        assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    }
+    // A consumer made by both: the second is stale.
+    let make = [Change::PutConsumer {
+        row: consumer(10, 0, None),
+        previous_generation: None,
+    }];
+    a.persist(&make).unwrap();
+    let e = b.persist(&make).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    let state = b.load().unwrap();
+    assert_eq!(state.providers().count(), 1);
+    assert_eq!(state.consumers().count(), 1);
+}
+
+#[test]
+fn postgres_stale_generation_is_refused() {
+    if let Some(db) = PgDatabase::new() {
+        stale_generation_is_refused(&db.url);
+    }
+}
+
+#[test]
+fn postgres_second_create_is_stale() {
+    if let Some(db) = PgDatabase::new() {
+        second_create_is_stale(&db.url);
+    }
+}
