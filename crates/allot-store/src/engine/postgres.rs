@@ -1191,3 +1191,211 @@ impl PgListener {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The log's mechanics on a real server (skipped without
+    //! `ALLOT_TEST_POSTGRES_URL`); what the changes do is the store suite's part.
+
+    use super::*;
+
+    /// A fresh database on the test server, dropped after.
+    struct Database {
+        admin: String,
+        name: String,
+        url: String,
+    }
+
+    impl Database {
+        fn new() -> Option<Database> {
+            let admin = std::env::var("ALLOT_TEST_POSTGRES_URL").ok()?;
+            let name = format!("allot_unit_{}", Uuid::new_v4().simple());
+            let mut client = Client::connect(&admin, NoTls).unwrap();
+            client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .unwrap();
+            let base = admin.split('?').next().unwrap_or(&admin);
+            let server = base.rsplit_once('/').map_or(base, |(s, _)| s);
+            let url = format!("{server}/{name}");
+            Some(Database { admin, name, url })
+        }
+    }
+
+    impl Drop for Database {
+        fn drop(&mut self) {
+            if let Ok(mut client) = Client::connect(&self.admin, NoTls) {
+                let _ = client.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name));
+            }
+        }
+    }
+
+    fn trait_change(name: &str) -> Vec<Change> {
+        vec![Change::PutTrait(TraitRecord {
+            name: TraitName::new_unchecked(name),
+            created_at: 1,
+        })]
+    }
+
+    /// The log's bytes here are the trait's name, so that commits can be told apart.
+    fn encode(changes: &[Change]) -> Vec<u8> {
+        match changes.first() {
+            Some(Change::PutTrait(t)) => t.name.as_str().as_bytes().to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn commits_are_read_in_order_and_handed_to_the_next_plan() {
+        let Some(db) = Database::new() else { return };
+        let (mut a, mut b) = (
+            PgEngine::open(&db.url).unwrap(),
+            PgEngine::open(&db.url).unwrap(),
+        );
+        let (_, start) = b.load().unwrap();
+        assert_eq!(start, 0);
+        for (i, name) in ["CUSTOM_A", "CUSTOM_B", "CUSTOM_C"].iter().enumerate() {
+            let head = a.write(i as i64, &mut |_| trait_change(name), &encode);
+            assert_eq!(head.unwrap(), i as i64 + 1);
+        }
+        // A plan with nothing to do writes nothing and leaves the head.
+        assert_eq!(a.write(3, &mut |_| Vec::new(), &encode).unwrap(), 3);
+        assert_eq!(b.head().unwrap(), 3);
+        let seen = b.changes_since(1).unwrap();
+        assert_eq!(
+            seen,
+            vec![(2, b"CUSTOM_B".to_vec()), (3, b"CUSTOM_C".to_vec())]
+        );
+        // B writes from where it loaded: its plan first gets A's three commits.
+        let mut handed = Vec::new();
+        let head = b
+            .write(
+                start,
+                &mut |commits| {
+                    handed = commits;
+                    trait_change("CUSTOM_D")
+                },
+                &encode,
+            )
+            .unwrap();
+        assert_eq!(head, 4);
+        assert_eq!(
+            handed.iter().map(|c| c.0).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        let (state, head) = a.load().unwrap();
+        assert_eq!(head, 4);
+        assert!(state.trait_exists(&TraitName::new_unchecked("CUSTOM_D")));
+        // A cursor from another database (ahead of the head) is no cursor here.
+        assert!(matches!(a.changes_since(9), Err(StoreError::Behind)));
+        assert!(matches!(
+            a.write(9, &mut |_| Vec::new(), &encode),
+            Err(StoreError::Behind)
+        ));
+    }
+
+    #[test]
+    fn a_pruned_cursor_is_behind() {
+        let Some(db) = Database::new() else { return };
+        let mut a = PgEngine::open(&db.url).unwrap();
+        for (i, name) in ["CUSTOM_A", "CUSTOM_B", "CUSTOM_C"].iter().enumerate() {
+            a.write(i as i64, &mut |_| trait_change(name), &encode)
+                .unwrap();
+        }
+        // As pruning leaves it: the oldest commits gone.
+        a.client()
+            .unwrap()
+            .batch_execute("DELETE FROM allot_log WHERE seq <= 2")
+            .unwrap();
+        assert!(matches!(a.changes_since(0), Err(StoreError::Behind)));
+        assert!(matches!(a.changes_since(1), Err(StoreError::Behind)));
+        assert_eq!(a.changes_since(2).unwrap().len(), 1);
+        assert!(a.changes_since(3).unwrap().is_empty());
+        let mut called = false;
+        let e = a.write(
+            1,
+            &mut |_| {
+                called = true;
+                Vec::new()
+            },
+            &encode,
+        );
+        assert!(matches!(e, Err(StoreError::Behind)));
+        assert!(!called, "a plan is never made on a gap");
+    }
+
+    #[test]
+    fn the_listener_wakes_on_a_commit_and_reconnects() {
+        let Some(db) = Database::new() else { return };
+        let mut a = PgEngine::open(&db.url).unwrap();
+        let mut listener = PgListener::open(&db.url).unwrap();
+        assert!(!listener.wait(Duration::from_millis(50)).unwrap());
+        a.write(0, &mut |_| trait_change("CUSTOM_A"), &encode)
+            .unwrap();
+        a.write(1, &mut |_| trait_change("CUSTOM_B"), &encode)
+            .unwrap();
+        let start = std::time::Instant::now();
+        assert!(listener.wait(Duration::from_secs(5)).unwrap());
+        assert!(start.elapsed() < Duration::from_secs(1));
+        // Both announcements were taken by the one wake-up.
+        assert!(!listener.wait(Duration::from_millis(50)).unwrap());
+        // A plan that writes nothing announces nothing.
+        a.write(2, &mut |_| Vec::new(), &encode).unwrap();
+        assert!(!listener.wait(Duration::from_millis(50)).unwrap());
+        // The server ends the listener's session: the wait fails or wakes, and
+        // the one after reconnects (waking, as announcements may have been lost).
+        a.client()
+            .unwrap()
+            .batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE query LIKE 'LISTEN%' AND datname = current_database()",
+            )
+            .unwrap();
+        let mut woke = false;
+        for _ in 0..3 {
+            if let Ok(true) = listener.wait(Duration::from_millis(200)) {
+                woke = true;
+                break;
+            }
+        }
+        assert!(woke);
+        a.write(2, &mut |_| trait_change("CUSTOM_C"), &encode)
+            .unwrap();
+        assert!(listener.wait(Duration::from_secs(5)).unwrap());
+    }
+
+    #[test]
+    fn a_dropped_writer_connection_reconnects() {
+        let Some(db) = Database::new() else { return };
+        let mut a = PgEngine::open(&db.url).unwrap();
+        let mut b = PgEngine::open(&db.url).unwrap();
+        a.write(0, &mut |_| trait_change("CUSTOM_A"), &encode)
+            .unwrap();
+        let pid: i32 = a
+            .client()
+            .unwrap()
+            .query_one("SELECT pg_backend_pid()", &[])
+            .unwrap()
+            .get(0);
+        b.client()
+            .unwrap()
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .unwrap();
+        // The first call after may fail (it finds out); the next one reconnects.
+        let head = a.head().or_else(|_| a.head()).unwrap();
+        assert_eq!(head, 1);
+        assert_eq!(
+            a.write(1, &mut |_| trait_change("CUSTOM_B"), &encode)
+                .unwrap(),
+            2
+        );
+    }
+
+    #[test]
+    fn redacted_urls_hide_the_password() {
+        assert_eq!(
+            redact("postgres://me:secret@db:5432/allot"),
+            "postgres://me:***@db:5432/allot"
+        );
+        assert_eq!(redact("postgres://me@db/allot"), "postgres://me@db/allot");
+    }
+}
