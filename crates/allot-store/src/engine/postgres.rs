@@ -371,24 +371,15 @@ impl PgEngine {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let bytes = encode(&changes);
+        // The log row, the head and the announcement in one round trip; the
+        // announcement is delivered when (and only if) the transaction commits.
         exec(
             &mut tx,
             statements,
-            "INSERT INTO allot_log (seq, at, changes) VALUES ($1, $2, $3)",
+            "WITH logged AS (INSERT INTO allot_log (seq, at, changes) VALUES ($1, $2, $3)),
+                  moved AS (UPDATE allot_log_head SET seq = $1)
+             SELECT pg_notify('allot_log', $1::bigint::text)",
             &[&seq, &now, &bytes],
-        )?;
-        exec(
-            &mut tx,
-            statements,
-            "UPDATE allot_log_head SET seq = $1",
-            &[&seq],
-        )?;
-        // Delivered to the listeners when (and only if) the transaction commits.
-        exec(
-            &mut tx,
-            statements,
-            "SELECT pg_notify('allot_log', $1::bigint::text)",
-            &[&seq],
         )?;
         if seq % PRUNE_EVERY == 0 {
             exec(
@@ -1081,18 +1072,17 @@ fn write_change(
                 "DELETE FROM allocations WHERE consumer_uuid = $1",
                 &[uuid],
             )?;
-            for a in allocations {
+            if !allocations.is_empty() {
+                // One statement for all of them (a claim's hot path): arrays, unnested.
+                let providers: Vec<i64> = allocations.iter().map(|a| a.provider.0 as i64).collect();
+                let classes: Vec<&str> = allocations.iter().map(|a| a.class.as_str()).collect();
+                let used: Vec<i64> = allocations.iter().map(|a| a.used as i64).collect();
                 exec(
                     tx,
                     st,
                     "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used)
-                     VALUES ($1, $2, $3, $4)",
-                    &[
-                        uuid,
-                        &(a.provider.0 as i64),
-                        &a.class.as_str(),
-                        &(a.used as i64),
-                    ],
+                     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])",
+                    &[uuid, &providers, &classes, &used],
                 )?;
             }
         }
@@ -1336,8 +1326,12 @@ mod tests {
         let start = std::time::Instant::now();
         assert!(listener.wait(Duration::from_secs(5)).unwrap());
         assert!(start.elapsed() < Duration::from_secs(1));
-        // Both announcements were taken by the one wake-up.
-        assert!(!listener.wait(Duration::from_millis(50)).unwrap());
+        // The two announcements wake it at most twice (the second may not have
+        // arrived when the first woke it), then it is quiet.
+        let extra = (0..3)
+            .take_while(|_| listener.wait(Duration::from_millis(100)).unwrap())
+            .count();
+        assert!(extra <= 1, "{extra} extra wake-ups");
         // A plan that writes nothing announces nothing.
         a.write(2, &mut |_| Vec::new(), &encode).unwrap();
         assert!(!listener.wait(Duration::from_millis(50)).unwrap());
