@@ -14,7 +14,7 @@ use crate::model::{
 use crate::names::{ResourceClass, TraitName};
 
 /// One durable change.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Change {
     /// Create or replace a custom resource class. `old_name` is set when an existing
     /// class is renamed (the 1.2 PUT form).

@@ -16,7 +16,7 @@ pub const MAX_DESCRIPTION: usize = 1024;
 
 /// A class's metadata. Every field may be unset: a custom class that was never given
 /// metadata has all three unset, and an operator may set only some.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassMetadata {
     /// What one unit of the class is: `count`, `MiB`, `GiB`, `kbit/s`, ...
     pub units: Option<String>,

@@ -11,11 +11,23 @@ pub type Timestamp = i64;
 
 /// A provider's internal id: stable for the provider's life, never reused, never shown
 /// to clients (they see the uuid). Ids start at 1: the default, 0, is no provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct ProviderId(pub u64);
 
 /// One resource class's inventory on one provider.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     /// How much exists.
     pub total: u64,
@@ -90,7 +102,7 @@ impl Inventory {
 
 /// The persisted row of a provider, without its inventories, traits and aggregates
 /// (which change on their own and are persisted by their own [`crate::Change`]s).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProviderRow {
     /// Internal id.
     pub id: ProviderId,
@@ -229,7 +241,7 @@ impl Provider {
 }
 
 /// A custom resource class (standard classes are compiled in and never stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassRecord {
     /// The class's name (always `CUSTOM_*`).
     pub name: ResourceClass,
@@ -240,7 +252,7 @@ pub struct ClassRecord {
 }
 
 /// A custom trait (standard traits are compiled in and never stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TraitRecord {
     /// The trait's name (always `CUSTOM_*`).
     pub name: TraitName,
@@ -252,7 +264,7 @@ pub struct TraitRecord {
 ///
 /// The texts are shared ([`Text`]): many consumers carry the same project, user and
 /// type, and the view interns them so that each is held once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConsumerRow {
     /// The id clients use.
     pub uuid: Uuid,
@@ -271,7 +283,9 @@ pub struct ConsumerRow {
 }
 
 /// One amount of one resource class that a consumer holds on one provider.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Allocation {
     /// Where.
     pub provider: ProviderId,
@@ -293,7 +307,9 @@ pub struct Consumer {
 /// Where a claim is in its life. `Expired` is stored only once the sweeper has seen
 /// the claim past its expiry; before that the record says `Pending` and
 /// [`Claim::state_at`] tells the truth from the time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum ClaimState {
     /// Counts against capacity until it expires.
     Pending,
@@ -331,7 +347,9 @@ impl ClaimState {
 
 /// One amount of a claim: on a provider (by uuid, which outlives the provider for a
 /// claim that ended), of a class.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ClaimAmount {
     /// Where.
     pub provider: Uuid,
@@ -346,7 +364,7 @@ pub struct ClaimAmount {
 /// allocation; confirming turns it into allocations, releasing or expiring ends it.
 /// Ended claims are kept for a while (so that a second release or confirm is
 /// answered as the first was), then purged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Claim {
     /// The claim's own id.
     pub uuid: Uuid,

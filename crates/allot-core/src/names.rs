@@ -96,6 +96,23 @@ macro_rules! name_type {
             }
         }
 
+        // Written as the bare name; read back through `parse`, so that a damaged
+        // record (the store's change log) is refused rather than trusted.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Self::parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!("{text:?} is not a well-formed name"))
+                })
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(&self.0)

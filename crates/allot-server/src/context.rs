@@ -288,8 +288,29 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 cors.preflight(origin.as_deref())
             } else {
                 let identity = identity(&headers);
+                let stale = app.host.staleness();
                 if identity.is_none() && req.uri().path() != "/" {
                     ApiError::new(StatusCode::UNAUTHORIZED, "").into_response()
+                } else if stale > app.config.max_staleness
+                    && req.uri().path() != "/"
+                    && (method == Method::GET || method == Method::HEAD)
+                {
+                    // Writes are safe (they catch up under the log's lock); reads
+                    // would answer from a view that may be out of date.
+                    tracing::warn!(?stale, "refusing a read: the view may be stale");
+                    let mut r = ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "This node has not been able to follow the database for {} ms; \
+                             its answers may be out of date. Try again or use another node.",
+                            stale.as_millis()
+                        ),
+                    )
+                    .with_code(crate::error::codes::VIEW_STALE)
+                    .into_response();
+                    r.headers_mut()
+                        .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                    r
                 } else {
                     req.extensions_mut().insert(Ctx {
                         request_id: request_id.clone(),

@@ -40,6 +40,11 @@ pub mod codes {
     pub const CLAIM_DOES_NOT_FIT: &str = "allot.claim.does_not_fit";
     /// A claim that is no longer pending cannot be confirmed (allot's extension API).
     pub const CLAIM_NOT_PENDING: &str = "allot.claim.not_pending";
+    /// This node's view may be out of date: it could not follow the database's
+    /// change log for longer than its bound (several nodes on one database).
+    pub const VIEW_STALE: &str = "allot.view.stale";
+    /// The database could not complete a write.
+    pub const STORE_UNAVAILABLE: &str = "allot.store.unavailable";
 }
 
 /// An error answer: status, message and Placement error code.
@@ -139,9 +144,16 @@ impl From<allot_store::WriteError> for ApiError {
         match e {
             allot_store::WriteError::Refused(e) => e.into(),
             allot_store::WriteError::Store(e) => {
-                // The details are for the operator's log, never for the client.
+                // The details are for the operator's log, never for the client. A
+                // database that cannot take the write is the service being
+                // unavailable for a moment (a lost connection, a full disk, a view
+                // that must be loaded again), which a client may retry.
                 tracing::error!(error = %e, "store failure");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The database could not complete this write; try again.",
+                )
+                .with_code(codes::STORE_UNAVAILABLE)
             }
             allot_store::WriteError::Stopped => {
                 tracing::error!("the writer is not running");

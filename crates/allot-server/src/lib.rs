@@ -68,7 +68,16 @@ pub struct Config {
     pub claim_expires_in: Option<i64>,
     /// How long ended claims are kept before [`sweep_claims`] forgets them, in seconds.
     pub claim_retention: i64,
+    /// The oldest view reads are answered from. A node on a database other nodes
+    /// write to follows their commits within milliseconds; one that cannot reach the
+    /// database for longer than this answers reads with 503 rather than serve what
+    /// may be out of date (`Host::staleness`).
+    pub max_staleness: std::time::Duration,
 }
+
+/// The default [`Config::max_staleness`]: twice the documented freshness bound of
+/// one second, so that a loaded machine's scheduling hiccup does not refuse reads.
+pub const DEFAULT_MAX_STALENESS: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for Config {
     fn default() -> Self {
@@ -79,6 +88,7 @@ impl Default for Config {
             max_allocation_candidates: None,
             claim_expires_in: Some(DEFAULT_CLAIM_EXPIRES_IN),
             claim_retention: DEFAULT_CLAIM_RETENTION,
+            max_staleness: DEFAULT_MAX_STALENESS,
         }
     }
 }

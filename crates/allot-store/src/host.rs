@@ -22,16 +22,33 @@
 //!
 //! So a reader never sees what the disk does not hold, and a write waits only for the
 //! writes before it, never for a reader.
+//!
+//! **Several nodes** on one database: step 3 is [`Store::write`], which holds the
+//! change log's lock from before planning to the commit and first hands the writer
+//! every commit its view has not seen (other nodes'), applied to the clone before
+//! the batch is planned. So plans are always made against the latest commits, and
+//! capacity is never over-committed across nodes. Between writes, the writer follows
+//! the log on its own (every [`FOLLOW_EVERY`]) so that readers see other nodes'
+//! commits soon; [`Host::staleness`] says how long ago the view was last known to be
+//! current, and the server refuses to answer from a view older than its bound.
+//! A view the log no longer reaches back to is loaded again from the tables.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use allot_core::ops::Plan;
 use allot_core::{Change, State, Timestamp};
 use tokio::sync::oneshot;
 
-use crate::{Store, StoreError};
+use crate::{Commit, Cursor, Store, StoreError};
+
+/// How often an idle writer reads the change log of a shared store for other nodes'
+/// commits. Bounds how stale a view gets while this node writes nothing; a reading
+/// of the head costs one indexed query.
+pub const FOLLOW_EVERY: Duration = Duration::from_millis(50);
 
 /// The source of the current time, injected so that tests control it.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -73,14 +90,17 @@ pub struct Host {
 /// finish what was queued and close the store.
 struct Inner {
     shared: Arc<Shared>,
-    /// The writer thread's queue (`None` only while dropping).
-    queue: Option<Sender<Job>>,
+    /// The writer's queue (`None` only while dropping).
+    queue: Option<Sender<Message>>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        drop(self.queue.take());
+        // Behind every write already queued: the writer answers those, then stops.
+        if let Some(queue) = self.queue.take() {
+            let _ = queue.send(Message::Stop);
+        }
         if let Some(writer) = self.writer.take() {
             // A plan that owned the last handle would be dropped on the writer's own
             // thread, which cannot wait for itself.
@@ -95,6 +115,18 @@ struct Shared {
     /// The current version. The lock is held only to clone or swap the `Arc`.
     current: RwLock<Arc<State>>,
     clock: Clock,
+    /// Whether other processes write to the store (so the view can fall behind).
+    shared_store: bool,
+    /// When the view was last known to hold every commit: microseconds since `epoch`.
+    fresh_at: AtomicU64,
+    epoch: Instant,
+}
+
+/// What the writer's queue carries.
+enum Message {
+    Write(Job),
+    /// The last handle went: answer what is queued, then stop.
+    Stop,
 }
 
 /// A write waiting for the writer: its plan, type-erased (the answer goes into the
@@ -125,16 +157,23 @@ impl<T> Pending<T> {
 impl Host {
     /// Loads the view from `store`, takes ownership of it, and starts the writer.
     pub fn new(mut store: Store, clock: Clock) -> Result<Host, StoreError> {
-        let state = store.load()?;
+        let (state, cursor) = store.snapshot()?;
         let shared = Arc::new(Shared {
             current: RwLock::new(Arc::new(state)),
             clock,
+            shared_store: store.is_shared(),
+            fresh_at: AtomicU64::new(0),
+            epoch: Instant::now(),
         });
         let (queue, jobs) = mpsc::channel();
-        let writer = shared.clone();
+        let writer = Writer {
+            shared: shared.clone(),
+            store,
+            cursor,
+        };
         let writer = std::thread::Builder::new()
             .name("allot-writer".into())
-            .spawn(move || writer.run(store, jobs))?;
+            .spawn(move || writer.run(jobs))?;
         Ok(Host {
             inner: Arc::new(Inner {
                 shared,
@@ -153,6 +192,18 @@ impl Host {
     /// long as the caller keeps it.
     pub fn read(&self) -> Arc<State> {
         self.inner.shared.current()
+    }
+
+    /// How long ago the view was last known to hold every commit in the store: always
+    /// zero for a store only this process writes (the embedded SQLite file), else the
+    /// time since the writer last read the change log's head and caught up.
+    pub fn staleness(&self) -> Duration {
+        let shared = &self.inner.shared;
+        if !shared.shared_store {
+            return Duration::ZERO;
+        }
+        let fresh_at = Duration::from_micros(shared.fresh_at.load(Ordering::Acquire));
+        shared.epoch.elapsed().saturating_sub(fresh_at)
     }
 
     /// Hands a write to the writer: `plan` runs against the view as the writes before
@@ -207,80 +258,25 @@ impl Host {
             .queue
             .as_ref()
             .expect("only `Inner::drop` takes it");
-        if let Err(mpsc::SendError(job)) = queue.send(job) {
+        if let Err(mpsc::SendError(Message::Write(job))) = queue.send(Message::Write(job)) {
             (job.done)(Err(WriteError::Stopped));
         }
     }
 }
 
 impl Shared {
+    /// Notes that the view holds every commit up to now.
+    fn fresh(&self) {
+        let micros = self.epoch.elapsed().as_micros() as u64;
+        self.fresh_at.fetch_max(micros, Ordering::AcqRel);
+    }
+
     fn current(&self) -> Arc<State> {
         // A poisoned lock means a panic while swapping an `Arc`, which leaves it whole.
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    /// The writer thread: takes batches off the queue until every handle is gone.
-    fn run(&self, mut store: Store, jobs: Receiver<Job>) {
-        while let Ok(first) = jobs.recv() {
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match jobs.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
-                }
-            }
-            self.commit(&mut store, batch);
-        }
-    }
-
-    /// Plans, persists, publishes and answers one batch.
-    fn commit(&self, store: &mut Store, batch: Vec<Job>) {
-        let mut next = State::clone(&self.current());
-        let mut changes: Vec<Change> = Vec::new();
-        let mut planned: Vec<Done> = Vec::with_capacity(batch.len());
-        for job in batch {
-            let now = (self.clock)();
-            // A panic in the rules is a bug; it fails that write, not the writer.
-            match catch_unwind(AssertUnwindSafe(|| (job.plan)(&next, now))) {
-                Ok(Ok(mine)) => {
-                    if catch_unwind(AssertUnwindSafe(|| next.apply(&mine))).is_err() {
-                        // The clone may be half changed: the whole batch goes.
-                        tracing::error!("applying a write panicked; its batch fails");
-                        (job.done)(Err(WriteError::Stopped));
-                        for done in planned {
-                            done(Err(WriteError::Stopped));
-                        }
-                        return;
-                    }
-                    changes.extend(mine);
-                    planned.push(job.done);
-                }
-                Ok(Err(refused)) => (job.done)(Err(WriteError::Refused(refused))),
-                Err(_) => {
-                    tracing::error!("planning a write panicked; it fails");
-                    (job.done)(Err(WriteError::Stopped));
-                }
-            }
-        }
-        if !changes.is_empty() {
-            if let Err(e) = store.persist(&changes) {
-                let e = Arc::new(e);
-                for done in planned {
-                    done(Err(WriteError::Store(e.clone())));
-                }
-                return;
-            }
-        }
-        let replaced = (!changes.is_empty()).then(|| self.publish(next));
-        for done in planned {
-            done(Ok(()));
-        }
-        // The old version is freed (if no reader holds it) after the answers, not
-        // before them or under the lock.
-        drop(replaced);
     }
 
     /// Makes `next` the current version; returns the one it replaces.
@@ -291,4 +287,194 @@ impl Shared {
             next,
         )
     }
+}
+
+/// The writer thread's own state: the store, and where the view is in its log.
+struct Writer {
+    shared: Arc<Shared>,
+    store: Store,
+    /// The last commit the current version holds.
+    cursor: Cursor,
+}
+
+impl Writer {
+    /// Takes batches off the queue until told to stop; between writes, follows the
+    /// log of a shared store.
+    fn run(mut self, jobs: Receiver<Message>) {
+        self.shared.fresh();
+        loop {
+            let message = if self.shared.shared_store {
+                match jobs.recv_timeout(FOLLOW_EVERY) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.follow();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match jobs.recv() {
+                    Ok(message) => message,
+                    Err(_) => return,
+                }
+            };
+            let Message::Write(first) = message else {
+                return;
+            };
+            let mut batch = vec![first];
+            let mut stop = false;
+            while batch.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(Message::Write(job)) => batch.push(job),
+                    Ok(Message::Stop) => {
+                        stop = true;
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.commit(batch);
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// Applies other nodes' commits, if there are any, and publishes the result.
+    fn follow(&mut self) {
+        match self.store.changes_since(self.cursor) {
+            Ok(commits) => {
+                if let Some(last) = commits.last() {
+                    let mut next = State::clone(&self.shared.current());
+                    for commit in &commits {
+                        next.apply(&commit.changes);
+                    }
+                    self.cursor = last.cursor;
+                    drop(self.shared.publish(next));
+                }
+                self.shared.fresh();
+            }
+            Err(StoreError::Behind(_)) => self.reload(),
+            // The database is out of reach: the view stays as it is and grows stale,
+            // which the server sees through `Host::staleness`.
+            Err(e) => tracing::warn!("following the change log: {e}"),
+        }
+    }
+
+    /// Loads the whole view again: the log no longer reaches back to it, or the store
+    /// changed under a write.
+    fn reload(&mut self) {
+        match self.store.snapshot() {
+            Ok((state, cursor)) => {
+                tracing::warn!("loaded the view again from the store");
+                self.cursor = cursor;
+                drop(self.shared.publish(state));
+                self.shared.fresh();
+            }
+            Err(e) => tracing::error!("loading the view again: {e}"),
+        }
+    }
+
+    /// Plans, persists, publishes and answers one batch.
+    fn commit(&mut self, batch: Vec<Job>) {
+        let mut batch = Some(batch);
+        // At most twice: when the log no longer reaches back to the view, the view is
+        // loaded again and the batch tried once more.
+        for attempt in 0..2 {
+            let base = self.shared.current();
+            let mut next: Option<State> = None;
+            let mut planned: Vec<Done> = Vec::new();
+            let mut sound = true;
+            let clock = &self.shared.clock;
+            let outcome = self.store.write(self.cursor, &mut |unseen: Vec<Commit>| {
+                let mut state = State::clone(&base);
+                for commit in &unseen {
+                    state.apply(&commit.changes);
+                }
+                let jobs = batch.take().unwrap_or_default();
+                let (changes, ok) = plan_batch(&mut state, jobs, &mut planned, clock);
+                sound = ok;
+                if !ok {
+                    // Nothing is written; the view stays as it was.
+                    return Vec::new();
+                }
+                next = Some(state);
+                changes
+            });
+            match outcome {
+                Ok(head) => {
+                    let replaced = match next {
+                        // Something new (this batch's or other nodes' commits).
+                        Some(next) if head != self.cursor => {
+                            self.cursor = head;
+                            Some(self.shared.publish(next))
+                        }
+                        _ => None,
+                    };
+                    self.shared.fresh();
+                    for done in planned {
+                        done(if sound {
+                            Ok(())
+                        } else {
+                            Err(WriteError::Stopped)
+                        });
+                    }
+                    // The old version is freed (if no reader holds it) after the
+                    // answers, not before them or under the lock.
+                    drop(replaced);
+                    return;
+                }
+                Err(StoreError::Behind(_)) if attempt == 0 && batch.is_some() => self.reload(),
+                Err(e) => {
+                    let stale = matches!(e, StoreError::Stale(_));
+                    let e = Arc::new(e);
+                    for job in batch.take().unwrap_or_default() {
+                        (job.done)(Err(WriteError::Store(e.clone())));
+                    }
+                    for done in planned {
+                        done(Err(WriteError::Store(e.clone())));
+                    }
+                    if stale {
+                        self.reload();
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Plans each job of a batch against `state` in arrival order, applying each one's
+/// changes before planning the next, so that every write sees the ones before it.
+/// A refused write is answered at once; the others wait in `planned` for the commit.
+/// Returns the batch's changes, and false if applying a plan panicked (a bug: the
+/// state may be half changed, so the whole batch must fail and nothing be written).
+fn plan_batch(
+    state: &mut State,
+    jobs: Vec<Job>,
+    planned: &mut Vec<Done>,
+    clock: &Clock,
+) -> (Vec<Change>, bool) {
+    let mut changes: Vec<Change> = Vec::new();
+    for job in jobs {
+        let now = clock();
+        // A panic in the rules is a bug; it fails that write, not the writer.
+        match catch_unwind(AssertUnwindSafe(|| (job.plan)(state, now))) {
+            Ok(Ok(mine)) => {
+                if catch_unwind(AssertUnwindSafe(|| state.apply(&mine))).is_err() {
+                    tracing::error!("applying a write panicked; its batch fails");
+                    planned.push(job.done);
+                    return (Vec::new(), false);
+                }
+                changes.extend(mine);
+                planned.push(job.done);
+            }
+            Ok(Err(refused)) => (job.done)(Err(WriteError::Refused(refused))),
+            Err(_) => {
+                tracing::error!("planning a write panicked; it fails");
+                (job.done)(Err(WriteError::Stopped));
+            }
+        }
+    }
+    (changes, true)
 }

@@ -1,14 +1,19 @@
 //! Durable storage for allot, and the host that keeps the in-memory view in step with it.
 //!
-//! - [`Store`] is the one interface every engine sits behind: it loads the whole
-//!   [`State`] at start-up and persists the [`Change`]s of a write in one transaction.
-//!   Engines are chosen by a database URL (`sqlite:PATH` today; `postgres://` is meant
-//!   to fit behind the same two calls).
+//! - [`Store`] is the one interface every engine sits behind, chosen by a database URL
+//!   (`sqlite:PATH`, or `postgres://...` for several nodes on one database). It loads the whole [`State`] at start-up and writes the
+//!   [`Change`]s of a batch in one transaction. Every transaction also appends its
+//!   changes to a **change log** in the database and moves its head, a [`Cursor`]: a
+//!   node that shares the database with others learns their commits, in order, from
+//!   [`Store::changes_since`], and [`Store::write`] hands it the ones it has not seen
+//!   before it plans, with the log's head locked, so that no plan is ever made against
+//!   an out-of-date view (ARCHITECTURE.md, "Several nodes").
 //! - [`Host`] owns a store and the in-memory [`State`]: it serialises writes (plan
 //!   against the view, persist, then apply) and hands out read access to the view.
 
 mod engine;
 mod host;
+pub mod log;
 
 pub use host::{Clock, Host, Pending, WriteError};
 
@@ -40,18 +45,23 @@ pub enum StoreError {
     /// The PostgreSQL engine failed (or could not connect: the message says why).
     #[error("postgres: {}", postgres_message(.0))]
     Postgres(postgres::Error),
-    /// A change's precondition failed: another writer got there first.
-    #[error("stale: {0}")]
-    Stale(String),
-    /// The change log was pruned past the cursor asked for: load again.
-    #[error("the change log no longer reaches back to this cursor: load again")]
-    Behind,
     /// An I/O error outside the engine (creating the database's directory, ...).
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// Stored data that cannot be read back (a corrupt row).
     #[error("corrupt data in store: {0}")]
     Corrupt(String),
+    /// A change's precondition did not hold inside the transaction: a provider's or
+    /// consumer's generation was not the one the plan saw, or a row to create was
+    /// already there. Nothing was written. Under the log's lock a plan always sees
+    /// the latest commits, so this means the database was changed outside allot's
+    /// log (or a bug); the host reloads its view.
+    #[error("the store changed under this write: {0}")]
+    Stale(String),
+    /// The commits after the cursor asked for were pruned from the change log: the
+    /// caller must load the whole view again.
+    #[error("the change log no longer reaches back to commit {0}")]
+    Behind(i64),
 }
 
 /// Not `#[from]`: the message carries the driver's cause already, and a source would
@@ -68,6 +78,43 @@ fn postgres_message(e: &postgres::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
         _ => e.to_string(),
+    }
+}
+
+/// A position in the store's change log: the number of the last commit a view
+/// includes (0 before the first). Commits are numbered from 1 without gaps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cursor(pub i64);
+
+/// One committed transaction, as the change log keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// Its number: the head just after it.
+    pub cursor: Cursor,
+    /// What it changed, in order.
+    pub changes: Vec<Change>,
+}
+
+/// What a write plans once it holds the log's lock: given the commits its view has
+/// not seen (oldest first), the changes to write (none: write nothing).
+pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
+
+/// A second connection that waits for other nodes' commits, so that a node can
+/// follow the log as soon as something is committed instead of on a timer: meant
+/// for a thread of its own, which wakes the host's writer. PostgreSQL only (it is
+/// `LISTEN allot_log`, answered by the `NOTIFY` of every write); see
+/// [`Store::listener`].
+#[derive(Debug)]
+pub struct Listener(engine::postgres::PgListener);
+
+impl Listener {
+    /// Blocks until another writer commits (true) or `timeout` passes (false). A
+    /// wake-up may be spurious (after a lost connection, made again here, it is
+    /// always true, as commits may have been missed meanwhile): the caller reads the
+    /// log to see what there is. An error means the connection is down (the next
+    /// call tries to make it again).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        self.0.wait(timeout)
     }
 }
 
@@ -113,18 +160,76 @@ impl Store {
 
     /// Reads everything into a fresh in-memory view.
     pub fn load(&mut self) -> Result<State, StoreError> {
+        Ok(self.snapshot()?.0)
+    }
+
+    /// Reads everything into a fresh in-memory view, with the log's head at the moment
+    /// of the read (one consistent snapshot).
+    pub fn snapshot(&mut self) -> Result<(State, Cursor), StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
-            Engine::Postgres(e) => Ok(e.load()?.0),
+            Engine::Postgres(e) => e.load(),
         }
     }
 
-    /// Makes `changes` durable, all or nothing. When this returns Ok the changes are on
-    /// disk.
-    pub fn persist(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+    /// The change log's head: the last commit.
+    pub fn head(&mut self) -> Result<Cursor, StoreError> {
         match &mut self.0 {
-            Engine::Sqlite(e) => e.persist(changes),
-            Engine::Postgres(e) => e.persist(changes, &|_| Vec::new()).map(|_| ()),
+            Engine::Sqlite(e) => e.head(),
+            Engine::Postgres(e) => e.head(),
+        }
+    }
+
+    /// Every commit after `after`, oldest first ([`StoreError::Behind`] when the log
+    /// was pruned past it).
+    pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.changes_since(after),
+            Engine::Postgres(e) => e.changes_since(after),
+        }
+    }
+
+    /// One write transaction. It takes the log's lock (every node's writes queue
+    /// there), reads the commits after `at`, and calls `plan` with them; the changes
+    /// `plan` returns are written with their preconditions checked
+    /// ([`StoreError::Stale`] when one fails, and nothing is written), appended to the
+    /// log, and committed. `plan` is called at most once, and not at all if the
+    /// transaction cannot start or the log no longer reaches back to `at`
+    /// ([`StoreError::Behind`]). Returns the head after the transaction (unchanged if
+    /// `plan` returned nothing). When this returns Ok the changes are on disk.
+    pub fn write(&mut self, at: Cursor, plan: PlanUnderLock<'_>) -> Result<Cursor, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.write(Some(at), plan),
+            Engine::Postgres(e) => e.write(Some(at), plan),
+        }
+    }
+
+    /// Makes `changes` durable, all or nothing, whatever was committed before them
+    /// (their preconditions are still checked): for tools and tests that have no view.
+    pub fn persist(&mut self, changes: &[Change]) -> Result<Cursor, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.write(None, &mut |_| changes.to_vec()),
+            Engine::Postgres(e) => e.write(None, &mut |_| changes.to_vec()),
+        }
+    }
+
+    /// A [`Listener`] on the database `url` names, for a store that other processes
+    /// write to ([`Store::is_shared`]); `None` for an engine that has no one else to
+    /// hear from (SQLite).
+    pub fn listener(url: &str) -> Result<Option<Listener>, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Some(Listener(engine::postgres::PgListener::open(url)?)));
+        }
+        Ok(None)
+    }
+
+    /// Whether other processes may write to this store at the same time (a server
+    /// database), so that a node must follow the log to stay fresh. The embedded
+    /// SQLite file is held by one process.
+    pub fn is_shared(&self) -> bool {
+        match &self.0 {
+            Engine::Sqlite(_) => false,
+            Engine::Postgres(_) => true,
         }
     }
 }

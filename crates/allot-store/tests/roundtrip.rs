@@ -12,6 +12,9 @@
 #[path = "../../allot-core/tests/support/mod.rs"]
 mod support;
 
+mod pg;
+use pg::PgDatabase;
+
 use allot_core::{
     Allocation, Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, State,
     TraitName, Uuid,
@@ -279,49 +282,6 @@ fn sqlite_round_trip() {
     suite(&format!("sqlite:{}", dir.path().join("allot.db").display()));
 }
 
-/// A database of its own on the PostgreSQL server of `ALLOT_TEST_POSTGRES_URL`,
-/// dropped when this goes. `None` (the test is skipped) without that variable.
-struct PgDatabase {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    fn new() -> Option<PgDatabase> {
-        let Ok(admin) = std::env::var("ALLOT_TEST_POSTGRES_URL") else {
-            eprintln!("ALLOT_TEST_POSTGRES_URL is not set: PostgreSQL case skipped");
-            return None;
-        };
-        let name = format!("allot_test_{}", Uuid::new_v4().simple());
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("ALLOT_TEST_POSTGRES_URL={admin}: {e}"));
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .unwrap();
-        // The same server and user, the new database.
-        let (base, query) = match admin.split_once('?') {
-            Some((base, query)) => (base, format!("?{query}")),
-            None => (admin.as_str(), String::new()),
-        };
-        let server = match base.rsplit_once('/') {
-            Some((server, _)) if server.ends_with('/') => base,
-            Some((server, _)) => server,
-            None => base,
-        };
-        let url = format!("{}/{name}{query}", server.trim_end_matches('/'));
-        Some(PgDatabase { admin, name, url })
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name));
-        }
-    }
-}
-
 #[test]
 fn postgres_round_trip() {
     if let Some(db) = PgDatabase::new() {
@@ -531,6 +491,12 @@ fn second_create_is_stale(url: &str) {
     let state = b.load().unwrap();
     assert_eq!(state.providers().count(), 1);
     assert_eq!(state.consumers().count(), 1);
+}
+
+#[test]
+fn sqlite_stale_generation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    stale_generation_is_refused(&format!("sqlite:{}", dir.path().join("allot.db").display()));
 }
 
 #[test]

@@ -107,6 +107,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_allocation_candidates: Some(settings.max_allocation_candidates),
             claim_expires_in: Some(settings.claim_expires_in),
             claim_retention: settings.claim_retention,
+            max_staleness: allot_server::DEFAULT_MAX_STALENESS,
         }),
     };
 

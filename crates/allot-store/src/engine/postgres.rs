@@ -46,6 +46,15 @@
 //! a failed one is [`StoreError::Stale`]); appends one log row; moves the head;
 //! `NOTIFY allot_log`; and commits. The log keeps the last [`KEEP`] commits; a
 //! cursor older than that gets [`StoreError::Behind`] (the node must load again).
+//! So does a cursor ahead of the head (the SQLite engine calls that corrupt): on a
+//! server database it means the database was restored or replaced under running
+//! nodes, and loading again is the way back. A unique violation in a write (a name
+//! or uuid another writer took) is `Stale` too, like the preconditions.
+//!
+//! Where this differs from the SQLite engine's schema: the log is `allot_log` with
+//! its head in a row of its own (`allot_log_head`), since the head row is the lock
+//! every node's writer takes (SQLite's single writer lock does that job there, and
+//! its head is `max(seq)`).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -60,7 +69,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{FromSql, ToSql};
 use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
 
-use crate::StoreError;
+use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
 /// Schema migrations, in order; `schema_version.version` is how many have run.
 pub const MIGRATIONS: &[&str] = &[r#"
@@ -159,7 +168,8 @@ CREATE TABLE allot_log_head (
 INSERT INTO allot_log_head (seq) VALUES (0);
 "#];
 
-/// How many commits the log keeps: a node more than this many behind loads again.
+/// How many commits the log keeps: a node more than this many behind loads again
+/// (the SQLite engine keeps as many).
 pub const KEEP: i64 = 10_000;
 
 /// The log is pruned once every this many commits (by the writer that makes the
@@ -173,9 +183,6 @@ const MIGRATION_LOCK: i64 = 0x616c6c6f74;
 /// How long a reconnect keeps trying (with a doubling pause from 50 ms) before the
 /// call that needed the connection fails.
 const RECONNECT_FOR: Duration = Duration::from_secs(3);
-
-/// One commit of the log as stored: its place and its encoded changes.
-pub type RawCommit = (i64, Vec<u8>);
 
 /// The PostgreSQL engine: the writer's connection.
 pub struct PgEngine {
@@ -286,7 +293,7 @@ impl PgEngine {
     /// Reads the whole database and the log head into a view, in one snapshot (a
     /// repeatable-read, read-only transaction), so that the view is exactly the
     /// state after commit `head` and catching up from there misses nothing.
-    pub fn load(&mut self) -> Result<(State, i64), StoreError> {
+    pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
         let mut tx = self
             .client()?
             .build_transaction()
@@ -296,20 +303,20 @@ impl PgEngine {
         let head: i64 = get(&tx.query_one("SELECT seq FROM allot_log_head", &[])?, 0)?;
         let state = read(&mut tx)?;
         tx.commit()?;
-        Ok((state, head))
+        Ok((state, Cursor(head)))
     }
 
     /// The newest commit's place in the log.
-    pub fn head(&mut self) -> Result<i64, StoreError> {
+    pub fn head(&mut self) -> Result<Cursor, StoreError> {
         let row = self
             .client()?
             .query_one("SELECT seq FROM allot_log_head", &[])?;
-        get(&row, 0)
+        Ok(Cursor(get(&row, 0)?))
     }
 
     /// Every commit after `after`, in order.
-    #[allow(dead_code)] // until the Store's log contract is wired
-    pub fn changes_since(&mut self, after: i64) -> Result<Vec<RawCommit>, StoreError> {
+    pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
+        let after = after.0;
         // One statement, so one snapshot: the head and the rows agree.
         let rows = self.client()?.query(
             "SELECT h.seq, l.seq, l.changes FROM allot_log_head h
@@ -329,10 +336,9 @@ impl PgEngine {
     /// if `plan` returned nothing, in which case nothing is written).
     pub fn write(
         &mut self,
-        at: i64,
-        plan: &mut dyn FnMut(Vec<RawCommit>) -> Vec<Change>,
-        encode: &dyn Fn(&[Change]) -> Vec<u8>,
-    ) -> Result<i64, StoreError> {
+        at: Option<Cursor>,
+        plan: PlanUnderLock<'_>,
+    ) -> Result<Cursor, StoreError> {
         self.client()?;
         let PgEngine {
             client, statements, ..
@@ -345,23 +351,22 @@ impl PgEngine {
             &tx.query_one("SELECT seq FROM allot_log_head FOR UPDATE", &[])?,
             0,
         )?;
-        let commits = if head > at {
-            // Read committed: this statement sees every commit up to `head` (those
-            // that held the lock before us have committed).
-            let rows = tx.query(
-                "SELECT seq, changes FROM allot_log WHERE seq > $1 ORDER BY seq",
-                &[&at],
-            )?;
-            commits_after(at, head, &rows, 0)?
-        } else if head < at {
-            return Err(StoreError::Behind);
-        } else {
-            Vec::new()
+        let commits = match at {
+            Some(Cursor(at)) if head != at => {
+                // Read committed: this statement sees every commit up to `head`
+                // (those that held the lock before us have committed).
+                let rows = tx.query(
+                    "SELECT seq, changes FROM allot_log WHERE seq > $1 ORDER BY seq",
+                    &[&at],
+                )?;
+                commits_after(at, head, &rows, 0)?
+            }
+            _ => Vec::new(),
         };
         let changes = plan(commits);
         if changes.is_empty() {
             tx.commit()?;
-            return Ok(head);
+            return Ok(Cursor(head));
         }
         for change in &changes {
             write_change(&mut tx, statements, change).map_err(stale_if_unique)?;
@@ -369,8 +374,8 @@ impl PgEngine {
         let seq = head + 1;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let bytes = encode(&changes);
+            .map_or(0, |d| d.as_secs() as i64);
+        let bytes = crate::log::encode(&changes);
         // The log row, the head and the announcement in one round trip; the
         // announcement is delivered when (and only if) the transaction commits.
         exec(
@@ -390,19 +395,7 @@ impl PgEngine {
             )?;
         }
         tx.commit()?;
-        Ok(seq)
-    }
-
-    /// Writes `changes` at whatever the head is (without catching up): for callers
-    /// that hold the only writer (tools, tests). Returns the new head.
-    pub fn persist(
-        &mut self,
-        changes: &[Change],
-        encode: &dyn Fn(&[Change]) -> Vec<u8>,
-    ) -> Result<i64, StoreError> {
-        let at = self.head()?;
-        let mut changes = Some(changes.to_vec());
-        self.write(at, &mut |_| changes.take().unwrap_or_default(), encode)
+        Ok(Cursor(seq))
     }
 }
 
@@ -415,9 +408,9 @@ fn commits_after(
     head: i64,
     rows: &[Row],
     first: usize,
-) -> Result<Vec<RawCommit>, StoreError> {
+) -> Result<Vec<Commit>, StoreError> {
     if after > head {
-        return Err(StoreError::Behind);
+        return Err(StoreError::Behind(after));
     }
     let mut commits = Vec::with_capacity(rows.len());
     let mut expected = after + 1;
@@ -427,17 +420,20 @@ fn commits_after(
         };
         if seq != expected {
             return Err(if commits.is_empty() {
-                StoreError::Behind
+                StoreError::Behind(after)
             } else {
                 StoreError::Corrupt(format!("allot_log has no commit {expected}"))
             });
         }
         expected += 1;
-        commits.push((seq, get(row, first + 1)?));
+        commits.push(Commit {
+            cursor: Cursor(seq),
+            changes: crate::log::decode(get(row, first + 1)?)?,
+        });
     }
     if expected <= head {
         return Err(if commits.is_empty() {
-            StoreError::Behind
+            StoreError::Behind(after)
         } else {
             StoreError::Corrupt(format!("allot_log ends before its head {head}"))
         });
@@ -1123,7 +1119,6 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 /// The listener's connection: waits for other nodes' commits (`NOTIFY allot_log`).
-#[allow(dead_code)] // until the Store's log contract is wired
 pub struct PgListener {
     config: Config,
     client: Option<Client>,
@@ -1135,7 +1130,6 @@ impl std::fmt::Debug for PgListener {
     }
 }
 
-#[allow(dead_code)]
 impl PgListener {
     /// Connects and starts listening.
     pub fn open(url: &str) -> Result<Self, StoreError> {
@@ -1226,12 +1220,16 @@ mod tests {
         })]
     }
 
-    /// The log's bytes here are the trait's name, so that commits can be told apart.
-    fn encode(changes: &[Change]) -> Vec<u8> {
-        match changes.first() {
-            Some(Change::PutTrait(t)) => t.name.as_str().as_bytes().to_vec(),
-            _ => Vec::new(),
-        }
+    /// The trait names the commits made, in order.
+    fn names(commits: &[Commit]) -> Vec<String> {
+        commits
+            .iter()
+            .flat_map(|c| &c.changes)
+            .filter_map(|c| match c {
+                Change::PutTrait(t) => Some(t.name.as_str().to_string()),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
@@ -1242,44 +1240,44 @@ mod tests {
             PgEngine::open(&db.url).unwrap(),
         );
         let (_, start) = b.load().unwrap();
-        assert_eq!(start, 0);
+        assert_eq!(start, Cursor(0));
         for (i, name) in ["CUSTOM_A", "CUSTOM_B", "CUSTOM_C"].iter().enumerate() {
-            let head = a.write(i as i64, &mut |_| trait_change(name), &encode);
-            assert_eq!(head.unwrap(), i as i64 + 1);
+            let head = a.write(Some(Cursor(i as i64)), &mut |_| trait_change(name));
+            assert_eq!(head.unwrap(), Cursor(i as i64 + 1));
         }
         // A plan with nothing to do writes nothing and leaves the head.
-        assert_eq!(a.write(3, &mut |_| Vec::new(), &encode).unwrap(), 3);
-        assert_eq!(b.head().unwrap(), 3);
-        let seen = b.changes_since(1).unwrap();
         assert_eq!(
-            seen,
-            vec![(2, b"CUSTOM_B".to_vec()), (3, b"CUSTOM_C".to_vec())]
+            a.write(Some(Cursor(3)), &mut |_| Vec::new()).unwrap(),
+            Cursor(3)
         );
+        assert_eq!(b.head().unwrap(), Cursor(3));
+        let seen = b.changes_since(Cursor(1)).unwrap();
+        assert_eq!(
+            seen.iter().map(|c| c.cursor).collect::<Vec<_>>(),
+            [Cursor(2), Cursor(3)]
+        );
+        assert_eq!(names(&seen), ["CUSTOM_B", "CUSTOM_C"]);
         // B writes from where it loaded: its plan first gets A's three commits.
         let mut handed = Vec::new();
         let head = b
-            .write(
-                start,
-                &mut |commits| {
-                    handed = commits;
-                    trait_change("CUSTOM_D")
-                },
-                &encode,
-            )
+            .write(Some(start), &mut |commits| {
+                handed = commits;
+                trait_change("CUSTOM_D")
+            })
             .unwrap();
-        assert_eq!(head, 4);
-        assert_eq!(
-            handed.iter().map(|c| c.0).collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
+        assert_eq!(head, Cursor(4));
+        assert_eq!(names(&handed), ["CUSTOM_A", "CUSTOM_B", "CUSTOM_C"]);
         let (state, head) = a.load().unwrap();
-        assert_eq!(head, 4);
+        assert_eq!(head, Cursor(4));
         assert!(state.trait_exists(&TraitName::new_unchecked("CUSTOM_D")));
         // A cursor from another database (ahead of the head) is no cursor here.
-        assert!(matches!(a.changes_since(9), Err(StoreError::Behind)));
         assert!(matches!(
-            a.write(9, &mut |_| Vec::new(), &encode),
-            Err(StoreError::Behind)
+            a.changes_since(Cursor(9)),
+            Err(StoreError::Behind(9))
+        ));
+        assert!(matches!(
+            a.write(Some(Cursor(9)), &mut |_| Vec::new()),
+            Err(StoreError::Behind(9))
         ));
     }
 
@@ -1288,7 +1286,7 @@ mod tests {
         let Some(db) = Database::new() else { return };
         let mut a = PgEngine::open(&db.url).unwrap();
         for (i, name) in ["CUSTOM_A", "CUSTOM_B", "CUSTOM_C"].iter().enumerate() {
-            a.write(i as i64, &mut |_| trait_change(name), &encode)
+            a.write(Some(Cursor(i as i64)), &mut |_| trait_change(name))
                 .unwrap();
         }
         // As pruning leaves it: the oldest commits gone.
@@ -1296,20 +1294,22 @@ mod tests {
             .unwrap()
             .batch_execute("DELETE FROM allot_log WHERE seq <= 2")
             .unwrap();
-        assert!(matches!(a.changes_since(0), Err(StoreError::Behind)));
-        assert!(matches!(a.changes_since(1), Err(StoreError::Behind)));
-        assert_eq!(a.changes_since(2).unwrap().len(), 1);
-        assert!(a.changes_since(3).unwrap().is_empty());
+        assert!(matches!(
+            a.changes_since(Cursor(0)),
+            Err(StoreError::Behind(0))
+        ));
+        assert!(matches!(
+            a.changes_since(Cursor(1)),
+            Err(StoreError::Behind(1))
+        ));
+        assert_eq!(a.changes_since(Cursor(2)).unwrap().len(), 1);
+        assert!(a.changes_since(Cursor(3)).unwrap().is_empty());
         let mut called = false;
-        let e = a.write(
-            1,
-            &mut |_| {
-                called = true;
-                Vec::new()
-            },
-            &encode,
-        );
-        assert!(matches!(e, Err(StoreError::Behind)));
+        let e = a.write(Some(Cursor(1)), &mut |_| {
+            called = true;
+            Vec::new()
+        });
+        assert!(matches!(e, Err(StoreError::Behind(1))));
         assert!(!called, "a plan is never made on a gap");
     }
 
@@ -1319,9 +1319,9 @@ mod tests {
         let mut a = PgEngine::open(&db.url).unwrap();
         let mut listener = PgListener::open(&db.url).unwrap();
         assert!(!listener.wait(Duration::from_millis(50)).unwrap());
-        a.write(0, &mut |_| trait_change("CUSTOM_A"), &encode)
+        a.write(Some(Cursor(0)), &mut |_| trait_change("CUSTOM_A"))
             .unwrap();
-        a.write(1, &mut |_| trait_change("CUSTOM_B"), &encode)
+        a.write(Some(Cursor(1)), &mut |_| trait_change("CUSTOM_B"))
             .unwrap();
         let start = std::time::Instant::now();
         assert!(listener.wait(Duration::from_secs(5)).unwrap());
@@ -1333,7 +1333,7 @@ mod tests {
             .count();
         assert!(extra <= 1, "{extra} extra wake-ups");
         // A plan that writes nothing announces nothing.
-        a.write(2, &mut |_| Vec::new(), &encode).unwrap();
+        a.write(Some(Cursor(2)), &mut |_| Vec::new()).unwrap();
         assert!(!listener.wait(Duration::from_millis(50)).unwrap());
         // The server ends the listener's session: the wait fails or wakes, and
         // the one after reconnects (waking, as announcements may have been lost).
@@ -1352,7 +1352,7 @@ mod tests {
             }
         }
         assert!(woke);
-        a.write(2, &mut |_| trait_change("CUSTOM_C"), &encode)
+        a.write(Some(Cursor(2)), &mut |_| trait_change("CUSTOM_C"))
             .unwrap();
         assert!(listener.wait(Duration::from_secs(5)).unwrap());
     }
@@ -1362,7 +1362,7 @@ mod tests {
         let Some(db) = Database::new() else { return };
         let mut a = PgEngine::open(&db.url).unwrap();
         let mut b = PgEngine::open(&db.url).unwrap();
-        a.write(0, &mut |_| trait_change("CUSTOM_A"), &encode)
+        a.write(Some(Cursor(0)), &mut |_| trait_change("CUSTOM_A"))
             .unwrap();
         let pid: i32 = a
             .client()
@@ -1376,11 +1376,11 @@ mod tests {
             .unwrap();
         // The first call after may fail (it finds out); the next one reconnects.
         let head = a.head().or_else(|_| a.head()).unwrap();
-        assert_eq!(head, 1);
+        assert_eq!(head, Cursor(1));
         assert_eq!(
-            a.write(1, &mut |_| trait_change("CUSTOM_B"), &encode)
+            a.write(Some(Cursor(1)), &mut |_| trait_change("CUSTOM_B"))
                 .unwrap(),
-            2
+            Cursor(2)
         );
     }
 

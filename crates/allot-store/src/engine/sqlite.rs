@@ -19,7 +19,15 @@ use allot_core::{
 };
 use rusqlite::{params, Connection, Transaction};
 
-use crate::StoreError;
+use crate::{Commit, Cursor, PlanUnderLock, StoreError};
+
+/// How many of the newest commits the change log keeps. A node further behind than
+/// this loads its whole view again; a single-process SQLite store never is.
+const LOG_KEEP: i64 = 10_000;
+
+/// The log is pruned when a commit's number is a multiple of this: rarely enough to
+/// cost nothing per commit, often enough that the table stays small.
+const LOG_PRUNE_EVERY: i64 = 1_024;
 
 /// Schema migrations, in order; the database's `user_version` is how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -118,6 +126,15 @@ CREATE TABLE claim_allocations (
     PRIMARY KEY (claim_uuid, provider_uuid, resource_class)
 ) WITHOUT ROWID;
 "#,
+    // 4: the change log (issue 12): each transaction's changes, numbered (`crate::log`).
+    // Its head is the largest `seq`; pruning keeps the newest rows, so it survives.
+    r#"
+CREATE TABLE change_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    changes BLOB NOT NULL
+);
+"#,
 ];
 
 /// The SQLite engine.
@@ -168,7 +185,10 @@ impl SqliteEngine {
     /// name, or a consumer's project, user or type, crosses once and is shared after.
     /// The providers' and the consumers' tables are each read side by side with the
     /// tables of what they hold, so that the two threads keep pace row by row.
-    pub fn load(&mut self) -> Result<State, StoreError> {
+    pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
+        // The file is this process's alone (`locking_mode=EXCLUSIVE`): nothing commits
+        // between this read of the head and the tables'.
+        let head = self.head()?;
         let conn = &mut self.conn;
         let (out, steps) = mpsc::sync_channel(IN_FLIGHT);
         std::thread::scope(|scope| {
@@ -190,19 +210,94 @@ impl SqliteEngine {
                 Ok(read) => read?,
                 Err(panic) => std::panic::resume_unwind(panic),
             }
-            Ok(state)
+            Ok((state, head))
         })
     }
 
-    /// Writes `changes` in one transaction and commits (fsync included).
-    pub fn persist(&mut self, changes: &[Change]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        for change in changes {
+    /// The change log's head.
+    pub fn head(&mut self) -> Result<Cursor, StoreError> {
+        log_head(&self.conn)
+    }
+
+    /// Every commit after `after`, oldest first.
+    pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
+        commits_after(&self.conn, after)
+    }
+
+    /// One write transaction (see `Store::write`; `at: None` for `Store::persist`).
+    /// SQLite's write lock (`BEGIN IMMEDIATE`) is the log's lock.
+    pub fn write(
+        &mut self,
+        at: Option<Cursor>,
+        plan: PlanUnderLock<'_>,
+    ) -> Result<Cursor, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let head = log_head(&tx)?;
+        let unseen = match at {
+            Some(at) => commits_after(&tx, at)?,
+            None => Vec::new(),
+        };
+        let changes = plan(unseen);
+        if changes.is_empty() {
+            return Ok(head);
+        }
+        for change in &changes {
             write_change(&tx, change)?;
         }
+        let next = Cursor(head.0 + 1);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        exec(
+            &tx,
+            "INSERT INTO change_log (seq, at, changes) VALUES (?1, ?2, ?3)",
+            params![next.0, now, crate::log::encode(&changes)],
+        )?;
+        if next.0 % LOG_PRUNE_EVERY == 0 {
+            exec(
+                &tx,
+                "DELETE FROM change_log WHERE seq <= ?1",
+                [next.0 - LOG_KEEP],
+            )?;
+        }
         tx.commit()?;
-        Ok(())
+        Ok(next)
     }
+}
+
+fn log_head(conn: &Connection) -> Result<Cursor, StoreError> {
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT max(seq) FROM change_log")?
+        .query_row([], |r| r.get(0))?;
+    Ok(Cursor(seq.unwrap_or(0)))
+}
+
+fn commits_after(conn: &Connection, after: Cursor) -> Result<Vec<Commit>, StoreError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, changes FROM change_log WHERE seq > ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([after.0])?;
+    let mut commits = Vec::new();
+    while let Some(r) = rows.next()? {
+        let seq: i64 = r.get(0)?;
+        // Numbers have no gaps: a first one past `after + 1` means the rows between
+        // were pruned.
+        if seq != after.0 + 1 + commits.len() as i64 {
+            return Err(StoreError::Behind(after.0));
+        }
+        commits.push(Commit {
+            cursor: Cursor(seq),
+            changes: crate::log::decode(bytes(r, 1)?)?,
+        });
+    }
+    if commits.is_empty() && log_head(conn)?.0 < after.0 {
+        return Err(StoreError::Corrupt(format!(
+            "asked for commits after {} but the log ends before it",
+            after.0
+        )));
+    }
+    Ok(commits)
 }
 
 /// Steps per message on the load's queue: enough that the queue costs nothing per
@@ -829,28 +924,60 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
         Change::DeleteTrait(name) => {
             exec(tx, "DELETE FROM traits WHERE name = ?1", [name.as_str()])?;
         }
-        Change::PutProvider { row, .. } => {
-            exec(
-                tx,
-                "INSERT INTO providers
-                     (id, uuid, name, generation, parent_id, root_id, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (id) DO UPDATE SET
-                     uuid = excluded.uuid, name = excluded.name,
-                     generation = excluded.generation, parent_id = excluded.parent_id,
-                     root_id = excluded.root_id, updated_at = excluded.updated_at",
-                params![
-                    row.id.0 as i64,
-                    row.uuid.to_string(),
-                    row.name,
-                    row.generation as i64,
-                    row.parent.map(|p| p.0 as i64),
-                    row.root.0 as i64,
-                    row.created_at,
-                    row.updated_at
-                ],
-            )?;
-        }
+        Change::PutProvider {
+            row,
+            previous_generation,
+        } => match previous_generation {
+            // A create: any row with its id, uuid or name means the plan was stale.
+            None => {
+                let inserted = exec(
+                    tx,
+                    "INSERT OR IGNORE INTO providers
+                         (id, uuid, name, generation, parent_id, root_id, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        row.id.0 as i64,
+                        row.uuid.to_string(),
+                        row.name,
+                        row.generation as i64,
+                        row.parent.map(|p| p.0 as i64),
+                        row.root.0 as i64,
+                        row.created_at,
+                        row.updated_at
+                    ],
+                )?;
+                if inserted == 0 {
+                    return Err(StoreError::Stale(format!(
+                        "provider {} ({:?}) already exists",
+                        row.uuid, row.name
+                    )));
+                }
+            }
+            Some(previous) => {
+                let updated = exec(
+                    tx,
+                    "UPDATE providers SET uuid = ?2, name = ?3, generation = ?4,
+                         parent_id = ?5, root_id = ?6, updated_at = ?7
+                     WHERE id = ?1 AND generation = ?8",
+                    params![
+                        row.id.0 as i64,
+                        row.uuid.to_string(),
+                        row.name,
+                        row.generation as i64,
+                        row.parent.map(|p| p.0 as i64),
+                        row.root.0 as i64,
+                        row.updated_at,
+                        *previous as i64
+                    ],
+                )?;
+                if updated == 0 {
+                    return Err(StoreError::Stale(format!(
+                        "provider {} is not at generation {previous}",
+                        row.uuid
+                    )));
+                }
+            }
+        },
         Change::DeleteProvider(id) => {
             let id = id.0 as i64;
             for table in ["inventories", "provider_traits", "provider_aggregates"] {
@@ -911,26 +1038,50 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                 stmt.execute(params![id, agg.to_string()])?;
             }
         }
-        Change::PutConsumer { row, .. } => {
-            exec(
-                tx,
-                "INSERT INTO consumers
-                     (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (uuid) DO UPDATE SET
-                     project_id = excluded.project_id, user_id = excluded.user_id,
-                     consumer_type = excluded.consumer_type, generation = excluded.generation,
-                     updated_at = excluded.updated_at",
-                params![
-                    row.uuid.to_string(),
-                    row.project_id.as_str(),
-                    row.user_id.as_str(),
-                    row.consumer_type.as_deref(),
-                    row.generation as i64,
-                    row.created_at,
-                    row.updated_at
-                ],
-            )?;
+        Change::PutConsumer {
+            row,
+            previous_generation,
+        } => {
+            let uuid = row.uuid.to_string();
+            let written = match previous_generation {
+                None => exec(
+                    tx,
+                    "INSERT OR IGNORE INTO consumers
+                         (uuid, project_id, user_id, consumer_type, generation, created_at,
+                          updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        uuid,
+                        row.project_id.as_str(),
+                        row.user_id.as_str(),
+                        row.consumer_type.as_deref(),
+                        row.generation as i64,
+                        row.created_at,
+                        row.updated_at
+                    ],
+                )?,
+                Some(previous) => exec(
+                    tx,
+                    "UPDATE consumers SET project_id = ?2, user_id = ?3, consumer_type = ?4,
+                         generation = ?5, updated_at = ?6
+                     WHERE uuid = ?1 AND generation = ?7",
+                    params![
+                        uuid,
+                        row.project_id.as_str(),
+                        row.user_id.as_str(),
+                        row.consumer_type.as_deref(),
+                        row.generation as i64,
+                        row.updated_at,
+                        *previous as i64
+                    ],
+                )?,
+            };
+            if written == 0 {
+                return Err(StoreError::Stale(match previous_generation {
+                    None => format!("consumer {uuid} already exists"),
+                    Some(g) => format!("consumer {uuid} is not at generation {g}"),
+                }));
+            }
         }
         Change::PutClaim(claim) => {
             let uuid = claim.uuid.to_string();
@@ -1051,7 +1202,7 @@ mod tests {
                 )
                 .unwrap();
         }
-        let state = engine.load().unwrap();
+        let (state, _) = engine.load().unwrap();
         assert_eq!(state.consumers().count(), 1);
         assert_eq!(state.consumer(&uuid).unwrap().row.generation, 2);
         assert!(state.check_usage_index());

@@ -1,0 +1,323 @@
+//! The store contract for several writers (issue 12), run against every engine: the
+//! change log numbers commits without gaps and hands them back in order, a write
+//! sees the commits its caller has not, and a change whose precondition does not
+//! hold is refused as `Stale` with nothing written.
+//!
+//! `contract(url)` takes a fresh database each time; SQLite runs here, and the
+//! PostgreSQL engine runs the same cases.
+
+use allot_core::{Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, Uuid};
+use allot_store::{Commit, Cursor, Store, StoreError};
+
+mod pg;
+use pg::PgDatabase;
+
+fn provider(id: u64, name: &str, generation: u64) -> ProviderRow {
+    ProviderRow {
+        id: ProviderId(id),
+        uuid: Uuid::from_u128(id as u128),
+        name: name.into(),
+        generation,
+        parent: None,
+        root: ProviderId(id),
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+fn create(id: u64, name: &str) -> Change {
+    Change::PutProvider {
+        row: provider(id, name, 0),
+        previous_generation: None,
+    }
+}
+
+fn bump(id: u64, name: &str, from: u64) -> Change {
+    Change::PutProvider {
+        row: provider(id, name, from + 1),
+        previous_generation: Some(from),
+    }
+}
+
+fn consumer(generation: u64, previous: Option<u64>) -> Change {
+    Change::PutConsumer {
+        row: ConsumerRow {
+            uuid: Uuid::from_u128(77),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            consumer_type: None,
+            generation,
+            created_at: 1,
+            updated_at: 1,
+        },
+        previous_generation: previous,
+    }
+}
+
+/// The contract's cases, each on a database of its own made by `fresh`.
+pub fn contract(fresh: &mut dyn FnMut() -> String) {
+    // Commits are numbered from 1 without gaps, and read back in order.
+    let mut store = Store::open(&fresh()).unwrap();
+    assert_eq!(store.head().unwrap(), Cursor(0));
+    let first = store.persist(&[create(1, "a")]).unwrap();
+    let inventory = Change::SetInventories(
+        ProviderId(1),
+        vec![(
+            ResourceClass::new_unchecked("VCPU"),
+            Inventory::with_total(8),
+        )],
+    );
+    let second = store
+        .persist(&[bump(1, "a", 0), inventory.clone()])
+        .unwrap();
+    assert_eq!((first, second), (Cursor(1), Cursor(2)));
+    assert_eq!(store.head().unwrap(), Cursor(2));
+    let commits = store.changes_since(Cursor(0)).unwrap();
+    assert_eq!(
+        commits,
+        vec![
+            Commit {
+                cursor: Cursor(1),
+                changes: vec![create(1, "a")]
+            },
+            Commit {
+                cursor: Cursor(2),
+                changes: vec![bump(1, "a", 0), inventory]
+            },
+        ]
+    );
+    assert_eq!(store.changes_since(Cursor(1)).unwrap(), commits[1..]);
+    assert!(store.changes_since(Cursor(2)).unwrap().is_empty());
+    // The snapshot's cursor is the head it was read at.
+    let (state, at) = store.snapshot().unwrap();
+    assert_eq!(at, Cursor(2));
+    assert_eq!(
+        state
+            .provider_by_uuid(&Uuid::from_u128(1))
+            .unwrap()
+            .row
+            .generation,
+        1
+    );
+
+    // A write is handed the commits after its cursor, oldest first, and its changes
+    // become the next commit.
+    let mut seen = Vec::new();
+    let head = store
+        .write(Cursor(0), &mut |unseen| {
+            seen = unseen.iter().map(|c| c.cursor).collect();
+            vec![bump(1, "a", 1)]
+        })
+        .unwrap();
+    assert_eq!(seen, [Cursor(1), Cursor(2)]);
+    assert_eq!(head, Cursor(3));
+    // A plan that returns nothing writes nothing and leaves the head.
+    let head = store.write(Cursor(3), &mut |_| Vec::new()).unwrap();
+    assert_eq!(head, Cursor(3));
+    assert_eq!(store.head().unwrap(), Cursor(3));
+
+    // Preconditions: a generation that is not the stored one, a provider or a
+    // consumer created twice. Each is `Stale`, and nothing of its transaction stays.
+    let stale = [
+        vec![create(2, "b"), bump(1, "a", 1)],
+        vec![create(2, "b"), create(1, "other name, same id and uuid")],
+        vec![create(2, "b"), create(3, "a")],
+        vec![consumer(1, None), consumer(1, None)],
+        vec![consumer(1, None), consumer(3, Some(2))],
+    ];
+    for changes in stale {
+        match store.persist(&changes) {
+            Err(StoreError::Stale(_)) => {}
+            other => panic!("{changes:?}: {other:?}"),
+        }
+        assert_eq!(store.head().unwrap(), Cursor(3), "{changes:?}");
+    }
+    let (state, _) = store.snapshot().unwrap();
+    assert!(state.provider_by_uuid(&Uuid::from_u128(2)).is_none());
+    assert!(state.consumer(&Uuid::from_u128(77)).is_none());
+    // The same changes with the right preconditions go in.
+    store
+        .persist(&[consumer(1, None), consumer(2, Some(1)), bump(1, "a", 2)])
+        .unwrap();
+    drop(store);
+
+    // A reopened store carries on from the same head.
+    let url = fresh();
+    let mut store = Store::open(&url).unwrap();
+    store.persist(&[create(1, "a")]).unwrap();
+    drop(store);
+    let mut store = Store::open(&url).unwrap();
+    assert_eq!(store.head().unwrap(), Cursor(1));
+    assert_eq!(store.persist(&[bump(1, "a", 0)]).unwrap(), Cursor(2));
+}
+
+#[test]
+fn sqlite_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    contract(&mut || {
+        n += 1;
+        format!(
+            "sqlite:{}",
+            dir.path().join(format!("db{n}.sqlite")).display()
+        )
+    });
+}
+
+#[test]
+fn postgres_contract() {
+    if PgDatabase::new().is_none() {
+        return;
+    }
+    let mut databases = Vec::new();
+    contract(&mut || {
+        let db = PgDatabase::new().unwrap();
+        let url = db.url.clone();
+        databases.push(db);
+        url
+    });
+}
+
+/// Two stores on one shared database, as two nodes have: each learns the other's
+/// commits through `changes_since`, and a write hands them to its plan first; two
+/// creates of one provider (by uuid or by name) or one consumer end with the second
+/// `Stale`, or seen by its plan when it comes after.
+pub fn shared_contract(url: &str) {
+    let (mut a, mut b) = (Store::open(url).unwrap(), Store::open(url).unwrap());
+    let (_, b_at) = b.snapshot().unwrap();
+    assert_eq!(a.persist(&[create(1, "a")]).unwrap(), Cursor(1));
+    assert_eq!(a.persist(&[bump(1, "a", 0)]).unwrap(), Cursor(2));
+    assert_eq!(b.head().unwrap(), Cursor(2));
+    let seen: Vec<Cursor> = b
+        .changes_since(b_at)
+        .unwrap()
+        .iter()
+        .map(|c| c.cursor)
+        .collect();
+    assert_eq!(seen, [Cursor(1), Cursor(2)]);
+    // B plans from where it loaded: its plan sees A's commits first, and plans
+    // against them (the provider exists now, at generation 1).
+    let mut handed = Vec::new();
+    let head = b
+        .write(b_at, &mut |unseen| {
+            handed = unseen.clone();
+            let exists = unseen
+                .iter()
+                .flat_map(|c| &c.changes)
+                .any(|c| matches!(c, Change::PutProvider { row, .. } if row.id == ProviderId(1)));
+            if exists {
+                vec![bump(1, "a", 1)]
+            } else {
+                vec![create(1, "a")]
+            }
+        })
+        .unwrap();
+    assert_eq!(head, Cursor(3));
+    assert_eq!(
+        handed.iter().map(|c| c.cursor).collect::<Vec<_>>(),
+        [Cursor(1), Cursor(2)]
+    );
+    assert_eq!(handed[0].changes, vec![create(1, "a")]);
+    // A learns B's commit.
+    assert_eq!(
+        a.changes_since(Cursor(2)).unwrap(),
+        vec![Commit {
+            cursor: Cursor(3),
+            changes: vec![bump(1, "a", 1)]
+        }]
+    );
+
+    // Creates that a plan made without the other's commit (persist hands it
+    // nothing): the second is Stale, and nothing of it is written.
+    let mut same_uuid = provider(2, "b", 0);
+    same_uuid.uuid = Uuid::from_u128(1);
+    for changes in [
+        vec![Change::PutProvider {
+            row: same_uuid,
+            previous_generation: None,
+        }],
+        vec![create(3, "a")],
+    ] {
+        match b.persist(&changes) {
+            Err(StoreError::Stale(_)) => {}
+            other => panic!("{changes:?}: {other:?}"),
+        }
+    }
+    assert_eq!(a.persist(&[consumer(0, None)]).unwrap(), Cursor(4));
+    assert!(matches!(
+        b.persist(&[consumer(0, None)]),
+        Err(StoreError::Stale(_))
+    ));
+    assert_eq!(b.head().unwrap(), Cursor(4));
+    let (state, at) = b.snapshot().unwrap();
+    assert_eq!(at, Cursor(4));
+    assert_eq!(state.providers().count(), 1);
+    assert_eq!(state.consumers().count(), 1);
+}
+
+#[test]
+fn postgres_shared_contract() {
+    if let Some(db) = PgDatabase::new() {
+        shared_contract(&db.url);
+    }
+}
+
+/// Two nodes racing to create the same provider, each on its own thread from the
+/// same starting view: exactly one creates it; the other's plan sees that commit
+/// (the log's lock orders them) and creates nothing.
+#[test]
+fn postgres_racing_creates_serialise() {
+    let Some(db) = PgDatabase::new() else { return };
+    let racers: Vec<_> = (0..2)
+        .map(|_| {
+            let url = db.url.clone();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&url).unwrap();
+                let mut made = false;
+                for _ in 0..20 {
+                    store
+                        .write(Cursor(0), &mut |unseen| {
+                            let exists = unseen.iter().flat_map(|c| &c.changes).any(
+                                |c| matches!(c, Change::PutProvider { row, .. } if row.name == "cn1"),
+                            );
+                            made |= !exists;
+                            if exists {
+                                Vec::new()
+                            } else {
+                                vec![create(1, "cn1")]
+                            }
+                        })
+                        .unwrap();
+                }
+                made
+            })
+        })
+        .collect();
+    let made: Vec<bool> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert_eq!(made.iter().filter(|m| **m).count(), 1, "{made:?}");
+    let mut store = Store::open(&db.url).unwrap();
+    assert_eq!(store.head().unwrap(), Cursor(1));
+}
+
+/// A listener on a shared database wakes within a second of another store's
+/// commit; an embedded database has none.
+#[test]
+fn listeners_wake_on_commits() {
+    assert!(Store::listener("sqlite:/nonexistent/x.db")
+        .unwrap()
+        .is_none());
+    let Some(db) = PgDatabase::new() else { return };
+    let mut store = Store::open(&db.url).unwrap();
+    let mut listener = Store::listener(&db.url).unwrap().unwrap();
+    assert!(!listener.wait(std::time::Duration::from_millis(50)).unwrap());
+    let waiter = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let woke = listener.wait(std::time::Duration::from_secs(5)).unwrap();
+        (woke, start.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    store.persist(&[create(1, "a")]).unwrap();
+    let (woke, after) = waiter.join().unwrap();
+    assert!(woke);
+    assert!(after < std::time::Duration::from_secs(1), "{after:?}");
+}
