@@ -99,6 +99,11 @@ pub struct Commit {
 /// not seen (oldest first), the changes to write (none: write nothing).
 pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
 
+/// A database URL fit for logs and messages: its password, if any, replaced by `***`.
+pub fn redacted(url: &str) -> String {
+    engine::postgres::redact(url)
+}
+
 /// A second connection that waits for other nodes' commits, so that a node can
 /// follow the log as soon as something is committed instead of on a timer: meant
 /// for a thread of its own, which wakes the host's writer. PostgreSQL only (it is

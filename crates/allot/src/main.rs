@@ -89,8 +89,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let store = allot_store::Store::open(&settings.database)
-        .with_context(|| format!("opening database {}", settings.database))?;
+    let store = allot_store::Store::open(&settings.database).with_context(|| {
+        let url = allot_store::redacted(&settings.database);
+        format!("opening database {url}")
+    })?;
     let clock: allot_store::Clock = Arc::new(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -131,7 +133,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // tests that start us on an ephemeral port.
         let addr = listener.local_addr()?;
         eprintln!("allot: listening on http://{addr}");
-        tracing::info!(%addr, database = %settings.database, "allot serving");
+        let database = allot_store::redacted(&settings.database);
+        tracing::info!(%addr, %database, "allot serving");
         // Expired claims stop counting at their expiry by the clock; the sweeper
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);

@@ -223,23 +223,39 @@ pub fn config(url: &str) -> Result<Config, StoreError> {
     Ok(config)
 }
 
-/// The URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+/// The URL without its password (in the user part or as a `password=` parameter),
+/// for logs and messages.
+pub fn redact(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
+            let userinfo = &base[scheme + 3..at];
             match userinfo.find(':') {
                 Some(colon) => format!(
                     "{}{}:***{}",
-                    &url[..scheme + 3],
+                    &base[..scheme + 3],
                     &userinfo[..colon],
-                    &url[at..]
+                    &base[at..]
                 ),
-                None => url.to_string(),
+                None => base.to_string(),
             }
         }
-        _ => url.to_string(),
+        _ => base.to_string(),
+    };
+    if let Some(query) = query {
+        let parameters: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some(("password", _)) => "password=***".to_string(),
+                _ => p.to_string(),
+            })
+            .collect();
+        out = format!("{out}?{}", parameters.join("&"));
     }
+    out
 }
 
 /// Connects once.
@@ -1093,8 +1109,11 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     loop {
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        // Quiet: the server's notice that the table exists already would be logged
+        // at every start.
         tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL);
+            "SET LOCAL client_min_messages = warning;
+             CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL);
              INSERT INTO schema_version (version)
                  SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM schema_version);",
         )?;
@@ -1391,5 +1410,10 @@ mod tests {
             "postgres://me:***@db:5432/allot"
         );
         assert_eq!(redact("postgres://me@db/allot"), "postgres://me@db/allot");
+        assert_eq!(
+            redact("postgresql://db/allot?user=me&password=secret&sslmode=disable"),
+            "postgresql://db/allot?user=me&password=***&sslmode=disable"
+        );
+        assert_eq!(redact("sqlite:/var/lib/a@b.db"), "sqlite:/var/lib/a@b.db");
     }
 }
