@@ -11,6 +11,7 @@
 //! - [`Host`] owns a store and the in-memory [`State`]: it serialises writes (plan
 //!   against the view, persist, then apply) and hands out read access to the view.
 
+pub mod dump;
 mod engine;
 mod host;
 pub mod log;

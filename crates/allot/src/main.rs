@@ -1,7 +1,8 @@
 //! The `allot` binary: `allot serve` runs the Placement API on the embedded store;
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
-//! pending claims; `allot db migrate` brings a database's schema up to date.
+//! pending claims; `allot export` and `allot import` move a deployment between
+//! databases; `allot db migrate` brings a database's schema up to date.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
@@ -11,6 +12,7 @@ mod bench;
 mod claims;
 mod classes;
 mod config;
+mod dump;
 
 use std::sync::Arc;
 
@@ -44,6 +46,12 @@ enum Command {
     /// What live pending claims hold on a provider (a uuid or a name), or for a
     /// consumer or project.
     Pending(claims::PendingArgs),
+    /// Write a whole deployment from a database to a portable JSON dump (no server
+    /// needed; stop the one using the database first).
+    Export(dump::ExportArgs),
+    /// Load a dump written by `allot export` into an empty database, checked first
+    /// and written in one transaction.
+    Import(dump::ImportArgs),
     /// Database maintenance: `allot db migrate` brings a database's schema up to date
     /// (as `allot serve` does on start) and exits.
     Db {
@@ -70,6 +78,8 @@ fn main() -> anyhow::Result<()> {
         Command::Classes(args) => classes::run(args),
         Command::Claims(args) => claims::run(args),
         Command::Pending(args) => claims::run_pending(args),
+        Command::Export(args) => dump::run_export(args),
+        Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.
         Command::Db {
             command: DbCommand::Migrate { database },

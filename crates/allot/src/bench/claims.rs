@@ -13,7 +13,8 @@
 //!
 //! The run is bounded: no client starts a request after `--seconds`, and a request
 //! still unanswered 30 s later is given up (and counted as an error), so the command
-//! ends by itself. Only the given `--url` is spoken to. Consumers are fresh v4 uuids
+//! ends by itself. Only the given `--url` (and each `--also-url`: several nodes of one
+//! deployment, the clients spread over them in turn) is spoken to. Consumers are fresh v4 uuids
 //! (a rerun never collides with an earlier one); the roots and candidates picked come
 //! from a small xorshift seeded with `--seed` and the client's index, so the choices
 //! are repeatable without a new dependency.
@@ -68,6 +69,10 @@ pub struct ClaimsArgs {
     reader_query: String,
     #[command(flatten)]
     endpoint: Endpoint,
+    /// Another node of the same deployment (repeatable): client K speaks to the
+    /// (K mod N)-th of `--url` and these, and so does reader K.
+    #[arg(long)]
+    also_url: Vec<String>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -344,35 +349,41 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     };
     let reader_path = format!("/allocation_candidates?{reader_query}");
     let endpoint = &args.endpoint;
-    let client = endpoint.client(&endpoint.url, &endpoint.token)?;
-    let minor = minor(&endpoint.microversion);
-    // One request first, so that a wrong URL or token fails loudly instead of as a
-    // table full of errors.
-    let probe = client
-        .request(
-            Method::GET,
-            &format!("/resource_providers/{}", named("cn0")),
-            None,
-        )
-        .await?;
-    if probe.status != StatusCode::OK {
-        bail!(
-            "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
-            client.base(),
-            probe.status
-        );
+    let mut clients = Vec::new();
+    for url in std::iter::once(&endpoint.url).chain(&args.also_url) {
+        clients.push(endpoint.client(url, &endpoint.token)?);
     }
+    let minor = minor(&endpoint.microversion);
+    // One request to each node first, so that a wrong URL or token fails loudly
+    // instead of as a table full of errors.
+    for client in &clients {
+        let probe = client
+            .request(
+                Method::GET,
+                &format!("/resource_providers/{}", named("cn0")),
+                None,
+            )
+            .await?;
+        if probe.status != StatusCode::OK {
+            bail!(
+                "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
+                client.base(),
+                probe.status
+            );
+        }
+    }
+    let node = |k: u32| clients[k as usize % clients.len()].clone();
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
     let readers: Vec<_> = (0..args.readers)
-        .map(|_| tokio::spawn(reader_loop(client.clone(), reader_path.clone(), deadline)))
+        .map(|k| tokio::spawn(reader_loop(node(k), reader_path.clone(), deadline)))
         .collect();
     let workers: Vec<_> = (0..args.concurrency)
         .map(|k| {
             let rng = Rng::new(args.seed.wrapping_add(u64::from(k)));
             tokio::spawn(client_loop(
-                client.clone(),
+                node(k),
                 args.mode,
                 args.roots,
                 rng,
@@ -393,7 +404,12 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     let rss = read_rss_sum(&args.pid)?;
 
     let report = Report::new(&args, &tally, wall);
-    report.print(&args, client.base(), &tally);
+    let bases = clients
+        .iter()
+        .map(Client::base)
+        .collect::<Vec<_>>()
+        .join(" ");
+    report.print(&args, &bases, &tally);
     if args.readers > 0 {
         println!(
             "{:>10} {:>10} {:>10} {:>10} {:>8}",
@@ -418,7 +434,7 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         );
     }
     if let Some(file) = &args.json {
-        let mut value = report.json(&args, client.base(), &tally);
+        let mut value = report.json(&args, &bases, &tally);
         value["rss_kb"] = rss_json(rss);
         value["readers"] = if args.readers > 0 {
             json!({

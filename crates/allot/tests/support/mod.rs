@@ -36,9 +36,14 @@ impl Server {
     /// Starts the binary on a SQLite database (created if need be) and waits until it
     /// listens.
     pub fn start(db: &Path) -> Server {
+        Server::start_url(&format!("sqlite:{}", db.display()))
+    }
+
+    /// Starts the binary on the database a URL names (`sqlite:PATH`,
+    /// `postgres://...`) and waits until it listens.
+    pub fn start_url(database: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--database"])
-            .arg(format!("sqlite:{}", db.display()))
+            .args(["serve", "--bind", "127.0.0.1:0", "--database", database])
             .env("ALLOT_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
