@@ -195,7 +195,7 @@ fn create_providers(client: &Client) {
 /// Returns each claim's outcome (None: the node died before answering) and the
 /// watcher's number of polls.
 fn storm(
-    nodes: &mut Vec<Option<Server>>,
+    nodes: &mut [Option<Server>],
     kill_after: Option<usize>,
 ) -> (BTreeMap<usize, Option<u16>>, usize) {
     let clients: Vec<Client> = nodes.iter().map(|n| n.as_ref().unwrap().client()).collect();
