@@ -32,6 +32,18 @@ fn put(id: u64, parent: Option<u64>, root: u64, name: &str, generation: u64) -> 
     }
 }
 
+/// `put` as an update of a provider at generation `previous` (a create twice is
+/// refused as stale).
+fn update(put: Change, previous: u64) -> Change {
+    match put {
+        Change::PutProvider { row, .. } => Change::PutProvider {
+            row,
+            previous_generation: Some(previous),
+        },
+        other => other,
+    }
+}
+
 fn inv(total: u64, ratio: f64) -> Inventory {
     Inventory {
         allocation_ratio: ratio,
@@ -136,8 +148,8 @@ fn world() -> Vec<Change> {
         put(8, Some(2), 2, "numa2_0", 1),
         put(9, None, 9, "ss", 2),
         // cn2 moves under the rack, created after it (1.37): its subtree follows.
-        put(2, Some(7), 7, "cn2", 2),
-        put(8, Some(2), 7, "numa2_0", 1),
+        update(put(2, Some(7), 7, "cn2", 2), 1),
+        update(put(8, Some(2), 7, "numa2_0", 1), 1),
         Change::DeleteProvider(ProviderId(5)),
         Change::SetInventories(
             ProviderId(1),
