@@ -13,9 +13,14 @@
 //! - the writer's ([`PgEngine`]): loads, catches up and writes, one thing at a time,
 //!   as the host's one writer thread asks. Every writer of every node takes the same
 //!   row lock (`allot_log_head`) first, so a second write connection per node would
-//!   only queue on that lock;
-//! - the listener's ([`PgListener`]): a session that sits in `LISTEN allot_log` so
-//!   that a node learns at once that another one committed.
+//!   only queue on that lock. The load runs here too, in a repeatable-read snapshot of
+//!   its own: it happens at start and when the host rebuilds its view, both times on
+//!   the writer thread with no write in flight, so a connection of its own would sit
+//!   idle the rest of the time;
+//! - the listener's ([`PgListener`], through `Store::listener`): a session that sits
+//!   in `LISTEN allot_log` so that a node learns at once that another one committed.
+//!   (The host follows the log on a short timer today; the listener is there to wake
+//!   it the moment a commit lands.)
 //!
 //! Three nodes hold six connections, far below PostgreSQL's default limit of 100.
 //!
