@@ -1,7 +1,7 @@
 //! Durable storage for allot, and the host that keeps the in-memory view in step with it.
 //!
 //! - [`Store`] is the one interface every engine sits behind, chosen by a database URL
-//!   (`sqlite:PATH` today). It loads the whole [`State`] at start-up and writes the
+//!   (`sqlite:PATH`, or `postgres://...` for several nodes on one database). It loads the whole [`State`] at start-up and writes the
 //!   [`Change`]s of a batch in one transaction. Every transaction also appends its
 //!   changes to a **change log** in the database and moves its head, a [`Cursor`]: a
 //!   node that shares the database with others learns their commits, in order, from
@@ -43,6 +43,9 @@ pub enum StoreError {
     /// The SQLite engine failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL engine failed (or could not connect: the message says why).
+    #[error("postgres: {}", postgres_message(.0))]
+    Postgres(postgres::Error),
     /// An I/O error outside the engine (creating the database's directory, ...).
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -60,6 +63,23 @@ pub enum StoreError {
     /// caller must load the whole view again.
     #[error("the change log no longer reaches back to commit {0}")]
     Behind(i64),
+}
+
+/// Not `#[from]`: the message carries the driver's cause already, and a source would
+/// have error reports print it twice.
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        StoreError::Postgres(e)
+    }
+}
+
+/// A PostgreSQL error with its cause (the driver's own text for a server error is
+/// only "db error"; the server's message is the cause).
+fn postgres_message(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
+    }
 }
 
 /// A position in the store's change log: the number of the last commit a view
@@ -80,6 +100,30 @@ pub struct Commit {
 /// not seen (oldest first), the changes to write (none: write nothing).
 pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
 
+/// A database URL fit for logs and messages: its password, if any, replaced by `***`.
+pub fn redacted(url: &str) -> String {
+    engine::postgres::redact(url)
+}
+
+/// A second connection that waits for other nodes' commits, so that a node can
+/// follow the log as soon as something is committed instead of on a timer: meant
+/// for a thread of its own, which wakes the host's writer. PostgreSQL only (it is
+/// `LISTEN allot_log`, answered by the `NOTIFY` of every write); see
+/// [`Store::listener`].
+#[derive(Debug)]
+pub struct Listener(engine::postgres::PgListener);
+
+impl Listener {
+    /// Blocks until another writer commits (true) or `timeout` passes (false). A
+    /// wake-up may be spurious (after a lost connection, made again here, it is
+    /// always true, as commits may have been missed meanwhile): the caller reads the
+    /// log to see what there is. An error means the connection is down (the next
+    /// call tries to make it again).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        self.0.wait(timeout)
+    }
+}
+
 /// A durable store: one of the engines, chosen at start-up.
 #[derive(Debug)]
 pub struct Store(Engine);
@@ -87,11 +131,13 @@ pub struct Store(Engine);
 #[derive(Debug)]
 enum Engine {
     Sqlite(engine::sqlite::SqliteEngine),
+    /// Boxed: the client's state is larger than SQLite's connection handle.
+    Postgres(Box<engine::postgres::PgEngine>),
 }
 
 impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
-    /// `sqlite:PATH` (or `sqlite://PATH`).
+    /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`.
     pub fn open(url: &str) -> Result<Store, StoreError> {
         if let Some(path) = url
             .strip_prefix("sqlite://")
@@ -107,14 +153,14 @@ impl Store {
                 path,
             )?)));
         }
-        let reason = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            "the PostgreSQL engine is not built yet; use sqlite:PATH"
-        } else {
-            "expected sqlite:PATH"
-        };
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Store(Engine::Postgres(Box::new(
+                engine::postgres::PgEngine::open(url)?,
+            ))));
+        }
         Err(StoreError::BadUrl {
             url: url.into(),
-            reason: reason.into(),
+            reason: "expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into(),
         })
     }
 
@@ -128,6 +174,7 @@ impl Store {
     pub fn snapshot(&mut self) -> Result<(State, Cursor), StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
+            Engine::Postgres(e) => e.load(),
         }
     }
 
@@ -135,6 +182,7 @@ impl Store {
     pub fn head(&mut self) -> Result<Cursor, StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.head(),
+            Engine::Postgres(e) => e.head(),
         }
     }
 
@@ -143,6 +191,7 @@ impl Store {
     pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.changes_since(after),
+            Engine::Postgres(e) => e.changes_since(after),
         }
     }
 
@@ -157,6 +206,7 @@ impl Store {
     pub fn write(&mut self, at: Cursor, plan: PlanUnderLock<'_>) -> Result<Cursor, StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.write(Some(at), plan),
+            Engine::Postgres(e) => e.write(Some(at), plan),
         }
     }
 
@@ -165,7 +215,18 @@ impl Store {
     pub fn persist(&mut self, changes: &[Change]) -> Result<Cursor, StoreError> {
         match &mut self.0 {
             Engine::Sqlite(e) => e.write(None, &mut |_| changes.to_vec()),
+            Engine::Postgres(e) => e.write(None, &mut |_| changes.to_vec()),
         }
+    }
+
+    /// A [`Listener`] on the database `url` names, for a store that other processes
+    /// write to ([`Store::is_shared`]); `None` for an engine that has no one else to
+    /// hear from (SQLite).
+    pub fn listener(url: &str) -> Result<Option<Listener>, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Some(Listener(engine::postgres::PgListener::open(url)?)));
+        }
+        Ok(None)
     }
 
     /// Whether other processes may write to this store at the same time (a server
@@ -174,6 +235,7 @@ impl Store {
     pub fn is_shared(&self) -> bool {
         match &self.0 {
             Engine::Sqlite(_) => false,
+            Engine::Postgres(_) => true,
         }
     }
 }

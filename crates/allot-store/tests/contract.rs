@@ -9,6 +9,9 @@
 use allot_core::{Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, Uuid};
 use allot_store::{Commit, Cursor, Store, StoreError};
 
+mod pg;
+use pg::PgDatabase;
+
 fn provider(id: u64, name: &str, generation: u64) -> ProviderRow {
     ProviderRow {
         id: ProviderId(id),
@@ -159,4 +162,162 @@ fn sqlite_contract() {
             dir.path().join(format!("db{n}.sqlite")).display()
         )
     });
+}
+
+#[test]
+fn postgres_contract() {
+    if PgDatabase::new().is_none() {
+        return;
+    }
+    let mut databases = Vec::new();
+    contract(&mut || {
+        let db = PgDatabase::new().unwrap();
+        let url = db.url.clone();
+        databases.push(db);
+        url
+    });
+}
+
+/// Two stores on one shared database, as two nodes have: each learns the other's
+/// commits through `changes_since`, and a write hands them to its plan first; two
+/// creates of one provider (by uuid or by name) or one consumer end with the second
+/// `Stale`, or seen by its plan when it comes after.
+pub fn shared_contract(url: &str) {
+    let (mut a, mut b) = (Store::open(url).unwrap(), Store::open(url).unwrap());
+    let (_, b_at) = b.snapshot().unwrap();
+    assert_eq!(a.persist(&[create(1, "a")]).unwrap(), Cursor(1));
+    assert_eq!(a.persist(&[bump(1, "a", 0)]).unwrap(), Cursor(2));
+    assert_eq!(b.head().unwrap(), Cursor(2));
+    let seen: Vec<Cursor> = b
+        .changes_since(b_at)
+        .unwrap()
+        .iter()
+        .map(|c| c.cursor)
+        .collect();
+    assert_eq!(seen, [Cursor(1), Cursor(2)]);
+    // B plans from where it loaded: its plan sees A's commits first, and plans
+    // against them (the provider exists now, at generation 1).
+    let mut handed = Vec::new();
+    let head = b
+        .write(b_at, &mut |unseen| {
+            handed = unseen.clone();
+            let exists = unseen
+                .iter()
+                .flat_map(|c| &c.changes)
+                .any(|c| matches!(c, Change::PutProvider { row, .. } if row.id == ProviderId(1)));
+            if exists {
+                vec![bump(1, "a", 1)]
+            } else {
+                vec![create(1, "a")]
+            }
+        })
+        .unwrap();
+    assert_eq!(head, Cursor(3));
+    assert_eq!(
+        handed.iter().map(|c| c.cursor).collect::<Vec<_>>(),
+        [Cursor(1), Cursor(2)]
+    );
+    assert_eq!(handed[0].changes, vec![create(1, "a")]);
+    // A learns B's commit.
+    assert_eq!(
+        a.changes_since(Cursor(2)).unwrap(),
+        vec![Commit {
+            cursor: Cursor(3),
+            changes: vec![bump(1, "a", 1)]
+        }]
+    );
+
+    // Creates that a plan made without the other's commit (persist hands it
+    // nothing): the second is Stale, and nothing of it is written.
+    let mut same_uuid = provider(2, "b", 0);
+    same_uuid.uuid = Uuid::from_u128(1);
+    for changes in [
+        vec![Change::PutProvider {
+            row: same_uuid,
+            previous_generation: None,
+        }],
+        vec![create(3, "a")],
+    ] {
+        match b.persist(&changes) {
+            Err(StoreError::Stale(_)) => {}
+            other => panic!("{changes:?}: {other:?}"),
+        }
+    }
+    assert_eq!(a.persist(&[consumer(0, None)]).unwrap(), Cursor(4));
+    assert!(matches!(
+        b.persist(&[consumer(0, None)]),
+        Err(StoreError::Stale(_))
+    ));
+    assert_eq!(b.head().unwrap(), Cursor(4));
+    let (state, at) = b.snapshot().unwrap();
+    assert_eq!(at, Cursor(4));
+    assert_eq!(state.providers().count(), 1);
+    assert_eq!(state.consumers().count(), 1);
+}
+
+#[test]
+fn postgres_shared_contract() {
+    if let Some(db) = PgDatabase::new() {
+        shared_contract(&db.url);
+    }
+}
+
+/// Two nodes racing to create the same provider, each on its own thread from the
+/// same starting view: exactly one creates it; the other's plan sees that commit
+/// (the log's lock orders them) and creates nothing.
+#[test]
+fn postgres_racing_creates_serialise() {
+    let Some(db) = PgDatabase::new() else { return };
+    let racers: Vec<_> = (0..2)
+        .map(|_| {
+            let url = db.url.clone();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&url).unwrap();
+                let mut made = false;
+                for _ in 0..20 {
+                    store
+                        .write(Cursor(0), &mut |unseen| {
+                            let exists = unseen.iter().flat_map(|c| &c.changes).any(
+                                |c| matches!(c, Change::PutProvider { row, .. } if row.name == "cn1"),
+                            );
+                            made |= !exists;
+                            if exists {
+                                Vec::new()
+                            } else {
+                                vec![create(1, "cn1")]
+                            }
+                        })
+                        .unwrap();
+                }
+                made
+            })
+        })
+        .collect();
+    let made: Vec<bool> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert_eq!(made.iter().filter(|m| **m).count(), 1, "{made:?}");
+    let mut store = Store::open(&db.url).unwrap();
+    assert_eq!(store.head().unwrap(), Cursor(1));
+}
+
+/// A listener on a shared database wakes within a second of another store's
+/// commit; an embedded database has none.
+#[test]
+fn listeners_wake_on_commits() {
+    assert!(Store::listener("sqlite:/nonexistent/x.db")
+        .unwrap()
+        .is_none());
+    let Some(db) = PgDatabase::new() else { return };
+    let mut store = Store::open(&db.url).unwrap();
+    let mut listener = Store::listener(&db.url).unwrap().unwrap();
+    assert!(!listener.wait(std::time::Duration::from_millis(50)).unwrap());
+    let waiter = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let woke = listener.wait(std::time::Duration::from_secs(5)).unwrap();
+        (woke, start.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    store.persist(&[create(1, "a")]).unwrap();
+    let (woke, after) = waiter.join().unwrap();
+    assert!(woke);
+    assert!(after < std::time::Duration::from_secs(1), "{after:?}");
 }

@@ -12,6 +12,8 @@ use allot_store::Store;
 
 const AGG: Uuid = Uuid::from_u128(0xa66);
 
+mod pg;
+
 fn uuid(id: u64) -> Uuid {
     Uuid::from_u128(0x1000 + id as u128)
 }
@@ -29,6 +31,18 @@ fn put(id: u64, parent: Option<u64>, root: u64, name: &str, generation: u64) -> 
             updated_at: 200 + id as i64,
         },
         previous_generation: None,
+    }
+}
+
+/// `put` as an update of a provider at generation `previous` (a create twice is
+/// refused as stale).
+fn update(put: Change, previous: u64) -> Change {
+    match put {
+        Change::PutProvider { row, .. } => Change::PutProvider {
+            row,
+            previous_generation: Some(previous),
+        },
+        other => other,
     }
 }
 
@@ -136,8 +150,8 @@ fn world() -> Vec<Change> {
         put(8, Some(2), 2, "numa2_0", 1),
         put(9, None, 9, "ss", 2),
         // cn2 moves under the rack, created after it (1.37): its subtree follows.
-        put(2, Some(7), 7, "cn2", 2),
-        put(8, Some(2), 7, "numa2_0", 1),
+        update(put(2, Some(7), 7, "cn2", 2), 1),
+        update(put(8, Some(2), 7, "numa2_0", 1), 1),
         Change::DeleteProvider(ProviderId(5)),
         Change::SetInventories(
             ProviderId(1),
@@ -585,4 +599,29 @@ fn a_broken_dump_is_refused_with_every_problem_named() {
 fn not_json_is_named_as_such() {
     let err = dump::parse(b"PGDMP\x01").unwrap_err().to_string();
     assert!(err.starts_with("not an allot dump"), "{err}");
+}
+
+/// SQLite to PostgreSQL and back (`ALLOT_TEST_POSTGRES_URL`): the same view on
+/// PostgreSQL, and the same dump out of each store.
+#[test]
+fn a_deployment_moves_from_sqlite_to_postgres_and_back() {
+    let Some(db) = pg::PgDatabase::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (source_url, before) = source(&dir);
+    let bytes = dump_bytes(&source_url, 1_000);
+    let mut target = Store::open(&db.url).unwrap();
+    dump::import(&mut target, &dump::parse(&bytes).unwrap()).unwrap();
+    drop(target);
+    let on_postgres = Store::open(&db.url).unwrap().load().unwrap();
+    assert_eq!(everything(&on_postgres), everything(&before));
+    assert!(on_postgres.check_usage_index());
+    assert_eq!(dump_bytes(&db.url, 1_000), bytes);
+    // Back into a fresh SQLite database.
+    let back_url = url(&dir, "back.db");
+    let mut back = Store::open(&back_url).unwrap();
+    dump::import(&mut back, &dump::parse(&bytes).unwrap()).unwrap();
+    drop(back);
+    assert_eq!(dump_bytes(&back_url, 1_000), bytes);
 }

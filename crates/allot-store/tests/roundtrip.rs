@@ -1,5 +1,8 @@
 //! The store suite: what a store persists, a fresh open of the same database loads back
-//! exactly. Run against every engine (only SQLite today).
+//! exactly. Run against every engine: SQLite always, PostgreSQL when
+//! `ALLOT_TEST_POSTGRES_URL` names a server (e.g. the one `scripts/pg-cluster start`
+//! prints); each PostgreSQL test then gets a database of its own, made with a random
+//! name and dropped after.
 //!
 //! A fixed suite covers every kind of change; a property (`random_histories_reload_exactly`)
 //! persists the changes of random request sequences (the generator of the core's
@@ -8,6 +11,9 @@
 
 #[path = "../../allot-core/tests/support/mod.rs"]
 mod support;
+
+mod pg;
+use pg::PgDatabase;
 
 use allot_core::{
     Allocation, Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, State,
@@ -277,11 +283,40 @@ fn sqlite_round_trip() {
 }
 
 #[test]
+fn postgres_round_trip() {
+    if let Some(db) = PgDatabase::new() {
+        suite(&db.url);
+    }
+}
+
+#[test]
 fn bad_urls_are_explained() {
     let e = Store::open("mysql://x").unwrap_err().to_string();
-    assert!(e.contains("expected sqlite:PATH"), "{e}");
-    let e = Store::open("postgres://x").unwrap_err().to_string();
-    assert!(e.contains("not built yet"), "{e}");
+    assert!(e.contains("expected sqlite:PATH or postgres://"), "{e}");
+    // Malformed, unreachable: errors that say so, not panics.
+    for url in ["postgres://a@/db", "postgresql://h:notaport/db"] {
+        let e = Store::open(url).unwrap_err().to_string();
+        assert!(e.contains("unsupported database URL"), "{e}");
+    }
+    let e = Store::open("postgres://nobody:secret@127.0.0.1:1/db?connect_timeout=2")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("postgres: error connecting to server"), "{e}");
+    assert!(!e.contains("secret"), "{e}");
+}
+
+/// A role the server does not know is refused with the server's own words.
+#[test]
+fn postgres_auth_failure_is_explained() {
+    let Some(db) = PgDatabase::new() else { return };
+    let url = db.url.replacen("://", "://no_such_role_here@", 1);
+    let url = match url.split_once('@') {
+        // Drop any user the admin URL had after ours.
+        Some((ours, rest)) => format!("{ours}@{}", rest.rsplit('@').next().unwrap_or(rest)),
+        None => url,
+    };
+    let e = Store::open(&url).unwrap_err().to_string();
+    assert!(e.contains("no_such_role_here"), "{e}");
 }
 
 fn cases() -> u32 {
@@ -297,6 +332,18 @@ fn cases() -> u32 {
 fn replay(ops: &[support::Op], restart_every: usize) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("allot.db").display());
+    replay_at(&url, ops, restart_every);
+}
+
+/// [`replay`] on a database of its own on the test PostgreSQL server, if there is one.
+fn replay_on_postgres(ops: &[support::Op], restart_every: usize) {
+    if let Some(db) = PgDatabase::new() {
+        replay_at(&db.url, ops, restart_every);
+    }
+}
+
+fn replay_at(url: &str, ops: &[support::Op], restart_every: usize) {
+    let url = url.to_string();
     let mut store = Store::open(&url).unwrap();
     let mut state = store.load().unwrap();
     for (step, op) in ops.iter().enumerate() {
@@ -344,5 +391,124 @@ proptest! {
     #[test]
     fn claim_histories_reload_exactly(ops in support::claim_history(40), restart_every in 5usize..40) {
         replay(&ops, restart_every);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases().div_ceil(4),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The same histories on PostgreSQL (a quarter as many cases: each makes a
+    /// database of its own).
+    #[test]
+    fn postgres_histories_reload_exactly(ops in support::ops(40, true), restart_every in 5usize..40) {
+        replay_on_postgres(&ops, restart_every);
+    }
+
+    /// Claims on PostgreSQL.
+    #[test]
+    fn postgres_claim_histories_reload_exactly(ops in support::claim_history(40), restart_every in 5usize..40) {
+        replay_on_postgres(&ops, restart_every);
+    }
+}
+
+/// A change planned against a generation that is no longer the row's is refused as
+/// `Stale`, and nothing of its transaction remains.
+fn stale_generation_is_refused(url: &str) {
+    let mut store = Store::open(url).unwrap();
+    let create = vec![Change::PutProvider {
+        row: provider(1, None, 1, "cn1"),
+        previous_generation: None,
+    }];
+    store.persist(&create).unwrap();
+    let mut bumped = provider(1, None, 1, "cn1");
+    bumped.generation = 1;
+    store
+        .persist(&[Change::PutProvider {
+            row: bumped.clone(),
+            previous_generation: Some(0),
+        }])
+        .unwrap();
+    // Planned against generation 0 again: lost the race.
+    bumped.generation = 1;
+    bumped.name = "lost".into();
+    let lost = [
+        Change::PutTrait(allot_core::TraitRecord {
+            name: TraitName::new_unchecked("CUSTOM_LOST"),
+            created_at: 1,
+        }),
+        Change::PutProvider {
+            row: bumped,
+            previous_generation: Some(0),
+        },
+    ];
+    let e = store.persist(&lost).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    // Creating it again is a lost race too.
+    let e = store.persist(&create).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    drop(store);
+    let state = Store::open(url).unwrap().load().unwrap();
+    assert!(!state.trait_exists(&TraitName::new_unchecked("CUSTOM_LOST")));
+    let p = state.provider(ProviderId(1)).unwrap();
+    assert_eq!((p.row.generation, p.row.name.as_str()), (1, "cn1"));
+}
+
+/// Two stores on one database creating the same provider (by uuid, or by name
+/// under another uuid): the second is `Stale`.
+fn second_create_is_stale(url: &str) {
+    let (mut a, mut b) = (Store::open(url).unwrap(), Store::open(url).unwrap());
+    a.persist(&[Change::PutProvider {
+        row: provider(1, None, 1, "cn1"),
+        previous_generation: None,
+    }])
+    .unwrap();
+    // The same uuid under another id and name.
+    let mut same_uuid = provider(2, None, 2, "cn2");
+    same_uuid.uuid = Uuid::from_u128(1);
+    // The same name under another uuid.
+    let same_name = provider(3, None, 3, "cn1");
+    for row in [same_uuid, same_name] {
+        let e = b
+            .persist(&[Change::PutProvider {
+                row,
+                previous_generation: None,
+            }])
+            .unwrap_err();
+        assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    }
+    // A consumer made by both: the second is stale.
+    let make = [Change::PutConsumer {
+        row: consumer(10, 0, None),
+        previous_generation: None,
+    }];
+    a.persist(&make).unwrap();
+    let e = b.persist(&make).unwrap_err();
+    assert!(matches!(e, allot_store::StoreError::Stale(_)), "{e}");
+    let state = b.load().unwrap();
+    assert_eq!(state.providers().count(), 1);
+    assert_eq!(state.consumers().count(), 1);
+}
+
+#[test]
+fn sqlite_stale_generation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    stale_generation_is_refused(&format!("sqlite:{}", dir.path().join("allot.db").display()));
+}
+
+#[test]
+fn postgres_stale_generation_is_refused() {
+    if let Some(db) = PgDatabase::new() {
+        stale_generation_is_refused(&db.url);
+    }
+}
+
+#[test]
+fn postgres_second_create_is_stale() {
+    if let Some(db) = PgDatabase::new() {
+        second_create_is_stale(&db.url);
     }
 }

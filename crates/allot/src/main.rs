@@ -2,7 +2,7 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot export` and `allot import` move a deployment between
-//! databases.
+//! databases; `allot db migrate` brings a database's schema up to date.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
@@ -52,6 +52,22 @@ enum Command {
     /// Load a dump written by `allot export` into an empty database, checked first
     /// and written in one transaction.
     Import(dump::ImportArgs),
+    /// Database maintenance: `allot db migrate` brings a database's schema up to date
+    /// (as `allot serve` does on start) and exits.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DbCommand {
+    /// Create or migrate the schema of a database (sqlite:PATH or postgres://...).
+    Migrate {
+        /// The database URL.
+        #[arg(long, env = "ALLOT_DATABASE")]
+        database: String,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -64,6 +80,12 @@ fn main() -> anyhow::Result<()> {
         Command::Pending(args) => claims::run_pending(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
+        // Opening a store migrates it: that is all there is to do.
+        Command::Db {
+            command: DbCommand::Migrate { database },
+        } => allot_store::Store::open(&database)
+            .map(|_| println!("the database schema is up to date"))
+            .context("migrating the database"),
     }
 }
 
@@ -77,8 +99,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let store = allot_store::Store::open(&settings.database)
-        .with_context(|| format!("opening database {}", settings.database))?;
+    let store = allot_store::Store::open(&settings.database).with_context(|| {
+        let url = allot_store::redacted(&settings.database);
+        format!("opening database {url}")
+    })?;
     let clock: allot_store::Clock = Arc::new(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -119,7 +143,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // tests that start us on an ephemeral port.
         let addr = listener.local_addr()?;
         eprintln!("allot: listening on http://{addr}");
-        tracing::info!(%addr, database = %settings.database, "allot serving");
+        let database = allot_store::redacted(&settings.database);
+        tracing::info!(%addr, %database, "allot serving");
         // Expired claims stop counting at their expiry by the clock; the sweeper
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);

@@ -195,7 +195,7 @@ fn create_providers(client: &Client) {
 /// Returns each claim's outcome (None: the node died before answering) and the
 /// watcher's number of polls.
 fn storm(
-    nodes: &mut Vec<Option<Server>>,
+    nodes: &mut [Option<Server>],
     kill_after: Option<usize>,
 ) -> (BTreeMap<usize, Option<u16>>, usize) {
     let clients: Vec<Client> = nodes.iter().map(|n| n.as_ref().unwrap().client()).collect();
@@ -281,14 +281,9 @@ fn all_nodes_agree(nodes: &[Option<Server>], expected: &BTreeMap<usize, u64>) {
     }
 }
 
-#[test]
-fn three_nodes_never_over_commit() {
-    let Some(db) = Database::create() else { return };
-    let mut nodes: Vec<Option<Server>> = (0..NODES)
-        .map(|_| Some(Server::start_url(&db.url)))
-        .collect();
-    create_providers(&nodes[0].as_ref().unwrap().client());
-    // What one node made, the others see within the bound.
+/// What one node made, the others see within the bound (before the storm, whose
+/// watcher expects every provider on every node).
+fn every_node_sees_the_providers(nodes: &[Option<Server>]) {
     for node in nodes.iter().flatten() {
         let client = node.client();
         let took = converge(FRESHNESS, || {
@@ -299,6 +294,16 @@ fn three_nodes_never_over_commit() {
         });
         eprintln!("node {} saw the providers after {took:?}", node.addr);
     }
+}
+
+#[test]
+fn three_nodes_never_over_commit() {
+    let Some(db) = Database::create() else { return };
+    let mut nodes: Vec<Option<Server>> = (0..NODES)
+        .map(|_| Some(Server::start_url(&db.url)))
+        .collect();
+    create_providers(&nodes[0].as_ref().unwrap().client());
+    every_node_sees_the_providers(&nodes);
 
     let (outcomes, polls) = storm(&mut nodes, None);
     assert!(polls > 0);
@@ -323,6 +328,7 @@ fn a_node_killed_mid_load_loses_nothing() {
         .map(|_| Some(Server::start_url(&db.url)))
         .collect();
     create_providers(&nodes[0].as_ref().unwrap().client());
+    every_node_sees_the_providers(&nodes);
     let (outcomes, _) = storm(&mut nodes, Some(CLAIMS / 4));
     // Claims answered 204 are held; those the dead node never answered may or may
     // not have been committed, but each is whole (1 VCPU) or absent; the survivors
