@@ -34,7 +34,7 @@
 //! A view the log no longer reaches back to is loaded again from the tables.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -43,12 +43,18 @@ use allot_core::ops::Plan;
 use allot_core::{Change, State, Timestamp};
 use tokio::sync::oneshot;
 
-use crate::{Commit, Cursor, Store, StoreError};
+use crate::{Commit, Cursor, Listener, Store, StoreError};
 
 /// How often an idle writer reads the change log of a shared store for other nodes'
-/// commits. Bounds how stale a view gets while this node writes nothing; a reading
-/// of the head costs one indexed query.
+/// commits when nothing wakes it. Bounds how stale a view gets while this node writes
+/// nothing; a reading of the log costs one indexed query. With a [`Listener`]
+/// attached (`Host::follow_with`), other nodes' commits wake the writer at once and
+/// this is only the net under a lost notification.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(50);
+
+/// How long the listener's thread waits for a notification before it checks that
+/// the writer still runs.
+const LISTEN_TICK: Duration = Duration::from_secs(1);
 
 /// The source of the current time, injected so that tests control it.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -120,11 +126,15 @@ struct Shared {
     /// When the view was last known to hold every commit: microseconds since `epoch`.
     fresh_at: AtomicU64,
     epoch: Instant,
+    /// Set when the writer has stopped (the listener's thread then stops too).
+    stopped: AtomicBool,
 }
 
 /// What the writer's queue carries.
 enum Message {
     Write(Job),
+    /// Another node committed (the listener heard it): read the log.
+    Follow,
     /// The last handle went: answer what is queued, then stop.
     Stop,
 }
@@ -164,6 +174,7 @@ impl Host {
             shared_store: store.is_shared(),
             fresh_at: AtomicU64::new(0),
             epoch: Instant::now(),
+            stopped: AtomicBool::new(false),
         });
         let (queue, jobs) = mpsc::channel();
         let writer = Writer {
@@ -181,6 +192,41 @@ impl Host {
                 writer: Some(writer),
             }),
         })
+    }
+
+    /// Wakes the writer whenever another node commits (`LISTEN`), so that this node's
+    /// readers see other nodes' commits within milliseconds rather than at the next
+    /// poll. The listener runs on a thread of its own until the writer stops.
+    pub fn follow_with(&self, mut listener: Listener) -> std::io::Result<()> {
+        let queue = self
+            .inner
+            .queue
+            .as_ref()
+            .expect("only `Inner::drop` takes it")
+            .clone();
+        let shared = self.inner.shared.clone();
+        std::thread::Builder::new()
+            .name("allot-listener".into())
+            .spawn(move || {
+                while !shared.stopped.load(Ordering::Acquire) {
+                    match listener.wait(LISTEN_TICK) {
+                        // A commit, or a reconnect after which commits may have been
+                        // missed: the writer reads the log.
+                        Ok(true) => {
+                            if queue.send(Message::Follow).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(false) => {}
+                        // Down: the writer's own polling goes on meanwhile.
+                        Err(e) => {
+                            tracing::warn!("listening for other nodes' commits: {e}");
+                            std::thread::sleep(LISTEN_TICK);
+                        }
+                    }
+                }
+            })?;
+        Ok(())
     }
 
     /// The current time by the host's clock.
@@ -302,6 +348,11 @@ impl Writer {
     /// log of a shared store.
     fn run(mut self, jobs: Receiver<Message>) {
         self.shared.fresh();
+        self.serve(jobs);
+        self.shared.stopped.store(true, Ordering::Release);
+    }
+
+    fn serve(&mut self, jobs: Receiver<Message>) {
         loop {
             let message = if self.shared.shared_store {
                 match jobs.recv_timeout(FOLLOW_EVERY) {
@@ -318,14 +369,21 @@ impl Writer {
                     Err(_) => return,
                 }
             };
-            let Message::Write(first) = message else {
-                return;
+            let first = match message {
+                Message::Write(job) => job,
+                Message::Follow => {
+                    self.follow();
+                    continue;
+                }
+                Message::Stop => return,
             };
             let mut batch = vec![first];
             let mut stop = false;
             while batch.len() < MAX_BATCH {
                 match jobs.try_recv() {
                     Ok(Message::Write(job)) => batch.push(job),
+                    // The batch's write reads the log anyway.
+                    Ok(Message::Follow) => {}
                     Ok(Message::Stop) => {
                         stop = true;
                         break;

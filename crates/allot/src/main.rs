@@ -110,6 +110,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .unwrap_or(0)
     });
     let host = allot_store::Host::new(store, clock).context("loading the database")?;
+    // On a database other nodes write to, their commits wake this node's writer.
+    if let Some(listener) = allot_store::Store::listener(&settings.database)
+        .context("listening for other nodes' commits")?
+    {
+        host.follow_with(listener)
+            .context("starting the listener's thread")?;
+    }
     let state = allot_server::AppState {
         host,
         config: Arc::new(allot_server::Config {

@@ -281,6 +281,29 @@ fn all_nodes_agree(nodes: &[Option<Server>], expected: &BTreeMap<usize, u64>) {
     }
 }
 
+/// The lag between a write on one node and a read that sees it on the next: 30
+/// traits created in turn on each node, each looked for on the next node until it is
+/// there. Every lag must be within the bound; the figures are printed.
+fn freshness(nodes: &[Option<Server>]) {
+    let clients: Vec<Client> = nodes.iter().flatten().map(Server::client).collect();
+    let mut lags = Vec::new();
+    for k in 0..30 {
+        let (writer, reader) = (&clients[k % NODES], &clients[(k + 1) % NODES]);
+        let path = format!("/traits/CUSTOM_FRESH_{k}");
+        let (status, body) = writer.call("PUT", &path, None);
+        assert_eq!(status, 201, "{body}");
+        lags.push(converge(FRESHNESS, || {
+            reader.call("GET", &path, None).0 == 204
+        }));
+    }
+    lags.sort();
+    eprintln!(
+        "freshness: a write on one node seen on the next after {:?} (median), {:?} (max)",
+        lags[lags.len() / 2],
+        lags[lags.len() - 1]
+    );
+}
+
 /// What one node made, the others see within the bound (before the storm, whose
 /// watcher expects every provider on every node).
 fn every_node_sees_the_providers(nodes: &[Option<Server>]) {
@@ -304,6 +327,7 @@ fn three_nodes_never_over_commit() {
         .collect();
     create_providers(&nodes[0].as_ref().unwrap().client());
     every_node_sees_the_providers(&nodes);
+    freshness(&nodes);
 
     let (outcomes, polls) = storm(&mut nodes, None);
     assert!(polls > 0);
