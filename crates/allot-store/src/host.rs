@@ -371,10 +371,15 @@ impl Writer {
             };
             let first = match message {
                 Message::Write(job) => job,
-                Message::Follow => {
-                    self.follow();
-                    continue;
-                }
+                Message::Follow => match self.next_write(&jobs) {
+                    // A write waits: it reads the log anyway, under the lock.
+                    Some(Message::Write(job)) => job,
+                    Some(_) => return,
+                    None => {
+                        self.follow();
+                        continue;
+                    }
+                },
                 Message::Stop => return,
             };
             let mut batch = vec![first];
@@ -394,6 +399,20 @@ impl Writer {
             self.commit(batch);
             if stop {
                 return;
+            }
+        }
+    }
+
+    /// After a wake-up from the listener: the first write already queued, skipping
+    /// the other wake-ups (under a storm every commit of every node wakes every
+    /// node, and a write catches up anyway), or `Some(Stop)`, or None when nothing
+    /// but wake-ups was queued.
+    fn next_write(&self, jobs: &Receiver<Message>) -> Option<Message> {
+        loop {
+            match jobs.try_recv() {
+                Ok(Message::Follow) => continue,
+                Ok(message) => return Some(message),
+                Err(_) => return None,
             }
         }
     }
