@@ -2,8 +2,8 @@
 //! response.
 //!
 //! On the way in: a request id, the negotiated microversion, the caller's identity
-//! (from the [`crate::auth::Authenticator`] chosen at start-up; `/` needs none), CORS. On the way out: the
-//! request id (as both `openstack-request-id` and `x-openstack-request-id`),
+//! (from the [`crate::auth::Authenticator`] chosen at start-up; `/` needs none), CORS.
+//! On the way out: the request id (as both `openstack-request-id` and `x-openstack-request-id`),
 //! `openstack-api-version` and `vary` headers on every response, a relative `Location`
 //! made absolute, and every error rendered into the envelope (see `crate::error`).
 
@@ -267,39 +267,36 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                     app.config.auth.authenticate(&headers).await.map(Some)
                 };
                 let stale = app.host.staleness();
-                match identity {
-                    Err(e) => e.into_response(app.config.auth.challenge()),
-                    Ok(identity) => {
-                        if stale > app.config.max_staleness
-                            && req.uri().path() != "/"
-                            && (method == Method::GET || method == Method::HEAD)
-                        {
-                            // Writes are safe (they catch up under the log's lock); reads
-                            // would answer from a view that may be out of date.
-                            tracing::warn!(?stale, "refusing a read: the view may be stale");
-                            let mut r = ApiError::new(
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                format!(
+                if let Err(e) = &identity {
+                    e.clone().into_response(app.config.auth.challenge())
+                } else if stale > app.config.max_staleness
+                    && req.uri().path() != "/"
+                    && (method == Method::GET || method == Method::HEAD)
+                {
+                    // Writes are safe (they catch up under the log's lock); reads
+                    // would answer from a view that may be out of date.
+                    tracing::warn!(?stale, "refusing a read: the view may be stale");
+                    let mut r = ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
                             "This node has not been able to follow the database for {} ms; \
                              its answers may be out of date. Try again or use another node.",
                             stale.as_millis()
                         ),
-                            )
-                            .with_code(crate::error::codes::VIEW_STALE)
-                            .into_response();
-                            r.headers_mut()
-                                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
-                            r
-                        } else {
-                            req.extensions_mut().insert(Ctx {
-                                request_id: request_id.clone(),
-                                version,
-                                identity,
-                                accept: accept.clone(),
-                            });
-                            next.run(req).await
-                        }
-                    }
+                    )
+                    .with_code(crate::error::codes::VIEW_STALE)
+                    .into_response();
+                    r.headers_mut()
+                        .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                    r
+                } else {
+                    req.extensions_mut().insert(Ctx {
+                        request_id: request_id.clone(),
+                        version,
+                        identity: identity.ok().flatten(),
+                        accept: accept.clone(),
+                    });
+                    next.run(req).await
                 }
             };
             finish_errors(&mut response, method.as_str(), &request_id, version, format);
