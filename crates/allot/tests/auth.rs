@@ -214,6 +214,9 @@ fn noauth2_is_refused_off_loopback_unless_told() {
     );
 }
 
+/// What is sent, the headers, and the status it must get.
+type HostileCase<'a> = (&'a str, Vec<(&'a str, &'a [u8])>, u16);
+
 #[test]
 fn noauth2_on_loopback_and_hostile_headers() {
     let dir = tempfile::tempdir().unwrap();
@@ -226,7 +229,7 @@ fn noauth2_on_loopback_and_hostile_headers() {
     assert_eq!(create_provider(a, "admin", "rp0").status, 200);
 
     let long = "a".repeat(9 * 1024);
-    let hostile: Vec<(&str, Vec<(&str, &[u8])>, u16)> = vec![
+    let hostile: Vec<HostileCase> = vec![
         ("non-UTF-8 token", vec![("x-auth-token", b"adm\xffin")], 401),
         ("Latin-1 token", vec![("x-auth-token", b"caf\xe9")], 401),
         (
