@@ -2,8 +2,8 @@
 //! response.
 //!
 //! On the way in: a request id, the negotiated microversion, the caller's identity
-//! (Placement's `noauth2`: the token is `USER[:PROJECT]`), CORS. On the way out: the
-//! request id (as both `openstack-request-id` and `x-openstack-request-id`),
+//! (from the [`crate::auth::Authenticator`] chosen at start-up; `/` needs none), CORS.
+//! On the way out: the request id (as both `openstack-request-id` and `x-openstack-request-id`),
 //! `openstack-api-version` and `vary` headers on every response, a relative `Location`
 //! made absolute, and every error rendered into the envelope (see `crate::error`).
 
@@ -56,8 +56,11 @@ pub struct Identity {
     /// Roles.
     pub roles: Vec<String>,
     /// Whether the request is system-scoped (`openstack-system-scope: all`, or any
-    /// other non-empty value).
+    /// other non-empty value, in `noauth2`; `system: {all: true}` in a Keystone token).
     pub system_scope: bool,
+    /// The domain of the token's project, or the domain of a domain-scoped token
+    /// (Keystone only; no rule of Placement's looks at it yet).
+    pub domain_id: Option<String>,
 }
 
 impl Identity {
@@ -153,36 +156,6 @@ fn error_format(accept: Option<&str>) -> ErrorFormat {
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Parses the caller's identity from `noauth2` headers; None without a token.
-fn identity(headers: &HeaderMap) -> Option<Identity> {
-    let token = header_str(headers, "x-auth-token")?;
-    let (user, project) = match token.split_once(':') {
-        Some((u, p)) => (u.to_owned(), p.to_owned()),
-        None => (token.to_owned(), token.to_owned()),
-    };
-    let roles = match header_str(headers, "x-roles") {
-        Some(r) => r
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        None if user == "admin" => vec!["admin".to_owned()],
-        None => vec![],
-    };
-    // Keystone only issues `all`, but Placement treats any value as system scope,
-    // under which the token's project is dropped (an explicit `x-project-id` stays).
-    let system_scope = header_str(headers, "openstack-system-scope").is_some_and(|s| !s.is_empty());
-    let project_id = header_str(headers, "x-project-id")
-        .map(str::to_owned)
-        .or((!system_scope).then_some(project));
-    Some(Identity {
-        user_id: user,
-        project_id,
-        roles,
-        system_scope,
-    })
 }
 
 /// Whether a `Host` header is a plain `host[:port]` we may copy into a `Location`: a
@@ -287,10 +260,15 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
             let mut response = if let (Some(cors), true) = (&app.config.cors, preflight) {
                 cors.preflight(origin.as_deref())
             } else {
-                let identity = identity(&headers);
+                // Discovery stays open, as in Placement: it is never asked about.
+                let identity = if req.uri().path() == "/" {
+                    Ok(None)
+                } else {
+                    app.config.auth.authenticate(&headers).await.map(Some)
+                };
                 let stale = app.host.staleness();
-                if identity.is_none() && req.uri().path() != "/" {
-                    ApiError::new(StatusCode::UNAUTHORIZED, "").into_response()
+                if let Err(e) = &identity {
+                    e.clone().into_response(app.config.auth.challenge())
                 } else if stale > app.config.max_staleness
                     && req.uri().path() != "/"
                     && (method == Method::GET || method == Method::HEAD)
@@ -315,7 +293,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                     req.extensions_mut().insert(Ctx {
                         request_id: request_id.clone(),
                         version,
-                        identity,
+                        identity: identity.ok().flatten(),
                         accept: accept.clone(),
                     });
                     next.run(req).await
@@ -412,87 +390,4 @@ fn finish_errors(
         }
     }
     *response = rendered;
-}
-
-#[cfg(test)]
-mod identity_tests {
-    use super::*;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    /// Headers in, then the expected user, project, roles and system scope.
-    type IdentityCase<'a> = (
-        &'a [(&'a str, &'a str)],
-        &'a str,
-        Option<&'a str>,
-        &'a [&'a str],
-        bool,
-    );
-
-    #[test]
-    fn noauth2_identities() {
-        let cases: &[IdentityCase] = &[
-            (
-                &[("x-auth-token", "admin")],
-                "admin",
-                Some("admin"),
-                &["admin"],
-                false,
-            ),
-            (
-                &[("x-auth-token", "user")],
-                "user",
-                Some("user"),
-                &[],
-                false,
-            ),
-            (&[("x-auth-token", "u:p")], "u", Some("p"), &[], false),
-            (
-                &[("x-auth-token", "admin"), ("x-roles", "reader, member")],
-                "admin",
-                Some("admin"),
-                &["reader", "member"],
-                false,
-            ),
-            (
-                &[("x-auth-token", "user"), ("x-project-id", "proj")],
-                "user",
-                Some("proj"),
-                &[],
-                false,
-            ),
-            (
-                &[
-                    ("x-auth-token", "user"),
-                    ("x-roles", "admin,member,reader"),
-                    ("openstack-system-scope", "all"),
-                ],
-                "user",
-                None,
-                &["admin", "member", "reader"],
-                true,
-            ),
-            (
-                &[("x-auth-token", "user"), ("openstack-system-scope", "")],
-                "user",
-                Some("user"),
-                &[],
-                false,
-            ),
-        ];
-        for (pairs, user, project, roles, system) in cases {
-            let id = identity(&headers(pairs)).expect("a token was sent");
-            assert_eq!(id.user_id, *user, "{pairs:?}");
-            assert_eq!(id.project_id.as_deref(), *project, "{pairs:?}");
-            assert_eq!(id.roles, *roles, "{pairs:?}");
-            assert_eq!(id.system_scope, *system, "{pairs:?}");
-        }
-        assert!(identity(&headers(&[("x-roles", "admin")])).is_none());
-    }
 }

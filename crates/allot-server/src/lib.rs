@@ -2,7 +2,7 @@
 //! [`allot_store::Host`].
 //!
 //! This is the only crate that knows HTTP and JSON. Requests flow:
-//! `context::around` (request id, microversion, identity, CORS; renders errors on the
+//! `context::around` (request id, microversion, identity through [`auth`], CORS; renders errors on the
 //! way out) → a handler in [`handlers`] (checks policy and input, turns it into
 //! validated domain types, calls the host) → a JSON response, one of the types of
 //! [`wire`].
@@ -10,6 +10,7 @@
 //! [`router`] builds the whole application for tests (no sockets needed); [`serve`]
 //! runs it on a listener until a shutdown future resolves.
 
+pub mod auth;
 pub mod context;
 pub mod cors;
 pub mod error;
@@ -54,6 +55,8 @@ pub const DEFAULT_CLAIM_RETENTION: i64 = 86_400;
 pub struct Config {
     /// CORS, if enabled.
     pub cors: Option<Cors>,
+    /// Who the caller is (`noauth2`, static tokens or Keystone), chosen at start-up.
+    pub auth: Arc<dyn auth::Authenticator>,
     /// Which authorization rules apply.
     pub policy: PolicyMode,
     /// `GET /allocation_candidates` answers a random sample instead of its
@@ -83,6 +86,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             cors: None,
+            auth: Arc::new(auth::NoAuth2),
             policy: PolicyMode::default(),
             randomize_allocation_candidates: false,
             max_allocation_candidates: None,

@@ -441,6 +441,7 @@ mod tests {
                 .map(str::to_owned)
                 .collect(),
             system_scope,
+            ..Identity::default()
         }
     }
 

@@ -45,6 +45,20 @@ impl From<Policy> for allot_server::PolicyMode {
     }
 }
 
+/// Who the caller is, as `--auth` takes it.
+#[derive(ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Placement's test mode: X-Auth-Token USER[:PROJECT] is believed (loopback only
+    /// unless --insecure-noauth)
+    Noauth2,
+    /// A static file of hashed tokens (--token-file; `allot token add` makes them)
+    Tokens,
+    /// Tokens validated by OpenStack Keystone (--keystone-url and allot's service
+    /// credentials)
+    Keystone,
+}
+
 /// The default mode: the one Placement 16 enforces as installed from PyPI.
 pub const DEFAULT_POLICY: Policy = Policy::Secure;
 /// The default address: Placement's port, on loopback.
@@ -69,7 +83,9 @@ pub struct ServeArgs {
     pub database: Option<String>,
 
     /// TOML file with any of these settings (ALLOT_CONFIG; keys: bind, database, log,
-    /// policy, cors_allowed_origins, cors_allow_headers,
+    /// policy, auth, insecure_noauth, token_file, keystone_url, keystone_user,
+    /// keystone_password, keystone_project, keystone_domain, token_cache_ttl,
+    /// cors_allowed_origins, cors_allow_headers,
     /// randomize_allocation_candidates, max_allocation_candidates, claim_expires_in,
     /// claim_retention, claim_sweep_interval). Flags and environment variables win
     /// over it.
@@ -95,6 +111,51 @@ pub struct ServeArgs {
     /// reshape].
     #[arg(long, value_enum, value_name = "MODE")]
     pub policy: Option<Policy>,
+
+    /// How callers are authenticated (ALLOT_AUTH) [default: noauth2, which is refused
+    /// on an address other than loopback without --insecure-noauth].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub auth: Option<AuthMode>,
+
+    /// Allow --auth noauth2 on an address other than loopback: anyone who can reach
+    /// it is whoever they claim to be (ALLOT_INSECURE_NOAUTH) [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub insecure_noauth: Option<bool>,
+
+    /// With --auth tokens: the token file, JSON, managed by `allot token`
+    /// (ALLOT_TOKEN_FILE) [default: $XDG_DATA_HOME/allot/tokens.json].
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// With --auth keystone: the Identity endpoint, http://HOST:PORT[/PATH]
+    /// (ALLOT_KEYSTONE_URL).
+    #[arg(long, value_name = "URL")]
+    pub keystone_url: Option<String>,
+
+    /// With --auth keystone: allot's service user (ALLOT_KEYSTONE_USER) [default:
+    /// placement].
+    #[arg(long, value_name = "NAME")]
+    pub keystone_user: Option<String>,
+
+    /// With --auth keystone: the service user's password (ALLOT_KEYSTONE_PASSWORD;
+    /// prefer the variable or the config file to the flag, which other users see).
+    #[arg(long, value_name = "PASSWORD")]
+    pub keystone_password: Option<String>,
+
+    /// With --auth keystone: the project allot's token is scoped to
+    /// (ALLOT_KEYSTONE_PROJECT) [default: service].
+    #[arg(long, value_name = "NAME")]
+    pub keystone_project: Option<String>,
+
+    /// With --auth keystone: the domain of the user and of the project, by name
+    /// (ALLOT_KEYSTONE_DOMAIN) [default: Default].
+    #[arg(long, value_name = "NAME")]
+    pub keystone_domain: Option<String>,
+
+    /// With --auth keystone: how long a validated token is cached, in seconds; never
+    /// past its expiry; 0 turns the cache off (ALLOT_TOKEN_CACHE_TTL) [default: 300].
+    #[arg(long, value_name = "SECONDS")]
+    pub token_cache_ttl: Option<u64>,
 
     /// Log filter, in tracing's EnvFilter syntax (ALLOT_LOG) [default: info].
     #[arg(long, value_name = "FILTER")]
@@ -143,6 +204,15 @@ struct FileSettings {
     database: Option<String>,
     log: Option<String>,
     policy: Option<Policy>,
+    auth: Option<AuthMode>,
+    insecure_noauth: Option<bool>,
+    token_file: Option<PathBuf>,
+    keystone_url: Option<String>,
+    keystone_user: Option<String>,
+    keystone_password: Option<String>,
+    keystone_project: Option<String>,
+    keystone_domain: Option<String>,
+    token_cache_ttl: Option<u64>,
     #[serde(default)]
     cors_allowed_origins: Vec<String>,
     #[serde(default)]
@@ -161,6 +231,7 @@ pub struct Settings {
     pub database: String,
     pub log: String,
     pub policy: allot_server::PolicyMode,
+    pub auth: Auth,
     pub cors: Option<allot_server::Cors>,
     pub randomize_allocation_candidates: bool,
     pub max_allocation_candidates: usize,
@@ -169,6 +240,22 @@ pub struct Settings {
     /// Seconds.
     pub claim_retention: i64,
     pub claim_sweep_interval: std::time::Duration,
+}
+
+/// How callers are authenticated, with what each mode needs.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// Placement's `noauth2`.
+    NoAuth2,
+    /// The static token file.
+    Tokens(PathBuf),
+    /// Keystone.
+    Keystone(allot_server::auth::keystone::KeystoneConfig),
+}
+
+/// The default token file: beside the default database.
+pub fn default_token_file(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    data_dir(env).join("allot").join("tokens.json")
 }
 
 /// Where a value came from, for error messages.
@@ -197,11 +284,15 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn default_database(env: &dyn Fn(&str) -> Option<String>) -> String {
-    let base = env("XDG_DATA_HOME")
+fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("XDG_DATA_HOME")
         .map(PathBuf::from)
         .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn default_database(env: &dyn Fn(&str) -> Option<String>) -> String {
+    let base = data_dir(env);
     format!("sqlite:{}", base.join("allot").join("allot.db").display())
 }
 
@@ -225,6 +316,12 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
             "invalid policy mode {s:?} (expected one of: {})",
             names.join(", ")
         )
+    })
+}
+
+fn parse_auth(s: &str) -> Result<AuthMode, String> {
+    AuthMode::from_str(s.trim(), false).map_err(|_| {
+        format!("invalid authentication mode {s:?} (expected one of: noauth2, tokens, keystone)")
     })
 }
 
@@ -304,6 +401,141 @@ impl Merge<'_> {
             return env;
         }
         clean(file)
+    }
+}
+
+/// The authentication settings of one source (flags or file).
+struct AuthFlags {
+    auth: Option<AuthMode>,
+    insecure_noauth: Option<bool>,
+    token_file: Option<PathBuf>,
+    keystone_url: Option<String>,
+    keystone_user: Option<String>,
+    keystone_password: Option<String>,
+    keystone_project: Option<String>,
+    keystone_domain: Option<String>,
+    token_cache_ttl: Option<u64>,
+}
+
+impl Merge<'_> {
+    /// The authentication mode and what it needs; refuses `noauth2` on an address
+    /// other than loopback unless `insecure_noauth` says so.
+    fn resolve_auth(
+        &self,
+        flags: AuthFlags,
+        file: AuthFlags,
+        bind: SocketAddr,
+    ) -> anyhow::Result<Auth> {
+        let (mode, mode_source) = self.pick(
+            ("--auth", flags.auth),
+            "ALLOT_AUTH",
+            parse_auth,
+            file.auth,
+            || AuthMode::Noauth2,
+        )?;
+        let (insecure, _) = self.pick(
+            ("--insecure-noauth", flags.insecure_noauth),
+            "ALLOT_INSECURE_NOAUTH",
+            parse_bool,
+            file.insecure_noauth,
+            || false,
+        )?;
+        let text = |s: &str| Ok(s.to_owned());
+        match mode {
+            AuthMode::Noauth2 => {
+                if !bind.ip().is_loopback() && !insecure {
+                    let how = match mode_source {
+                        Source::Default => "noauth2 (the default)".to_owned(),
+                        source => format!("noauth2 (from {source})"),
+                    };
+                    anyhow::bail!(
+                        "refusing to listen on {bind} with authentication mode {how}: in \
+                         noauth2 every caller is whoever its X-Auth-Token says (`admin` is \
+                         the admin), so anyone who can reach {bind} could read and change \
+                         everything. Use --auth tokens or --auth keystone, listen on \
+                         loopback (127.0.0.1 or ::1), or, on a network you trust \
+                         completely, pass --insecure-noauth."
+                    );
+                }
+                Ok(Auth::NoAuth2)
+            }
+            AuthMode::Tokens => {
+                let (path, _) = self.pick(
+                    ("--token-file", flags.token_file),
+                    "ALLOT_TOKEN_FILE",
+                    |s| Ok(PathBuf::from(s)),
+                    file.token_file,
+                    || default_token_file(self.env),
+                )?;
+                Ok(Auth::Tokens(path))
+            }
+            AuthMode::Keystone => {
+                let (url, _) = self.pick(
+                    ("--keystone-url", flags.keystone_url),
+                    "ALLOT_KEYSTONE_URL",
+                    text,
+                    file.keystone_url,
+                    String::new,
+                )?;
+                if url.trim().is_empty() {
+                    anyhow::bail!(
+                        "--auth keystone needs the Identity endpoint: --keystone-url, \
+                         ALLOT_KEYSTONE_URL or keystone_url in the config file"
+                    );
+                }
+                let (user, _) = self.pick(
+                    ("--keystone-user", flags.keystone_user),
+                    "ALLOT_KEYSTONE_USER",
+                    text,
+                    file.keystone_user,
+                    || "placement".to_owned(),
+                )?;
+                let (password, _) = self.pick(
+                    ("--keystone-password", flags.keystone_password),
+                    "ALLOT_KEYSTONE_PASSWORD",
+                    text,
+                    file.keystone_password,
+                    String::new,
+                )?;
+                if password.is_empty() {
+                    anyhow::bail!(
+                        "--auth keystone needs allot's service password: \
+                         ALLOT_KEYSTONE_PASSWORD or keystone_password in the config file"
+                    );
+                }
+                let (project, _) = self.pick(
+                    ("--keystone-project", flags.keystone_project),
+                    "ALLOT_KEYSTONE_PROJECT",
+                    text,
+                    file.keystone_project,
+                    || "service".to_owned(),
+                )?;
+                let (domain, _) = self.pick(
+                    ("--keystone-domain", flags.keystone_domain),
+                    "ALLOT_KEYSTONE_DOMAIN",
+                    text,
+                    file.keystone_domain,
+                    || "Default".to_owned(),
+                )?;
+                let (ttl, _) = self.pick(
+                    ("--token-cache-ttl", flags.token_cache_ttl),
+                    "ALLOT_TOKEN_CACHE_TTL",
+                    parse_seconds,
+                    file.token_cache_ttl,
+                    || allot_server::auth::keystone::DEFAULT_CACHE_TTL.as_secs(),
+                )?;
+                let mut config = allot_server::auth::keystone::KeystoneConfig::new(
+                    &url, &user, &password, &project,
+                );
+                config.user_domain_name = domain.clone();
+                config.project_domain_name = domain;
+                config.cache_ttl = std::time::Duration::from_secs(ttl);
+                // Checked here, so that a bad URL stops the start with its reason.
+                allot_server::auth::keystone::Keystone::new(config.clone())
+                    .map_err(|e| anyhow!("--auth keystone: {e}"))?;
+                Ok(Auth::Keystone(config))
+            }
+        }
     }
 }
 
@@ -432,11 +664,38 @@ impl ServeArgs {
             anyhow::bail!("{source}: claim_sweep_interval must be from 1 to {max_expiry} seconds");
         }
 
+        let auth = m.resolve_auth(
+            AuthFlags {
+                auth: self.auth,
+                insecure_noauth: self.insecure_noauth,
+                token_file: self.token_file,
+                keystone_url: self.keystone_url,
+                keystone_user: self.keystone_user,
+                keystone_password: self.keystone_password,
+                keystone_project: self.keystone_project,
+                keystone_domain: self.keystone_domain,
+                token_cache_ttl: self.token_cache_ttl,
+            },
+            AuthFlags {
+                auth: file.auth,
+                insecure_noauth: file.insecure_noauth,
+                token_file: file.token_file,
+                keystone_url: file.keystone_url,
+                keystone_user: file.keystone_user,
+                keystone_password: file.keystone_password,
+                keystone_project: file.keystone_project,
+                keystone_domain: file.keystone_domain,
+                token_cache_ttl: file.token_cache_ttl,
+            },
+            bind,
+        )?;
+
         Ok(Settings {
             bind,
             database,
             log,
             policy: policy.into(),
+            auth,
             cors: (!origins.is_empty()).then_some(allot_server::Cors {
                 allowed_origins: origins,
                 allow_headers: headers,
@@ -653,6 +912,101 @@ mod tests {
             |s| s.claim_sweep_interval.as_secs(),
             [1, 2, 3, DEFAULT_CLAIM_SWEEP_INTERVAL],
         );
+    }
+
+    #[test]
+    fn auth_modes_and_the_loopback_rule() {
+        // The default is noauth2, which loopback allows.
+        let s = resolve(&[], &[], None).unwrap();
+        assert!(matches!(s.auth, Auth::NoAuth2));
+        // Elsewhere it is refused, with the reason and the ways out.
+        let message = error(&["--bind", "0.0.0.0:8778"], &[], None);
+        for needed in [
+            "noauth2 (the default)",
+            "0.0.0.0:8778",
+            "--insecure-noauth",
+            "--auth tokens",
+        ] {
+            assert!(message.contains(needed), "{needed}: {message}");
+        }
+        let message = error(
+            &[],
+            &[("ALLOT_BIND", "[::]:1"), ("ALLOT_AUTH", "noauth2")],
+            None,
+        );
+        assert!(
+            message.contains("environment variable ALLOT_AUTH"),
+            "{message}"
+        );
+        // Unless told so, from any source.
+        for (argv, env, file) in [
+            (
+                &["--bind", "0.0.0.0:1", "--insecure-noauth"][..],
+                &[][..],
+                None,
+            ),
+            (
+                &["--bind", "0.0.0.0:1"],
+                &[("ALLOT_INSECURE_NOAUTH", "true")],
+                None,
+            ),
+            (
+                &["--bind", "0.0.0.0:1"],
+                &[],
+                Some("insecure_noauth = true"),
+            ),
+        ] {
+            let s = resolve(argv, env, file).unwrap();
+            assert!(matches!(s.auth, Auth::NoAuth2));
+        }
+        // Other modes may listen anywhere.
+        let s = resolve(
+            &[
+                "--bind",
+                "0.0.0.0:1",
+                "--auth",
+                "tokens",
+                "--token-file",
+                "/t.json",
+            ],
+            &[],
+            None,
+        )
+        .unwrap();
+        assert!(matches!(&s.auth, Auth::Tokens(p) if p == Path::new("/t.json")));
+        let s = resolve(&[], &[("ALLOT_AUTH", "tokens")], None).unwrap();
+        assert!(
+            matches!(&s.auth, Auth::Tokens(p) if p == Path::new("/home/test/.local/share/allot/tokens.json")),
+            "{:?}",
+            s.auth
+        );
+        let file = "auth = \"keystone\"\nkeystone_url = \"http://k:5000/v3\"\nkeystone_password = \"pw\"\ntoken_cache_ttl = 60";
+        let s = resolve(&[], &[], Some(file)).unwrap();
+        let Auth::Keystone(k) = &s.auth else {
+            panic!("{:?}", s.auth)
+        };
+        assert_eq!(k.username, "placement");
+        assert_eq!(k.project_name, "service");
+        assert_eq!(k.cache_ttl.as_secs(), 60);
+        assert!(
+            !format!("{k:?}").contains("pw"),
+            "the password stays out of Debug"
+        );
+        // Keystone without its endpoint or password, or over https, says what is missing.
+        assert!(error(&["--auth", "keystone"], &[], None).contains("--keystone-url"));
+        let m = error(
+            &["--auth", "keystone", "--keystone-url", "http://k"],
+            &[],
+            None,
+        );
+        assert!(m.contains("ALLOT_KEYSTONE_PASSWORD"), "{m}");
+        let m = error(
+            &["--auth", "keystone", "--keystone-url", "https://k"],
+            &[("ALLOT_KEYSTONE_PASSWORD", "x")],
+            None,
+        );
+        assert!(m.contains("TLS"), "{m}");
+        assert!(error(&[], &[("ALLOT_AUTH", "none")], None).contains("ALLOT_AUTH"));
     }
 
     #[test]

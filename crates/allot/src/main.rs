@@ -13,6 +13,7 @@ mod claims;
 mod classes;
 mod config;
 mod dump;
+mod token;
 
 use std::sync::Arc;
 
@@ -58,6 +59,9 @@ enum Command {
         #[command(subcommand)]
         command: DbCommand,
     },
+    /// Add, list or revoke the static tokens of `allot serve --auth tokens` (the file
+    /// stores only their hashes; a running server rereads it on SIGHUP).
+    Token(token::TokenArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -86,6 +90,7 @@ fn main() -> anyhow::Result<()> {
         } => allot_store::Store::open(&database)
             .map(|_| println!("the database schema is up to date"))
             .context("migrating the database"),
+        Command::Token(args) => token::run(args),
     }
 }
 
@@ -109,6 +114,24 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0)
     });
+    // The authenticator is chosen before the database opens, so that a bad token
+    // file stops the start at once.
+    let mut token_table = None;
+    let auth: Arc<dyn allot_server::auth::Authenticator> = match &settings.auth {
+        config::Auth::NoAuth2 => Arc::new(allot_server::auth::NoAuth2),
+        config::Auth::Tokens(path) => {
+            let tokens = Arc::new(
+                allot_server::auth::tokens::StaticTokens::open(path)
+                    .map_err(|e| anyhow::anyhow!("--auth tokens: {e}"))?,
+            );
+            token_table = Some(tokens.clone());
+            tokens
+        }
+        config::Auth::Keystone(k) => Arc::new(
+            allot_server::auth::keystone::Keystone::new(k.clone())
+                .map_err(|e| anyhow::anyhow!("--auth keystone: {e}"))?,
+        ),
+    };
     let host = allot_store::Host::new(store, clock).context("loading the database")?;
     // On a database other nodes write to, their commits wake this node's writer.
     if let Some(listener) = allot_store::Store::listener(&settings.database)
@@ -121,6 +144,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         host,
         config: Arc::new(allot_server::Config {
             cors: settings.cors.clone(),
+            auth: auth.clone(),
             policy: settings.policy,
             randomize_allocation_candidates: settings.randomize_allocation_candidates,
             max_allocation_candidates: Some(settings.max_allocation_candidates),
@@ -143,6 +167,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        // Before "listening" is printed: a SIGHUP sent once we listen must find the
+        // handler in place (unhandled, it would end the process).
+        if let Some(tokens) = token_table {
+            spawn_token_reloader(tokens);
+        }
         let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
             .with_context(|| format!("binding {}", settings.bind))?;
@@ -151,7 +180,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         eprintln!("allot: listening on http://{addr}");
         let database = allot_store::redacted(&settings.database);
-        tracing::info!(%addr, %database, "allot serving");
+        tracing::info!(%addr, %database, auth = auth.mode(), "allot serving");
         // Expired claims stop counting at their expiry by the clock; the sweeper
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
@@ -159,6 +188,31 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("allot stopped");
         Ok(())
     })
+}
+
+/// Rereads the token file on every SIGHUP; a file that does not parse keeps the old
+/// table, and the log says why.
+fn spawn_token_reloader(tokens: Arc<allot_server::auth::tokens::StaticTokens>) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            tracing::warn!("cannot listen for SIGHUP: the token file will not be reloaded");
+            return;
+        };
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                match tokens.reload() {
+                    Ok(n) => {
+                        tracing::info!(tokens = n, path = %tokens.path().display(), "token file reloaded")
+                    }
+                    Err(e) => tracing::error!("token file not reloaded, the old tokens stay: {e}"),
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    drop(tokens);
 }
 
 /// Resolves on SIGINT or SIGTERM, so that requests under way finish before exit.
