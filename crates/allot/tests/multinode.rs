@@ -9,7 +9,10 @@
 //! above 20; afterwards every node shows every consumer alike, within the freshness
 //! bound. The second test kills one node with `kill -9` in the middle of the load:
 //! every claim answered 204 is held, nothing else than a whole claim is, the
-//! survivors go on serving, and the totals still end at exactly 100.
+//! survivors go on serving, and the totals still end at exactly 100. Two more: nodes
+//! racing to create the same provider name or custom class end as Placement's 409 (or
+//! its idempotent 204), and a node cut off from the database refuses reads (503
+//! `allot.view.stale`) and writes (503 `allot.store.unavailable`) until it is back.
 //!
 //! The database server comes from `ALLOT_TEST_POSTGRES_URL` (a URL whose user may
 //! `CREATE DATABASE`; `scripts/pg-cluster` starts a throwaway one). Without it the
@@ -385,4 +388,92 @@ fn a_node_killed_mid_load_loses_nothing() {
         None,
     );
     assert_eq!(status, 204, "{body}");
+}
+
+/// Two nodes creating a provider of the same name, or the same custom class, at the
+/// same moment: one wins, the other gets Placement's 409, never a 500.
+#[test]
+fn racing_creates_on_two_nodes_end_as_placements_409() {
+    let Some(db) = Database::create() else { return };
+    let nodes: Vec<Server> = (0..2).map(|_| Server::start_url(&db.url)).collect();
+    for round in 0..20 {
+        let start = Arc::new(Barrier::new(2));
+        let racers: Vec<_> = nodes
+            .iter()
+            .enumerate()
+            .map(|(n, node)| {
+                let (client, start) = (node.client(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let body = format!(r#"{{"name": "dup{round}", "uuid": "{}"}}"#, Uuid::new_v4());
+                    let provider = client.call("POST", "/resource_providers", Some(&body));
+                    let class = client.call(
+                        "PUT",
+                        &format!("/resource_classes/CUSTOM_RACE_{round}"),
+                        None,
+                    );
+                    (n, provider, class)
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+        let mut providers: Vec<u16> = results.iter().map(|(_, p, _)| p.0).collect();
+        providers.sort();
+        assert_eq!(providers, [200, 409], "round {round}: {results:?}");
+        for (_, (status, body), _) in &results {
+            if *status == 409 {
+                assert!(body.contains("placement.duplicate_name"), "{body}");
+            }
+        }
+        // PUT of a custom class is idempotent in Placement: 201 for the first, 204 for
+        // the second.
+        let mut classes: Vec<u16> = results.iter().map(|(_, _, c)| c.0).collect();
+        classes.sort();
+        assert_eq!(classes, [201, 204], "round {round}: {results:?}");
+    }
+}
+
+/// A node that cannot reach the database refuses reads after its bound rather than
+/// answer from a view that may be stale, answers writes with 503, and serves again
+/// once the database is back.
+#[test]
+fn a_node_cut_off_from_the_database_refuses_then_recovers() {
+    let Some(db) = Database::create() else { return };
+    let node = Server::start_url(&db.url);
+    let client = node.client();
+    create_providers(&client);
+    let path = format!("/resource_providers/{}", provider_uuid(0));
+    assert_eq!(client.call("GET", &path, None).0, 200);
+
+    // No connection to this database from now on, and the node's are cut.
+    psql(
+        &db.admin,
+        &format!("ALTER DATABASE {} ALLOW_CONNECTIONS false", db.name),
+    );
+    psql(
+        &db.admin,
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
+            db.name
+        ),
+    );
+    let mut last = (0, String::new());
+    converge(Duration::from_secs(15), || {
+        last = client.call("GET", &path, None);
+        last.0 == 503
+    });
+    assert!(last.1.contains("allot.view.stale"), "{}", last.1);
+    let (status, body) = client.call("PUT", "/traits/CUSTOM_WHILE_CUT_OFF", None);
+    assert_eq!(status, 503, "a write while cut off: {body}");
+    assert!(body.contains("allot.store.unavailable"), "{body}");
+
+    psql(
+        &db.admin,
+        &format!("ALTER DATABASE {} ALLOW_CONNECTIONS true", db.name),
+    );
+    converge(Duration::from_secs(15), || {
+        client.call("GET", &path, None).0 == 200
+    });
+    let (status, body) = client.call("PUT", "/traits/CUSTOM_AFTER", None);
+    assert_eq!(status, 201, "{body}");
 }
