@@ -1,7 +1,9 @@
 //! `allot export` / `allot import` through the real binary over real HTTP: a world
 //! built through the Placement API on one allot is exported, imported into a fresh
 //! database, and a second allot on it answers a broad set of GETs, at several
-//! microversions, byte for byte as the first did.
+//! microversions, byte for byte as the first did. The first allot runs on SQLite; the
+//! second on PostgreSQL when `ALLOT_TEST_POSTGRES_URL` is set (the move the issue is
+//! about: from the embedded store to a database server), else on another SQLite file.
 //!
 //! The worlds are the conformance fixtures' `SharedStorageFixture` (two compute trees
 //! and two sharing disk providers in one aggregate) and the gist of
@@ -19,7 +21,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
-use support::{stdout_of, Client, Server};
+use support::{stdout_of, Client, Database, Server};
 use uuid::Uuid;
 
 /// A uuid of its own for each name, like the fixtures' `uuidsentinel`.
@@ -401,7 +403,13 @@ fn stderr(output: &Output) -> String {
 #[test]
 fn an_exported_deployment_answers_the_same_after_import() {
     let dir = tempfile::tempdir().unwrap();
-    let (db_a, db_b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    let db_a = dir.path().join("a.db");
+    // Where the world moves to: a fresh PostgreSQL database if there is a server.
+    let postgres = Database::create();
+    let target = match &postgres {
+        Some(db) => db.url.clone(),
+        None => url(&dir.path().join("b.db")),
+    };
     let dump_file = dir.path().join("world.json");
     let dump_path = dump_file.to_str().unwrap();
 
@@ -424,7 +432,7 @@ fn an_exported_deployment_answers_the_same_after_import() {
 
     let out = allot(&["export", "--database", &url(&db_a), "-o", dump_path]);
     stdout_of(out);
-    let imported = allot(&["import", "--database", &url(&db_b), "-i", dump_path]);
+    let imported = allot(&["import", "--database", &target, "-i", dump_path]);
     let log = stderr(&imported);
     assert!(imported.status.success(), "{log}");
     assert!(log.contains("21 providers"), "{log}");
@@ -437,7 +445,7 @@ fn an_exported_deployment_answers_the_same_after_import() {
         "{log}"
     );
 
-    let server = Server::start(&db_b);
+    let server = Server::start_url(&target);
     let after = answers(&server, &paths);
     server.terminate();
     assert_eq!(before.len(), after.len());
@@ -450,7 +458,7 @@ fn an_exported_deployment_answers_the_same_after_import() {
     assert!(compared > before.len() / 2, "only {compared} answered 200");
 
     // The second database exports the same dump, to the byte, but for its time.
-    let again = stdout_of(allot(&["export", "--database", &url(&db_b)]));
+    let again = stdout_of(allot(&["export", "--database", &target]));
     let first = std::fs::read_to_string(&dump_file).unwrap();
     let strip = |s: &str| {
         s.lines()
@@ -461,7 +469,7 @@ fn an_exported_deployment_answers_the_same_after_import() {
     assert_eq!(strip(&again), strip(&first));
 
     // A second import into the now non-empty database is refused.
-    let refused = allot(&["import", "--database", &url(&db_b), "-i", dump_path]);
+    let refused = allot(&["import", "--database", &target, "-i", dump_path]);
     assert_eq!(refused.status.code(), Some(1));
     let log = stderr(&refused);
     assert!(

@@ -14,20 +14,18 @@
 //! its idempotent 204), and a node cut off from the database refuses reads (503
 //! `allot.view.stale`) and writes (503 `allot.store.unavailable`) until it is back.
 //!
-//! The database server comes from `ALLOT_TEST_POSTGRES_URL` (a URL whose user may
-//! `CREATE DATABASE`; `scripts/pg-cluster` starts a throwaway one). Without it the
-//! tests say so and pass, except under CI (`CI` set), where they fail: CI must run
-//! them.
+//! The database server comes from `ALLOT_TEST_POSTGRES_URL` (see
+//! `support::Database`). Without it the tests say so and pass, except under CI (`CI`
+//! set), where they fail: CI must run them.
 
 mod support;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{Client, Server};
+use support::{psql, Client, Database, Server};
 use uuid::Uuid;
 
 const NODES: usize = 3;
@@ -38,65 +36,6 @@ const CLAIMS: usize = 384;
 /// How soon every node must see a commit made on another (docs/api.md, "Several
 /// nodes").
 const FRESHNESS: Duration = Duration::from_secs(1);
-
-/// A fresh database on the test server, dropped when the test ends; None (and a
-/// note) when there is no server to test against.
-struct Database {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl Database {
-    fn create() -> Option<Database> {
-        let Ok(admin) = std::env::var("ALLOT_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must run the multi-node tests: set ALLOT_TEST_POSTGRES_URL"
-            );
-            eprintln!("ALLOT_TEST_POSTGRES_URL is not set: multi-node tests skipped");
-            return None;
-        };
-        let name = format!("allot_multinode_{}", Uuid::new_v4().simple());
-        psql(&admin, &format!("CREATE DATABASE {name}"));
-        // The admin URL names a database (or none): swap in ours.
-        let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
-        let server = match base.rsplit_once('/') {
-            Some((server, _)) if server.contains("://") && !server.ends_with('/') => server,
-            _ => base,
-        };
-        let url = if query.is_empty() {
-            format!("{server}/{name}")
-        } else {
-            format!("{server}/{name}?{query}")
-        };
-        Some(Database { admin, name, url })
-    }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args([&self.admin, "-qXc"])
-            .arg(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .output();
-    }
-}
-
-fn psql(url: &str, sql: &str) {
-    let out = Command::new("psql")
-        .args([url, "-qXc", sql])
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "psql {sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn provider_uuid(i: usize) -> Uuid {
     Uuid::from_u128(0x0a11_1200_0000_4000_8000_0000_0000_0000 + i as u128)

@@ -217,3 +217,69 @@ pub fn stdout_of(output: Output) -> String {
     );
     stdout
 }
+
+/// A fresh database on the test server, dropped when the test ends; None (and a
+/// note) when there is no server to test against.
+pub struct Database {
+    /// The server's URL the test was given.
+    pub admin: String,
+    /// The database's name.
+    pub name: String,
+    /// The database's URL.
+    pub url: String,
+}
+
+impl Database {
+    /// A fresh database, or None (and a note) without `ALLOT_TEST_POSTGRES_URL`, a
+    /// server URL whose user may `CREATE DATABASE` (`scripts/pg-cluster` starts a
+    /// throwaway one); under CI (`CI` set) its absence fails the test instead.
+    pub fn create() -> Option<Database> {
+        let Ok(admin) = std::env::var("ALLOT_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must run the multi-node tests: set ALLOT_TEST_POSTGRES_URL"
+            );
+            eprintln!("ALLOT_TEST_POSTGRES_URL is not set: multi-node tests skipped");
+            return None;
+        };
+        let name = format!("allot_test_{}", uuid::Uuid::new_v4().simple());
+        psql(&admin, &format!("CREATE DATABASE {name}"));
+        // The admin URL names a database (or none): swap in ours.
+        let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
+        let server = match base.rsplit_once('/') {
+            Some((server, _)) if server.contains("://") && !server.ends_with('/') => server,
+            _ => base,
+        };
+        let url = if query.is_empty() {
+            format!("{server}/{name}")
+        } else {
+            format!("{server}/{name}?{query}")
+        };
+        Some(Database { admin, name, url })
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .args([&self.admin, "-qXc"])
+            .arg(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .output();
+    }
+}
+
+/// Runs one SQL statement with `psql`, which must succeed.
+pub fn psql(url: &str, sql: &str) {
+    let out = Command::new("psql")
+        .args([url, "-qXc", sql])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
