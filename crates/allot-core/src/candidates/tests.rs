@@ -478,6 +478,38 @@ fn a_pool_with_children_shares_only_itself() {
 }
 
 #[test]
+fn one_class_in_two_groups_is_asked_for_exactly_once_each() {
+    // cn (VCPU, agg A); ss and ss2 (DISK_GB, sharing, agg A). Placement 16.0 answers
+    // ss:DISK_GB=14 with ss2:DISK_GB=4 (18 in all for a request of 14): it adds the
+    // unsuffixed group's amount into an object its other candidates share; see
+    // docs/api.md, "Differences".
+    let a = Uuid::from_u128(0xa);
+    let mut w = World::new();
+    w.provider("cn", None)
+        .total("cn", "VCPU", 8)
+        .aggregates("cn", &[a]);
+    for ss in ["ss", "ss2"] {
+        w.provider(ss, None)
+            .total(ss, "DISK_GB", 100)
+            .traits(ss, &[SHARING_TRAIT])
+            .aggregates(ss, &[a]);
+    }
+    let q = query(vec![
+        group("", &[("DISK_GB", 10), ("VCPU", 1)]),
+        group("1", &[("DISK_GB", 4)]),
+    ]);
+    assert_eq!(
+        shown(&w, &q),
+        vec![
+            "cn:VCPU=1 ss2:DISK_GB=14 | =cn,ss2 1=ss2",
+            "cn:VCPU=1 ss:DISK_GB=10 ss2:DISK_GB=4 | =cn,ss 1=ss2",
+            "cn:VCPU=1 ss:DISK_GB=14 | =cn,ss 1=ss",
+            "cn:VCPU=1 ss:DISK_GB=4 ss2:DISK_GB=10 | =cn,ss2 1=ss",
+        ]
+    );
+}
+
+#[test]
 fn amounts_of_several_groups_add_up() {
     let mut w = World::new();
     w.provider("cn", None).total("cn", "VCPU", 4);
