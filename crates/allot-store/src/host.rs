@@ -92,8 +92,8 @@ pub struct Host {
 }
 
 /// What the handles share. The writer thread holds only `shared`, so that when the
-/// last handle goes, dropping this closes the queue and waits for the writer to
-/// finish what was queued and close the store.
+/// last handle goes, dropping this queues `Stop` behind every write and waits for
+/// the writer to answer them and close the store.
 struct Inner {
     shared: Arc<Shared>,
     /// The writer's queue (`None` only while dropping).
