@@ -81,6 +81,9 @@ pub struct Ctx {
     pub identity: Option<Identity>,
     /// The request's headers (for content negotiation in handlers).
     pub accept: Option<String>,
+    /// The operator's policy overrides as they were when the request came in (a
+    /// reload mid-request does not change its answer).
+    pub policy_rules: Option<std::sync::Arc<crate::policy_file::Rules>>,
 }
 
 impl Ctx {
@@ -295,6 +298,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                         version,
                         identity: identity.ok().flatten(),
                         accept: accept.clone(),
+                        policy_rules: app.config.policy_file.as_ref().map(|f| f.current()),
                     });
                     next.run(req).await
                 }

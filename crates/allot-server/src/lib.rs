@@ -19,6 +19,7 @@ pub mod http;
 pub mod microversion;
 pub mod params;
 pub mod policy;
+pub mod policy_file;
 pub mod schema;
 pub mod schemas;
 pub mod wire;
@@ -59,6 +60,8 @@ pub struct Config {
     pub auth: Arc<dyn auth::Authenticator>,
     /// Which authorization rules apply.
     pub policy: PolicyMode,
+    /// The operator's policy file, whose rules replace the built-in ones they name.
+    pub policy_file: Option<Arc<policy_file::PolicyFile>>,
     /// `GET /allocation_candidates` answers a random sample instead of its
     /// deterministic order (Placement's `randomize_allocation_candidates`).
     pub randomize_allocation_candidates: bool,
@@ -88,6 +91,7 @@ impl Default for Config {
             cors: None,
             auth: Arc::new(auth::NoAuth2),
             policy: PolicyMode::default(),
+            policy_file: None,
             randomize_allocation_candidates: false,
             max_allocation_candidates: None,
             claim_expires_in: Some(DEFAULT_CLAIM_EXPIRES_IN),

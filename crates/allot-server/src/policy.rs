@@ -14,12 +14,19 @@
 //! 3. the rule's check must pass, where each rule (the action's and every rule it
 //!    references) is read according to the [`PolicyMode`].
 //!
+//! An operator's policy file (`crate::policy_file`) replaces the rules it names, for
+//! every mode: an action's own rule, or a base rule (`admin_api`, ...) that built-in
+//! rules refer to. The action's token scopes stay (oslo.policy keeps the registered
+//! `scope_types` of an overridden rule too), and an overridden rule's deprecated
+//! default no longer applies.
+//!
 //! Roles are taken literally: a caller with `admin` does not implicitly have `member`
 //! or `reader` (Keystone expands implied roles into the token; with `noauth2` the
 //! caller lists them all in `x-roles`).
 
 use crate::context::{Ctx, Identity};
 use crate::error::ApiError;
+use crate::policy_file::{Expr, Rules};
 
 /// Which rule set applies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,6 +87,11 @@ macro_rules! actions {
                 match self {
                     $(Action::$variant => $name,)*
                 }
+            }
+
+            /// The action a rule name guards, if any.
+            pub fn by_name(name: &str) -> Option<Action> {
+                Action::ALL.iter().copied().find(|a| a.name() == name)
             }
         }
     };
@@ -151,6 +163,31 @@ enum Base {
     AdminOrService,
     ProjectReader,
     AdminOrProjectReaderOrService,
+}
+
+impl Base {
+    const ALL: [Base; 5] = [
+        Base::Admin,
+        Base::Service,
+        Base::AdminOrService,
+        Base::ProjectReader,
+        Base::AdminOrProjectReaderOrService,
+    ];
+
+    /// Placement's name for the rule, as `rule:NAME` refers to it.
+    const fn name(self) -> &'static str {
+        match self {
+            Base::Admin => "admin_api",
+            Base::Service => "service_api",
+            Base::AdminOrService => "admin_or_service_api",
+            Base::ProjectReader => "project_reader_api",
+            Base::AdminOrProjectReaderOrService => "admin_or_project_reader_or_service_api",
+        }
+    }
+
+    fn by_name(name: &str) -> Option<Base> {
+        Base::ALL.into_iter().find(|b| b.name() == name)
+    }
 }
 
 /// A policy check, the building blocks of check strings.
@@ -302,17 +339,27 @@ struct Subject<'a> {
     mode: PolicyMode,
     /// The target's `project_id`.
     target_project: Option<&'a str>,
+    /// The target's `user_id` (the caller's own on Placement's default target).
+    target_user: Option<&'a str>,
+    /// The operator's overrides, if any.
+    file: Option<&'a Rules>,
 }
 
 impl Subject<'_> {
     /// Whether an action's own rule passes. Placement's open fixture sets every action
     /// to "@".
     fn action_passes(&self, action: Action) -> bool {
+        if let Some(expr) = self.file.and_then(|f| f.get(action.name())) {
+            return self.expr_passes(expr);
+        }
         self.mode == PolicyMode::Open || self.rule_passes(&action.rule())
     }
 
     /// Whether a base rule passes; the open fixture leaves only `admin_api` as it is.
     fn base_passes(&self, base: Base) -> bool {
+        if let Some(expr) = self.file.and_then(|f| f.get(base.name())) {
+            return self.expr_passes(expr);
+        }
         (self.mode == PolicyMode::Open && base != Base::Admin) || self.rule_passes(&base.rule())
     }
 
@@ -336,6 +383,36 @@ impl Subject<'_> {
             Check::All(checks) => checks.iter().all(|c| self.passes(c)),
         }
     }
+
+    /// Whether a check from the policy file passes. The file was checked for cycles
+    /// when it was read, so `rule:` references end.
+    fn expr_passes(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Always => true,
+            Expr::Never => false,
+            Expr::Role(role) => self.identity.has_role(role),
+            Expr::TargetProject => self.identity.project_id.as_deref() == self.target_project,
+            Expr::TargetUser => Some(self.identity.user_id.as_str()) == self.target_user,
+            Expr::Not(e) => !self.expr_passes(e),
+            Expr::All(es) => es.iter().all(|e| self.expr_passes(e)),
+            Expr::Any(es) => es.iter().any(|e| self.expr_passes(e)),
+            Expr::Rule(name) => self.named_passes(name),
+        }
+    }
+
+    /// `rule:NAME`: the file's rule of that name, else the built-in base rule or
+    /// action; a name nobody defines fails, as in oslo.policy.
+    fn named_passes(&self, name: &str) -> bool {
+        if let Some(expr) = self.file.and_then(|f| f.get(name)) {
+            self.expr_passes(expr)
+        } else if let Some(base) = Base::by_name(name) {
+            self.base_passes(base)
+        } else if let Some(action) = Action::by_name(name) {
+            self.action_passes(action)
+        } else {
+            false
+        }
+    }
 }
 
 /// The outcome of judging an action.
@@ -351,8 +428,10 @@ enum Verdict {
 fn judge(
     identity: &Identity,
     mode: PolicyMode,
+    file: Option<&Rules>,
     action: Action,
     target_project: Option<&str>,
+    target_user: Option<&str>,
 ) -> Verdict {
     let scope = if identity.system_scope {
         TokenScope::System
@@ -367,6 +446,8 @@ fn judge(
         identity,
         mode,
         target_project,
+        target_user,
+        file,
     };
     if subject.action_passes(action) {
         Verdict::Allowed
@@ -394,11 +475,17 @@ fn enforce(
     let Some(identity) = &ctx.identity else {
         return Err(ApiError::forbidden(action.name()));
     };
-    let target_project = match target {
-        Target::CallersProject => identity.project_id.as_deref(),
-        Target::Project(project) => project,
+    // Placement's default target is the caller's project and user; `GET /usages`
+    // names only a project.
+    let (target_project, target_user) = match target {
+        Target::CallersProject => (
+            identity.project_id.as_deref(),
+            Some(identity.user_id.as_str()),
+        ),
+        Target::Project(project) => (project, None),
     };
-    match judge(identity, mode, action, target_project) {
+    let file = ctx.policy_rules.as_deref();
+    match judge(identity, mode, file, action, target_project, target_user) {
         Verdict::Allowed => Ok(()),
         Verdict::Denied | Verdict::WrongScope => Err(ApiError::forbidden(action.name())),
     }
@@ -419,6 +506,66 @@ pub fn authorize_target(
     target_project: Option<&str>,
 ) -> Result<(), ApiError> {
     enforce(ctx, mode, action, Target::Project(target_project))
+}
+
+/// Whether a rule name is one the server registers (an action's or a base rule's),
+/// for warning of the names a policy file gives that nothing uses.
+pub fn is_builtin_rule(name: &str) -> bool {
+    Action::by_name(name).is_some() || Base::by_name(name).is_some()
+}
+
+/// Every registered rule name: the actions in Placement's order, then the base rules.
+pub fn builtin_rule_names() -> impl Iterator<Item = &'static str> {
+    Action::ALL
+        .iter()
+        .map(|a| a.name())
+        .chain(Base::ALL.iter().map(|b| b.name()))
+}
+
+/// The built-in rule `name` stands for under `mode`, written as a check string
+/// (Placement's defaults; `@` where the open policy lets everyone through), with its
+/// token scopes; None for a name that is not built in.
+pub fn describe_builtin(mode: PolicyMode, name: &str) -> Option<String> {
+    let (rule, open) = if let Some(action) = Action::by_name(name) {
+        (action.rule(), mode == PolicyMode::Open)
+    } else {
+        let base = Base::by_name(name)?;
+        (base.rule(), mode == PolicyMode::Open && base != Base::Admin)
+    };
+    let check = if open {
+        "@".to_owned()
+    } else {
+        match (&rule.deprecated, mode) {
+            (Some(old), PolicyMode::Legacy) => {
+                format!("({}) or ({})", check_text(&rule.check), check_text(old))
+            }
+            _ => check_text(&rule.check),
+        }
+    };
+    Some(match rule.scopes {
+        [TokenScope::Project] => format!("{check} (project-scoped tokens only)"),
+        _ => check,
+    })
+}
+
+fn check_text(check: &Check) -> String {
+    let join = |checks: &[Check], op: &str| {
+        checks
+            .iter()
+            .map(|c| match c {
+                Check::Any(_) | Check::All(_) => format!("({})", check_text(c)),
+                _ => check_text(c),
+            })
+            .collect::<Vec<_>>()
+            .join(op)
+    };
+    match check {
+        Check::Role(role) => format!("role:{role}"),
+        Check::TargetProject => "project_id:%(project_id)s".to_owned(),
+        Check::Rule(base) => format!("rule:{}", base.name()),
+        Check::Any(checks) => join(checks, " or "),
+        Check::All(checks) => join(checks, " and "),
+    }
 }
 
 #[cfg(test)]
@@ -525,7 +672,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("no caller {name}"));
             for (mode, want) in [Legacy, Secure, Open].into_iter().zip(expected) {
                 assert_eq!(
-                    judge(identity, mode, *action, *target),
+                    judge(identity, mode, None, *action, *target, None),
                     *want,
                     "{name} {action:?} {target:?} in {mode:?}"
                 );
@@ -538,8 +685,8 @@ mod tests {
         for (name, identity) in callers() {
             for &action in Action::ALL {
                 for target in [None, Some(MINE), Some(OTHER)] {
-                    let legacy = judge(&identity, Legacy, action, target);
-                    let secure = judge(&identity, Secure, action, target);
+                    let legacy = judge(&identity, Legacy, None, action, target, None);
+                    let secure = judge(&identity, Secure, None, action, target, None);
                     if action != Reshape {
                         assert_eq!(legacy, secure, "{name} {action:?} {target:?}");
                     }
@@ -557,6 +704,8 @@ mod tests {
                 identity,
                 mode,
                 target_project: None,
+                target_user: None,
+                file: None,
             }
             .base_passes(Base::Admin)
         };
@@ -570,6 +719,8 @@ mod tests {
             identity: nobody,
             mode: Open,
             target_project: None,
+            target_user: None,
+            file: None,
         };
         assert!(open.base_passes(Base::Service));
         assert!(open.base_passes(Base::ProjectReader));
@@ -608,6 +759,7 @@ mod tests {
             version: microversion::MAX,
             identity,
             accept: None,
+            policy_rules: None,
         }
     }
 
@@ -632,5 +784,131 @@ mod tests {
         let anonymous = ctx(None);
         let err = authorize(&anonymous, Open, TraitsList).unwrap_err();
         assert_eq!(err.status, StatusCode::FORBIDDEN);
+    }
+
+    fn with_file(
+        text: &str,
+        caller: &str,
+        mode: PolicyMode,
+        action: Action,
+        target: Option<&str>,
+    ) -> Verdict {
+        let rules = crate::policy_file::parse_rules(text).unwrap();
+        let callers = callers();
+        let (_, identity) = callers.iter().find(|(n, _)| *n == caller).unwrap();
+        judge(identity, mode, Some(&rules), action, target, Some("user"))
+    }
+
+    #[test]
+    fn a_file_replaces_the_rules_it_names() {
+        let file = "\"placement:resource_providers:list\": \"role:reader or role:admin\"\n\
+                    \"placement:resource_providers:create\": \"!\"\n";
+        for mode in [Legacy, Secure, Open] {
+            assert_eq!(
+                with_file(file, "project reader", mode, ProvidersList, None),
+                Y
+            );
+            assert_eq!(with_file(file, "no roles", mode, ProvidersList, None), N);
+            assert_eq!(with_file(file, "admin", mode, ProvidersCreate, None), N);
+            // The action's token scopes stay.
+            assert_eq!(
+                with_file(file, "system reader", mode, ProvidersList, None),
+                S
+            );
+        }
+        // Rules the file does not name keep the mode's behaviour.
+        assert_eq!(with_file(file, "admin", Secure, ProvidersShow, None), Y);
+        assert_eq!(
+            with_file(file, "project reader", Secure, ProvidersShow, None),
+            N
+        );
+        assert_eq!(
+            with_file(file, "project reader", Open, ProvidersShow, None),
+            Y
+        );
+        // An overridden rule drops its deprecated default in legacy mode.
+        let reshape = "\"placement:reshaper:reshape\": \"role:service\"\n";
+        assert_eq!(with_file(reshape, "admin", Legacy, Reshape, None), N);
+    }
+
+    #[test]
+    fn file_checks_evaluate_every_operator() {
+        let one = |check: &str, caller: &str, target: Option<&str>| {
+            let text = format!("\"placement:usages\": \"{check}\"\n");
+            with_file(&text, caller, Secure, TotalUsages, target) == Y
+        };
+        assert!(one("", "no roles", None));
+        assert!(one("@", "no roles", None));
+        assert!(!one("!", "admin", None));
+        assert!(one("role:READER", "project reader", None));
+        assert!(!one("not role:reader", "project reader", None));
+        assert!(one(
+            "role:reader and project_id:%(project_id)s",
+            "project reader",
+            Some(MINE)
+        ));
+        assert!(!one(
+            "role:reader and project_id:%(project_id)s",
+            "project reader",
+            Some(OTHER)
+        ));
+        assert!(one("user_id:%(user_id)s", "no roles", None));
+        assert!(one("role:nope or role:member", "project member", None));
+        // and binds tighter than or; parentheses change that.
+        assert!(one("role:admin or role:x and !", "admin", None));
+        assert!(!one("(role:admin or role:x) and !", "admin", None));
+        // rule: reaches built-in base rules, actions, and the file's own aliases.
+        assert!(one("rule:admin_or_service_api", "service", None));
+        assert!(!one("rule:admin_api", "service", None));
+        assert!(one("rule:project_reader_api", "project reader", Some(MINE)));
+        assert!(one("rule:placement:traits:list", "admin", None));
+        assert!(!one("rule:no_such_rule", "admin", None));
+        let alias = "\"readers\": \"role:reader\"\n\"placement:usages\": \"rule:readers\"\n";
+        assert_eq!(
+            with_file(alias, "project reader", Secure, TotalUsages, None),
+            Y
+        );
+    }
+
+    #[test]
+    fn a_file_can_redefine_a_base_rule_the_defaults_use() {
+        // Every admin-or-service action follows a new admin_or_service_api.
+        let file = "\"admin_or_service_api\": \"role:operator\"\n";
+        let rules = crate::policy_file::parse_rules(file).unwrap();
+        let operator = who("operator", Some(MINE), false);
+        let admin = who("admin", Some(MINE), false);
+        for action in [TraitsList, ClaimsCreate, InventoriesUpdate] {
+            assert_eq!(
+                judge(&operator, Secure, Some(&rules), action, None, None),
+                Y
+            );
+            assert_eq!(judge(&admin, Secure, Some(&rules), action, None, None), N);
+        }
+        // The open policy sets the actions themselves to "@", so a base rule no
+        // longer matters there.
+        assert_eq!(judge(&admin, Open, Some(&rules), TraitsList, None, None), Y);
+    }
+
+    #[test]
+    fn builtin_rules_are_described() {
+        assert_eq!(
+            describe_builtin(Secure, "placement:usages").as_deref(),
+            Some("rule:admin_or_project_reader_or_service_api (project-scoped tokens only)")
+        );
+        assert_eq!(
+            describe_builtin(Legacy, "project_reader_api").as_deref(),
+            Some("(role:reader and project_id:%(project_id)s) or (role:admin)")
+        );
+        assert_eq!(
+            describe_builtin(Open, "placement:traits:list").as_deref(),
+            Some("@ (project-scoped tokens only)")
+        );
+        assert_eq!(
+            describe_builtin(Open, "admin_api").as_deref(),
+            Some("role:admin (project-scoped tokens only)")
+        );
+        assert_eq!(describe_builtin(Secure, "nope"), None);
+        assert_eq!(builtin_rule_names().count(), Action::ALL.len() + 5);
+        assert!(is_builtin_rule("admin_api") && !is_builtin_rule("system_reader_api"));
     }
 }

@@ -83,7 +83,7 @@ pub struct ServeArgs {
     pub database: Option<String>,
 
     /// TOML file with any of these settings (ALLOT_CONFIG; keys: bind, database, log,
-    /// policy, auth, insecure_noauth, token_file, keystone_url, keystone_user,
+    /// policy, policy_file, auth, insecure_noauth, token_file, keystone_url, keystone_user,
     /// keystone_password, keystone_project, keystone_domain, token_cache_ttl,
     /// cors_allowed_origins, cors_allow_headers,
     /// randomize_allocation_candidates, max_allocation_candidates, claim_expires_in,
@@ -111,6 +111,12 @@ pub struct ServeArgs {
     /// reshape].
     #[arg(long, value_enum, value_name = "MODE")]
     pub policy: Option<Policy>,
+
+    /// An oslo.policy file whose rules replace the built-in ones they name
+    /// (`"placement:resource_providers:list": "role:reader or role:admin"`), reread on
+    /// SIGHUP (ALLOT_POLICY_FILE) [default: none].
+    #[arg(long, value_name = "FILE")]
+    pub policy_file: Option<PathBuf>,
 
     /// How callers are authenticated (ALLOT_AUTH) [default: noauth2, which is refused
     /// on an address other than loopback without --insecure-noauth].
@@ -204,6 +210,7 @@ struct FileSettings {
     database: Option<String>,
     log: Option<String>,
     policy: Option<Policy>,
+    policy_file: Option<PathBuf>,
     auth: Option<AuthMode>,
     insecure_noauth: Option<bool>,
     token_file: Option<PathBuf>,
@@ -231,6 +238,7 @@ pub struct Settings {
     pub database: String,
     pub log: String,
     pub policy: allot_server::PolicyMode,
+    pub policy_file: Option<PathBuf>,
     pub auth: Auth,
     pub cors: Option<allot_server::Cors>,
     pub randomize_allocation_candidates: bool,
@@ -598,6 +606,14 @@ impl ServeArgs {
             file.policy,
             || DEFAULT_POLICY,
         )?;
+        // An empty ALLOT_POLICY_FILE means none, so that a wrapper can clear it.
+        let (policy_file, _) = m.pick(
+            ("--policy-file", self.policy_file.map(Some)),
+            "ALLOT_POLICY_FILE",
+            |s| Ok((!s.trim().is_empty()).then(|| PathBuf::from(s))),
+            file.policy_file.map(Some),
+            || None,
+        )?;
         let origins = m.pick_list(
             self.cors_allowed_origins,
             "ALLOT_CORS_ALLOWED_ORIGINS",
@@ -695,6 +711,7 @@ impl ServeArgs {
             database,
             log,
             policy: policy.into(),
+            policy_file,
             auth,
             cors: (!origins.is_empty()).then_some(allot_server::Cors {
                 allowed_origins: origins,
@@ -830,6 +847,22 @@ mod tests {
                 PolicyMode::Legacy,
                 PolicyMode::Open,
                 PolicyMode::Secure,
+            ],
+        );
+    }
+
+    #[test]
+    fn policy_file_precedence() {
+        precedence(
+            ["--policy-file", "/flag.yaml"],
+            ("ALLOT_POLICY_FILE", "/env.yaml"),
+            "policy_file = \"/file.yaml\"",
+            |s| s.policy_file.clone(),
+            [
+                Some(PathBuf::from("/flag.yaml")),
+                Some(PathBuf::from("/env.yaml")),
+                Some(PathBuf::from("/file.yaml")),
+                None,
             ],
         );
     }

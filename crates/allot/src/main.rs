@@ -2,7 +2,8 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot export` and `allot import` move a deployment between
-//! databases; `allot db migrate` brings a database's schema up to date.
+//! databases; `allot db migrate` brings a database's schema up to date; `allot policy
+//! list` shows the authorization rules in force.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
@@ -13,6 +14,7 @@ mod claims;
 mod classes;
 mod config;
 mod dump;
+mod policy;
 mod token;
 
 use std::sync::Arc;
@@ -62,6 +64,9 @@ enum Command {
     /// Add, list or revoke the static tokens of `allot serve --auth tokens` (the file
     /// stores only their hashes; a running server rereads it on SIGHUP).
     Token(token::TokenArgs),
+    /// Show the authorization rules: `allot policy list` prints every rule with the
+    /// check in force (a policy file's, or the mode's built-in default).
+    Policy(policy::PolicyArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -91,6 +96,7 @@ fn main() -> anyhow::Result<()> {
             .map(|_| println!("the database schema is up to date"))
             .context("migrating the database"),
         Command::Token(args) => token::run(args),
+        Command::Policy(args) => policy::run(args),
     }
 }
 
@@ -132,6 +138,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("--auth keystone: {e}"))?,
         ),
     };
+    // The policy file too: a rule that does not parse stops the start, naming the
+    // rule and the column.
+    let policy_file = match &settings.policy_file {
+        Some(path) => {
+            let file = allot_server::policy_file::PolicyFile::open(path)
+                .map_err(|e| anyhow::anyhow!("--policy-file: {e}"))?;
+            warn_unknown_rules(&file);
+            Some(Arc::new(file))
+        }
+        None => None,
+    };
     let host = allot_store::Host::new(store, clock).context("loading the database")?;
     // On a database other nodes write to, their commits wake this node's writer.
     if let Some(listener) = allot_store::Store::listener(&settings.database)
@@ -146,6 +163,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             cors: settings.cors.clone(),
             auth: auth.clone(),
             policy: settings.policy,
+            policy_file: policy_file.clone(),
             randomize_allocation_candidates: settings.randomize_allocation_candidates,
             max_allocation_candidates: Some(settings.max_allocation_candidates),
             claim_expires_in: Some(settings.claim_expires_in),
@@ -169,8 +187,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         // Before "listening" is printed: a SIGHUP sent once we listen must find the
         // handler in place (unhandled, it would end the process).
-        if let Some(tokens) = token_table {
-            spawn_token_reloader(tokens);
+        if token_table.is_some() || policy_file.is_some() {
+            spawn_reloader(token_table, policy_file);
         }
         let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
@@ -190,29 +208,64 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-/// Rereads the token file on every SIGHUP; a file that does not parse keeps the old
-/// table, and the log says why.
-fn spawn_token_reloader(tokens: Arc<allot_server::auth::tokens::StaticTokens>) {
+/// Warns of the rules a policy file names that nothing uses (oslo.policy does the
+/// same): most likely a misspelt rule name, which would otherwise change nothing.
+fn warn_unknown_rules(file: &allot_server::policy_file::PolicyFile) {
+    let rules = file.current();
+    for name in
+        allot_server::policy_file::unknown_names(&rules, &allot_server::policy::is_builtin_rule)
+    {
+        tracing::warn!(
+            rule = name,
+            path = %file.path().display(),
+            "the policy file names a rule allot does not have; it has no effect"
+        );
+    }
+}
+
+/// Rereads the token file and the policy file on every SIGHUP; a file that does not
+/// parse keeps its old contents, and the log says why.
+fn spawn_reloader(
+    tokens: Option<Arc<allot_server::auth::tokens::StaticTokens>>,
+    policy_file: Option<Arc<allot_server::policy_file::PolicyFile>>,
+) {
     #[cfg(unix)]
     {
         let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         else {
-            tracing::warn!("cannot listen for SIGHUP: the token file will not be reloaded");
+            tracing::warn!(
+                "cannot listen for SIGHUP: the token and policy files will not be reloaded"
+            );
             return;
         };
         tokio::spawn(async move {
             while hup.recv().await.is_some() {
-                match tokens.reload() {
-                    Ok(n) => {
-                        tracing::info!(tokens = n, path = %tokens.path().display(), "token file reloaded")
+                if let Some(tokens) = &tokens {
+                    match tokens.reload() {
+                        Ok(n) => {
+                            tracing::info!(tokens = n, path = %tokens.path().display(), "token file reloaded")
+                        }
+                        Err(e) => {
+                            tracing::error!("token file not reloaded, the old tokens stay: {e}")
+                        }
                     }
-                    Err(e) => tracing::error!("token file not reloaded, the old tokens stay: {e}"),
+                }
+                if let Some(file) = &policy_file {
+                    match file.reload() {
+                        Ok(n) => {
+                            tracing::info!(rules = n, path = %file.path().display(), "policy file reloaded");
+                            warn_unknown_rules(file);
+                        }
+                        Err(e) => {
+                            tracing::error!("policy file not reloaded, the old rules stay: {e}")
+                        }
+                    }
                 }
             }
         });
     }
     #[cfg(not(unix))]
-    drop(tokens);
+    drop((tokens, policy_file));
 }
 
 /// Resolves on SIGINT or SIGTERM, so that requests under way finish before exit.
