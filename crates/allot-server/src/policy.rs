@@ -523,9 +523,9 @@ pub fn builtin_rule_names() -> impl Iterator<Item = &'static str> {
 }
 
 /// The built-in rule `name` stands for under `mode`, written as a check string
-/// (Placement's defaults; `@` where the open policy lets everyone through), with its
-/// token scopes; None for a name that is not built in.
-pub fn describe_builtin(mode: PolicyMode, name: &str) -> Option<String> {
+/// (Placement's defaults; `@` where the open policy lets everyone through), and
+/// whether it accepts project-scoped tokens only; None for a name that is not built in.
+pub fn describe_builtin(mode: PolicyMode, name: &str) -> Option<(String, bool)> {
     let (rule, open) = if let Some(action) = Action::by_name(name) {
         (action.rule(), mode == PolicyMode::Open)
     } else {
@@ -542,10 +542,7 @@ pub fn describe_builtin(mode: PolicyMode, name: &str) -> Option<String> {
             _ => check_text(&rule.check),
         }
     };
-    Some(match rule.scopes {
-        [TokenScope::Project] => format!("{check} (project-scoped tokens only)"),
-        _ => check,
-    })
+    Some((check, rule.scopes == [TokenScope::Project]))
 }
 
 fn check_text(check: &Check) -> String {
@@ -891,21 +888,29 @@ mod tests {
 
     #[test]
     fn builtin_rules_are_described() {
+        let text = |mode, name| describe_builtin(mode, name).unwrap();
         assert_eq!(
-            describe_builtin(Secure, "placement:usages").as_deref(),
-            Some("rule:admin_or_project_reader_or_service_api (project-scoped tokens only)")
+            text(Secure, "placement:usages"),
+            (
+                "rule:admin_or_project_reader_or_service_api".to_owned(),
+                true
+            )
         );
         assert_eq!(
-            describe_builtin(Legacy, "project_reader_api").as_deref(),
-            Some("(role:reader and project_id:%(project_id)s) or (role:admin)")
+            text(Legacy, "project_reader_api"),
+            (
+                "(role:reader and project_id:%(project_id)s) or (role:admin)".to_owned(),
+                false
+            )
         );
+        assert_eq!(text(Open, "placement:traits:list"), ("@".to_owned(), true));
+        assert_eq!(text(Open, "admin_api"), ("role:admin".to_owned(), true));
         assert_eq!(
-            describe_builtin(Open, "placement:traits:list").as_deref(),
-            Some("@ (project-scoped tokens only)")
-        );
-        assert_eq!(
-            describe_builtin(Open, "admin_api").as_deref(),
-            Some("role:admin (project-scoped tokens only)")
+            text(Secure, "admin_or_project_reader_or_service_api"),
+            (
+                "role:admin or rule:project_reader_api or role:service".to_owned(),
+                true
+            )
         );
         assert_eq!(describe_builtin(Secure, "nope"), None);
         assert_eq!(builtin_rule_names().count(), Action::ALL.len() + 5);

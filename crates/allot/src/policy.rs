@@ -62,12 +62,13 @@ fn listing(
         match rules.and_then(|r| r.text(name)) {
             Some(text) => line(name, text, "policy file"),
             None => {
-                let described =
+                let (check, project_only) =
                     allot_server::policy::describe_builtin(mode, name).unwrap_or_default();
-                // The scope note is not part of the check; it goes in the comment.
-                let (check, scope) = match described.split_once(" (") {
-                    Some((check, scope)) => (check.to_owned(), format!(" ({scope}")),
-                    None => (described.clone(), String::new()),
+                // The scope is not part of the check; it goes in the comment.
+                let scope = if project_only {
+                    " (project-scoped tokens only)"
+                } else {
+                    ""
                 };
                 line(name, &check, &format!("built-in, {mode_name}{scope}"));
             }
