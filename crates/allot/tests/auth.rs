@@ -3,27 +3,17 @@
 //! Keystone mode against a stand-in of Keystone's v3 token API in this file, and
 //! hostile headers, which get a 401 or 400 in the envelope and change nothing.
 
+mod support;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// A running `allot serve`, killed on drop.
-struct Allot {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Allot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::Server;
 
 /// Runs a command that must exit by itself (a server that should have refused to
 /// start is killed after a while, and the test fails, rather than hang).
@@ -48,31 +38,9 @@ fn allot() -> Command {
 }
 
 /// Starts `allot serve ARGS` on a fresh database in `dir`; waits until it listens.
-fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Allot {
+fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
     let db = format!("sqlite:{}", dir.join("allot.db").display());
-    let mut child = allot()
-        .args(["serve", "--database", &db])
-        .args(args)
-        .envs(env.iter().copied())
-        .env("ALLOT_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start allot");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("allot exited before listening")
-            .expect("stderr");
-        if let Some(a) = line.strip_prefix("allot: listening on http://") {
-            break a.to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    // An address on every interface is reached through loopback.
-    let addr = addr.replace("0.0.0.0", "127.0.0.1");
-    Allot { child, addr }
+    Server::start_args(&db, args, env)
 }
 
 /// A response: status, lower-cased headers, body.
@@ -304,13 +272,8 @@ fn token_cmd(file: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn hup(server: &Allot) {
-    let ok = Command::new("kill")
-        .args(["-HUP", &server.child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
+fn hup(server: &Server) {
+    server.hup();
 }
 
 /// Waits until `check` holds (a reload is asynchronous).
@@ -682,7 +645,7 @@ fn serve_one(
     }
 }
 
-fn keystone_allot(dir: &Path, url: &str, password: &str) -> Allot {
+fn keystone_allot(dir: &Path, url: &str, password: &str) -> Server {
     start(
         dir,
         &[

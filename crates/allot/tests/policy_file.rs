@@ -3,52 +3,28 @@
 //! file that no longer parses keeps the old rules), a rule that does not parse stops
 //! the start, and `allot policy list` shows what is in force.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+use support::Server;
 
 /// A running `allot serve`, killed on drop.
-struct Allot {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Allot {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn allot() -> Command {
     Command::new(env!("CARGO_BIN_EXE_allot"))
 }
 
-fn start(dir: &Path, policy: &Path) -> Allot {
+fn start(dir: &Path, policy: &Path) -> Server {
     let db = format!("sqlite:{}", dir.join("allot.db").display());
-    let mut child = allot()
-        .args(["serve", "--bind", "127.0.0.1:0", "--database", &db])
-        .arg("--policy-file")
-        .arg(policy)
-        .env("ALLOT_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start allot");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("allot exited before listening")
-            .unwrap();
-        if let Some(a) = line.strip_prefix("allot: listening on http://") {
-            break a.to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Allot { child, addr }
+    let policy = policy.to_str().expect("a UTF-8 path");
+    Server::start_args(
+        &db,
+        &["--bind", "127.0.0.1:0", "--policy-file", policy],
+        &[],
+    )
 }
 
 /// One request as a `noauth2` caller with `roles`; the status and body.
@@ -80,15 +56,6 @@ fn list(addr: &str, roles: &str) -> u16 {
 fn create(addr: &str, roles: &str, name: &str) -> (u16, String) {
     let body = format!("{{\"name\": \"{name}\"}}");
     call(addr, "POST", "/resource_providers", roles, &body)
-}
-
-fn hup(server: &Allot) {
-    let ok = Command::new("kill")
-        .args(["-HUP", &server.child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
 }
 
 #[test]
@@ -128,7 +95,7 @@ fn a_policy_file_overrides_and_reloads() {
          \"placement:resource_providers:create\": \"role:admin and not role:reader\"\n",
     )
     .unwrap();
-    hup(&server);
+    server.hup();
     let mut reloaded = false;
     for _ in 0..100 {
         if list(a, "reader") == 403 {
@@ -143,7 +110,7 @@ fn a_policy_file_overrides_and_reloads() {
 
     // A file that no longer parses keeps the old rules.
     std::fs::write(&policy, "\"placement:resource_providers:list\": \"(@\"\n").unwrap();
-    hup(&server);
+    server.hup();
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(list(a, "reader"), 403);
     assert_eq!(create(a, "admin", "rp3").0, 200);

@@ -42,8 +42,17 @@ impl Server {
     /// Starts the binary on the database a URL names (`sqlite:PATH`,
     /// `postgres://...`) and waits until it listens.
     pub fn start_url(database: &str) -> Server {
+        Server::start_args(database, &["--bind", "127.0.0.1:0"], &[])
+    }
+
+    /// Starts `allot serve --database DATABASE ARGS` with more environment `env` and
+    /// waits until it listens (an address on every interface is reached through
+    /// loopback).
+    pub fn start_args(database: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--database", database])
+            .args(["serve", "--database", database])
+            .args(args)
+            .envs(env.iter().copied())
             .env("ALLOT_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -62,6 +71,7 @@ impl Server {
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
+        let addr = addr.replace("0.0.0.0", "127.0.0.1");
         Server { child, addr }
     }
 
@@ -80,6 +90,15 @@ impl Server {
     /// One request as admin at the latest microversion; returns (status, body).
     pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
         self.client().call(method, path, body)
+    }
+
+    /// Sends SIGHUP (the server rereads its token and policy files).
+    pub fn hup(&self) {
+        let status = Command::new("kill")
+            .args(["-HUP", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
 
     /// Stops the server with SIGTERM and checks that it exits cleanly.
