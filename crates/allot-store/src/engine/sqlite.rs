@@ -235,9 +235,11 @@ impl SqliteEngine {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let head = log_head(&tx)?;
+        // A view at the head has nothing to catch up: no read of the log on the
+        // single-process path (every write of an exclusive file).
         let unseen = match at {
-            Some(at) => commits_after(&tx, at)?,
-            None => Vec::new(),
+            Some(at) if at != head => commits_after(&tx, at)?,
+            _ => Vec::new(),
         };
         let changes = plan(unseen);
         if changes.is_empty() {
