@@ -208,7 +208,7 @@ fn call(server: &Server, method: &str, path: &str, token: &str, more: &[(&str, &
     ];
     headers.extend_from_slice(more);
     let body = if method == "POST" {
-        format!("{{\"name\": \"rp-{}\"}}", uuid_like())
+        format!("{{\"name\": \"rp-{}\"}}", unique_name())
     } else {
         String::new()
     };
@@ -216,7 +216,7 @@ fn call(server: &Server, method: &str, path: &str, token: &str, more: &[(&str, &
 }
 
 /// A name no other provider of the test has.
-fn uuid_like() -> String {
+fn unique_name() -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     format!(
@@ -273,7 +273,9 @@ fn real_keystone_roles_projects_and_scopes() {
 
     // Member of p1: may read p1's usages (member implies reader), writes nothing.
     let bob = ks.token("bob", Some("p1"));
-    assert_eq!(create(&server, &bob), 403, "member writes");
+    let r = call(&server, "POST", "/resource_providers", &bob.id, &[]);
+    assert_eq!(r.status, 403, "member writes: {}", r.body);
+    assert_eq!(r.json()["errors"][0]["status"], 403, "{}", r.body);
     assert_eq!(get(&server, "/resource_providers", &bob), 403);
     assert_eq!(get(&server, &format!("/usages?project_id={p1}"), &bob), 200);
     // What a caller says about itself is not believed: the token says who it is.
