@@ -3,8 +3,9 @@
 //!
 //! - allot first gets a token of its own (the *service token*) with the configured
 //!   password credentials (`POST {auth_url}/v3/auth/tokens`, project-scoped), and
-//!   gets a new one a minute before it expires, or at once if Keystone stops
-//!   accepting it (401 on a validation: retried once with a fresh one).
+//!   gets a new one a minute before it expires (half-way through the life of a
+//!   token that lives under two minutes), or at once if Keystone stops accepting it
+//!   (401 on a validation: retried once with a fresh one).
 //! - Each caller token is checked with `GET {auth_url}/v3/auth/tokens`
 //!   (`X-Auth-Token`: the service token, `X-Subject-Token`: the caller's). 200 gives
 //!   the user, the project and its domain (or the domain of a domain-scoped token),
@@ -59,8 +60,16 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest Keystone answer read (a token body with a large catalog stays far
 /// below this; the validation asks for no catalog).
 const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
-/// A service token is renewed this long before it expires.
+/// A service token is renewed this long before it expires (or half-way through its
+/// life, if it lives less than twice this: see [`renew_at`]).
 const RENEW_BEFORE_SECONDS: i64 = 60;
+
+/// When a service token issued at `now` and expiring at `expires_at` is renewed: a
+/// minute before it expires, or half-way for a short-lived one. A fixed minute
+/// would renew a token that lives under a minute before every validation.
+fn renew_at(now: i64, expires_at: i64) -> i64 {
+    expires_at - RENEW_BEFORE_SECONDS.min((expires_at - now) / 2)
+}
 
 /// Where Keystone is and who allot is to it.
 #[derive(Clone)]
@@ -134,8 +143,9 @@ pub struct Keystone {
     tokens_url: Uri,
     challenge: String,
     http: Client<HttpConnector, Full<Bytes>>,
-    /// allot's own token and its expiry. A tokio mutex: renewing it awaits Keystone,
-    /// and the requests that need it meanwhile wait for that one renewal.
+    /// allot's own token and when to renew it ([`renew_at`]). A tokio mutex:
+    /// renewing it awaits Keystone, and the requests that need it meanwhile wait for
+    /// that one renewal.
     service_token: tokio::sync::Mutex<Option<(String, i64)>>,
     /// Token hash → (validation, cached until).
     cache: Mutex<HashMap<String, (Validated, i64)>>,
@@ -224,9 +234,9 @@ impl Keystone {
     /// Keystone just refused.
     async fn service_token(&self, stale: Option<&str>) -> Result<String, AuthError> {
         let mut held = self.service_token.lock().await;
-        if let Some((token, expires_at)) = held.as_ref() {
+        if let Some((token, renew)) = held.as_ref() {
             let refused = stale.is_some_and(|s| s == token);
-            if !refused && *expires_at - RENEW_BEFORE_SECONDS > now_unix() {
+            if !refused && *renew > now_unix() {
                 return Ok(token.clone());
             }
         }
@@ -260,7 +270,7 @@ impl Keystone {
             .as_str()
             .and_then(parse_utc)
             .ok_or_else(|| AuthError::Unavailable("Keystone's token has no expires_at".into()))?;
-        *held = Some((token.clone(), expires_at));
+        *held = Some((token.clone(), renew_at(now_unix(), expires_at)));
         Ok(token)
     }
 
@@ -440,6 +450,17 @@ impl Authenticator for Keystone {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_tokens_are_renewed_a_minute_early_or_half_way() {
+        // Keystone's default hour: a minute before it expires.
+        assert_eq!(renew_at(1000, 1000 + 3600), 1000 + 3540);
+        // A 20 s token is used for 10 s, not renewed at every validation.
+        assert_eq!(renew_at(1000, 1020), 1010);
+        assert_eq!(renew_at(1000, 1000 + 120), 1000 + 60);
+        // Already expired (a clock ahead of Keystone's): renewed at once.
+        assert!(renew_at(1000, 990) <= 1000);
+    }
 
     #[test]
     fn token_bodies() {
