@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::Server;
+use support::{send_raw, Reply, Server};
 
 /// Runs a command that must exit by itself (a server that should have refused to
 /// start is killed after a while, and the test fails, rather than hang).
@@ -43,71 +43,12 @@ fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
     Server::start_args(&db, args, env)
 }
 
-/// A response: status, lower-cased headers, body.
-struct Reply {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).map(String::as_str)
-    }
-
-    /// The envelope's first error (status and detail), which every error must have.
-    fn envelope(&self) -> (u64, String) {
-        let v: serde_json::Value = serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body));
-        let e = &v["errors"][0];
-        (
-            e["status"].as_u64().expect("status in the envelope"),
-            e["detail"].as_str().unwrap_or("").to_owned(),
-        )
-    }
-}
-
-/// Sends one request with raw header bytes (so that they may be anything).
+/// One request with raw header bytes (so that they may be anything), at the latest
+/// microversion.
 fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &[u8])], body: &str) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nopenstack-api-version: placement latest\r\n\
-         accept: application/json\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if !body.is_empty() {
-        req.extend_from_slice(b"content-type: application/json\r\n");
-    }
-    for (k, v) in headers {
-        req.extend_from_slice(k.as_bytes());
-        req.extend_from_slice(b": ");
-        req.extend_from_slice(v);
-        req.extend_from_slice(b"\r\n");
-    }
-    req.extend_from_slice(b"\r\n");
-    req.extend_from_slice(body.as_bytes());
-    s.write_all(&req).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {text:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    let mut all: Vec<(&str, &[u8])> = vec![("openstack-api-version", b"placement latest")];
+    all.extend_from_slice(headers);
+    send_raw(addr, method, path, &all, body)
 }
 
 fn get(addr: &str, path: &str, token: &str) -> Reply {

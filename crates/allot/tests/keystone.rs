@@ -22,15 +22,12 @@
 
 mod support;
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use allot_server::auth::{now_unix, parse_utc};
-use serde_json::{json, Value};
-use support::Server;
+use serde_json::json;
+use support::{send_raw, Reply, Server};
 
 /// The Keystone to test against, or None (and a note) when there is none.
 fn keystone() -> Option<Keystone> {
@@ -65,56 +62,10 @@ fn keystone() -> Option<Keystone> {
     })
 }
 
-/// A response: status, lower-cased headers, body.
-struct Reply {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
-}
-
 /// One HTTP/1.1 request on its own connection.
 fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\naccept: application/json\r\n\
-         connection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    if !body.is_empty() {
-        req.push_str("content-type: application/json\r\n");
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {text:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    let headers: Vec<(&str, &[u8])> = headers.iter().map(|(k, v)| (*k, v.as_bytes())).collect();
+    send_raw(addr, method, path, &headers, body)
 }
 
 /// The real Keystone.

@@ -1,8 +1,10 @@
 //! What the binary's tests share: the real `allot serve` on an ephemeral port, a
-//! tiny HTTP/1.1 client on `std` (one connection per request), and `allot bench` run
-//! as a command, and the output of a command that must succeed.
+//! tiny HTTP/1.1 client on `std` (one connection per request; [`send_raw`] for
+//! requests whose headers may be anything), and `allot bench` run as a command, and
+//! the output of a command that must succeed.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -301,4 +303,82 @@ pub fn psql(url: &str, sql: &str) {
         "psql {sql}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A response read whole: status, lower-cased headers, body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+    }
+
+    /// The envelope's first error (status and detail), which every error must have.
+    pub fn envelope(&self) -> (u64, String) {
+        let v = self.json();
+        let e = &v["errors"][0];
+        (
+            e["status"].as_u64().expect("status in the envelope"),
+            e["detail"].as_str().unwrap_or("").to_owned(),
+        )
+    }
+}
+
+/// One HTTP/1.1 request on its own connection (`connection: close`), its header
+/// values raw bytes so that a test may send anything; the whole response.
+pub fn send_raw(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &[u8])],
+    body: &str,
+) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\naccept: application/json\r\n\
+         connection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !body.is_empty() {
+        req.extend_from_slice(b"content-type: application/json\r\n");
+    }
+    for (k, v) in headers {
+        req.extend_from_slice(k.as_bytes());
+        req.extend_from_slice(b": ");
+        req.extend_from_slice(v);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"\r\n");
+    req.extend_from_slice(body.as_bytes());
+    s.write_all(&req).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
 }
