@@ -100,6 +100,11 @@ pub struct Commit {
 /// not seen (oldest first), the changes to write (none: write nothing).
 pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
 
+/// Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`).
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
 /// A database URL fit for logs and messages: its password, if any, replaced by `***`.
 pub fn redacted(url: &str) -> String {
     engine::postgres::redact(url)
@@ -153,7 +158,7 @@ impl Store {
                 path,
             )?)));
         }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        if is_postgres(url) {
             return Ok(Store(Engine::Postgres(Box::new(
                 engine::postgres::PgEngine::open(url)?,
             ))));
@@ -223,7 +228,7 @@ impl Store {
     /// write to ([`Store::is_shared`]); `None` for an engine that has no one else to
     /// hear from (SQLite).
     pub fn listener(url: &str) -> Result<Option<Listener>, StoreError> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        if is_postgres(url) {
             return Ok(Some(Listener(engine::postgres::PgListener::open(url)?)));
         }
         Ok(None)

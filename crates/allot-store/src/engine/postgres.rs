@@ -57,7 +57,7 @@
 //! catch up before it plans; writes the planned changes with their preconditions
 //! checked (a provider's or consumer's generation, the absence of a row to create:
 //! a failed one is [`StoreError::Stale`]); appends one log row; moves the head;
-//! `NOTIFY allot_log`; and commits. The log keeps the last [`KEEP`] commits; a
+//! `NOTIFY allot_log`; and commits. The log keeps the last [`LOG_KEEP`] commits; a
 //! cursor older than that gets [`StoreError::Behind`] (the node must load again).
 //! So does a cursor ahead of the head (the SQLite engine calls that corrupt): on a
 //! server database it means the database was restored or replaced under running
@@ -89,6 +89,7 @@ use postgres::{IsolationLevel, NoTls, Row, Statement};
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, Config, Transaction};
 
+use super::{lost_race, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
 /// The parameters of one statement of a write ([`Param`]s), boxed. (A macro must
@@ -193,14 +194,6 @@ CREATE TABLE allot_log_head (
 );
 INSERT INTO allot_log_head (seq) VALUES (0);
 "#];
-
-/// How many commits the log keeps: a node more than this many behind loads again
-/// (the SQLite engine keeps as many).
-pub const KEEP: i64 = 10_000;
-
-/// The log is pruned once every this many commits (by the writer that makes the
-/// commit), so that pruning costs one statement per thousand writes.
-const PRUNE_EVERY: i64 = 1_000;
 
 /// The advisory lock key that migrations take ("allot" in ASCII), so that nodes
 /// starting together do not migrate twice.
@@ -622,8 +615,11 @@ impl PgEngine {
              SELECT pg_notify('allot_log', $1::bigint::text)",
             params![seq, now, crate::log::encode(&changes)],
         );
-        if seq % PRUNE_EVERY == 0 {
-            pipeline.push("DELETE FROM allot_log WHERE seq <= $1", params![seq - KEEP]);
+        if seq % LOG_PRUNE_EVERY == 0 {
+            pipeline.push(
+                "DELETE FROM allot_log WHERE seq <= $1",
+                params![seq - LOG_KEEP],
+            );
         }
         tx.run(&pipeline).map_err(stale_if_unique)?;
         tx.commit()?;
@@ -1233,29 +1229,6 @@ impl<'a> Pipeline<'a> {
                 }
             }
         }
-    }
-}
-
-/// Why a change whose statement changed no row could not be written.
-fn lost_race(change: &Change) -> String {
-    match change {
-        Change::PutProvider {
-            row,
-            previous_generation: None,
-        } => format!("provider {} or its name exists already", row.uuid),
-        Change::PutProvider {
-            row,
-            previous_generation: Some(previous),
-        } => format!("provider {} is not at generation {previous}", row.uuid),
-        Change::PutConsumer {
-            row,
-            previous_generation: None,
-        } => format!("consumer {} exists already", row.uuid),
-        Change::PutConsumer {
-            row,
-            previous_generation: Some(previous),
-        } => format!("consumer {} is not at generation {previous}", row.uuid),
-        other => format!("a write changed no row: {other:?}"),
     }
 }
 

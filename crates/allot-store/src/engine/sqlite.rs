@@ -19,15 +19,8 @@ use allot_core::{
 };
 use rusqlite::{params, Connection, Transaction};
 
+use super::{lost_race, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
-
-/// How many of the newest commits the change log keeps. A node further behind than
-/// this loads its whole view again; a single-process SQLite store never is.
-const LOG_KEEP: i64 = 10_000;
-
-/// The log is pruned when a commit's number is a multiple of this: rarely enough to
-/// cost nothing per commit, often enough that the table stays small.
-const LOG_PRUNE_EVERY: i64 = 1_024;
 
 /// Schema migrations, in order; the database's `user_version` is how many have run.
 const MIGRATIONS: &[&str] = &[
@@ -949,10 +942,7 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     ],
                 )?;
                 if inserted == 0 {
-                    return Err(StoreError::Stale(format!(
-                        "provider {} ({:?}) already exists",
-                        row.uuid, row.name
-                    )));
+                    return Err(StoreError::Stale(lost_race(change)));
                 }
             }
             Some(previous) => {
@@ -973,10 +963,7 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     ],
                 )?;
                 if updated == 0 {
-                    return Err(StoreError::Stale(format!(
-                        "provider {} is not at generation {previous}",
-                        row.uuid
-                    )));
+                    return Err(StoreError::Stale(lost_race(change)));
                 }
             }
         },
@@ -1079,10 +1066,7 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                 )?,
             };
             if written == 0 {
-                return Err(StoreError::Stale(match previous_generation {
-                    None => format!("consumer {uuid} already exists"),
-                    Some(g) => format!("consumer {uuid} is not at generation {g}"),
-                }));
+                return Err(StoreError::Stale(lost_race(change)));
             }
         }
         Change::PutClaim(claim) => {
