@@ -18,7 +18,7 @@
 //! pulling in a YAML library; a file that starts with `{` is read as JSON, oslo's
 //! older format.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -139,29 +139,30 @@ impl Parser {
     }
 
     fn or(&mut self) -> Result<Expr, CheckError> {
-        let mut terms = vec![self.and()?];
-        while self.peek() == Some(&Tok::Or) {
-            self.at += 1;
-            terms.push(self.and()?);
-        }
-        Ok(if terms.len() == 1 {
-            terms.pop().unwrap_or(Expr::Never)
-        } else {
-            Expr::Any(terms)
-        })
+        self.joined(Tok::Or, Parser::and, Expr::Any)
     }
 
     fn and(&mut self) -> Result<Expr, CheckError> {
-        let mut terms = vec![self.not()?];
-        while self.peek() == Some(&Tok::And) {
-            self.at += 1;
-            terms.push(self.not()?);
+        self.joined(Tok::And, Parser::not, Expr::All)
+    }
+
+    /// `term (op term)*`: one term as it is, several joined by `join`.
+    fn joined(
+        &mut self,
+        op: Tok,
+        term: fn(&mut Parser) -> Result<Expr, CheckError>,
+        join: fn(Vec<Expr>) -> Expr,
+    ) -> Result<Expr, CheckError> {
+        let first = term(self)?;
+        if self.peek() != Some(&op) {
+            return Ok(first);
         }
-        Ok(if terms.len() == 1 {
-            terms.pop().unwrap_or(Expr::Never)
-        } else {
-            Expr::All(terms)
-        })
+        let mut terms = vec![first];
+        while self.peek() == Some(&op) {
+            self.at += 1;
+            terms.push(term(self)?);
+        }
+        Ok(join(terms))
     }
 
     fn not(&mut self) -> Result<Expr, CheckError> {
@@ -492,10 +493,10 @@ fn read(path: &Path) -> Result<Rules, String> {
 /// The names a file gives that are neither built in nor referenced by another of its
 /// rules: probably misspelt (oslo.policy warns of them too, and so should the caller).
 pub fn unknown_names<'a>(rules: &'a Rules, known: &dyn Fn(&str) -> bool) -> Vec<&'a str> {
-    let referenced: HashMap<&str, ()> = rules.referenced().into_iter().map(|r| (r, ())).collect();
+    let referenced: HashSet<&str> = rules.referenced().into_iter().collect();
     rules
         .names()
-        .filter(|n| !known(n) && !referenced.contains_key(n))
+        .filter(|n| !known(n) && !referenced.contains(n))
         .collect()
 }
 

@@ -110,16 +110,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let store = allot_store::Store::open(&settings.database).with_context(|| {
-        let url = allot_store::redacted(&settings.database);
-        format!("opening database {url}")
-    })?;
-    let clock: allot_store::Clock = Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0)
-    });
     // The authenticator is chosen before the database opens, so that a bad token
     // file stops the start at once.
     let mut token_table = None;
@@ -149,6 +139,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let store = allot_store::Store::open(&settings.database).with_context(|| {
+        let url = allot_store::redacted(&settings.database);
+        format!("opening database {url}")
+    })?;
+    let clock: allot_store::Clock = Arc::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+    });
     let host = allot_store::Host::new(store, clock).context("loading the database")?;
     // On a database other nodes write to, their commits wake this node's writer.
     if let Some(listener) = allot_store::Store::listener(&settings.database)

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use allot_server::auth::tokens::{TokenEntry, TokenFile};
-use allot_server::auth::{format_utc, now_unix, parse_utc, token_hash};
+use allot_server::auth::{format_utc, hex, now_unix, parse_utc, token_hash};
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 
@@ -154,10 +154,6 @@ pub fn run(args: TokenArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `90d`, `12h`, `30m`, `3600s` from now, or a UTC time; must be in the future.

@@ -141,6 +141,8 @@ pub struct Keystone {
     config: KeystoneConfig,
     /// `{auth_url}/v3/auth/tokens`.
     tokens_url: Uri,
+    /// The same with `?allow_expired=1`, for a user's token behind a service token.
+    tokens_url_allow_expired: Uri,
     challenge: String,
     http: Client<HttpConnector, Full<Bytes>>,
     /// allot's own token and when to renew it ([`renew_at`]). A tokio mutex:
@@ -174,9 +176,13 @@ impl Keystone {
         if !base.starts_with("http://") {
             return Err(format!("the Keystone URL {base:?} must start with http://"));
         }
-        let tokens_url: Uri = format!("{base}/v3/auth/tokens")
-            .parse()
-            .map_err(|e| format!("the Keystone URL {base:?} is not a URL: {e}"))?;
+        let url = |suffix: &str| -> Result<Uri, String> {
+            format!("{base}/v3/auth/tokens{suffix}")
+                .parse()
+                .map_err(|e| format!("the Keystone URL {base:?} is not a URL: {e}"))
+        };
+        let tokens_url = url("")?;
+        let tokens_url_allow_expired = url("?allow_expired=1")?;
         for (what, value) in [
             ("user", &config.username),
             ("password", &config.password),
@@ -192,6 +198,7 @@ impl Keystone {
         Ok(Keystone {
             challenge: format!("Keystone uri=\"{base}\""),
             tokens_url,
+            tokens_url_allow_expired,
             http,
             service_token: tokio::sync::Mutex::new(None),
             cache: Mutex::new(HashMap::new()),
@@ -276,12 +283,10 @@ impl Keystone {
 
     /// Validates a token with Keystone (not the cache).
     async fn validate(&self, token: &str, allow_expired: bool) -> Result<Validated, AuthError> {
-        let uri: Uri = if allow_expired {
-            format!("{}?allow_expired=1", self.tokens_url)
-                .parse()
-                .map_err(|e| AuthError::Unavailable(format!("{e}")))?
+        let uri = if allow_expired {
+            &self.tokens_url_allow_expired
         } else {
-            self.tokens_url.clone()
+            &self.tokens_url
         };
         let mut refused: Option<String> = None;
         for _attempt in 0..2 {

@@ -171,12 +171,18 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Keystone cache is keyed (so that neither holds a usable secret).
 pub fn token_hash(token: &str) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(token.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest.iter() {
-        hex.push_str(&format!("{b:02x}"));
+    hex(&sha2::Sha256::digest(token.as_bytes()))
+}
+
+/// Bytes in lower-case hex (token hashes here, new tokens and ids in `allot token`).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
     }
-    hex
+    out
 }
 
 /// Seconds since the Unix epoch, now.
