@@ -99,7 +99,7 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let dump = dump::export_store(&mut store, now)
         .with_context(|| format!("reading {}", args.database))?;
     drop(store);
-    let counts = dump_counts(&dump);
+    let counts = dump.counts();
     if args.output == "-" {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
@@ -185,16 +185,4 @@ fn sqlite_path(url: &str) -> Option<&str> {
     url.strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
         .filter(|p| !p.is_empty())
-}
-
-fn dump_counts(d: &dump::Dump) -> dump::Counts {
-    dump::Counts {
-        classes: d.resource_classes.len(),
-        traits: d.traits.len(),
-        providers: d.providers.len(),
-        inventories: d.providers.iter().map(|p| p.inventories.len()).sum(),
-        consumers: d.consumers.len(),
-        allocations: d.consumers.iter().map(|c| c.allocations.len()).sum(),
-        claims: d.claims.len(),
-    }
 }
