@@ -928,11 +928,8 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
         // A claim live when the dump was taken counted against capacity then.
         if claim.live(dump.exported_at) {
             for a in &c.allocations {
-                if let Some(total) = used.get_mut(&(a.provider, a.resource_class.as_str())) {
-                    *total = total.saturating_add(a.amount);
-                } else {
-                    used.insert((a.provider, &a.resource_class), a.amount);
-                }
+                let total = used.entry((a.provider, &a.resource_class)).or_default();
+                *total = total.saturating_add(a.amount);
             }
         }
         changes.push(Change::PutClaim(Box::new(claim)));
