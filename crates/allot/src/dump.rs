@@ -137,19 +137,17 @@ impl From<anyhow::Error> for Failure {
 }
 
 fn import(args: &ImportArgs) -> Result<(), Failure> {
-    let mut bytes = Vec::new();
-    if args.input == "-" {
+    let (bytes, source) = if args.input == "-" {
+        let mut bytes = Vec::new();
         std::io::stdin()
             .lock()
             .read_to_end(&mut bytes)
             .context("reading the dump from standard input")?;
+        (bytes, "standard input")
     } else {
-        bytes = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
-    }
-    let source = if args.input == "-" {
-        "standard input"
-    } else {
-        &args.input
+        let bytes =
+            std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
+        (bytes, args.input.as_str())
     };
     let dump = dump::parse(&bytes).map_err(|e| anyhow!("{source}: {e}"))?;
     let mut store = open(&args.database)?;
