@@ -63,6 +63,22 @@ pub struct Dump {
     pub claims: Vec<DumpClaim>,
 }
 
+impl Dump {
+    /// How many records of each kind the dump holds (for a dump that passed
+    /// [`plan_import`], what an import writes).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            classes: self.resource_classes.len(),
+            traits: self.traits.len(),
+            providers: self.providers.len(),
+            inventories: self.providers.iter().map(|p| p.inventories.len()).sum(),
+            consumers: self.consumers.len(),
+            allocations: self.consumers.iter().map(|c| c.allocations.len()).sum(),
+            claims: self.claims.len(),
+        }
+    }
+}
+
 /// A custom resource class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -559,7 +575,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
     let mut problems = Problems::default();
     let mut warnings = Vec::new();
     let mut changes = Vec::new();
-    let mut counts = Counts::default();
 
     // Classes and traits.
     let mut classes: HashSet<&str> = HashSet::new();
@@ -614,7 +629,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
             }
         }
     }
-    counts.classes = classes.len();
     let class_known =
         |name: &str| standard::RESOURCE_CLASSES.contains(&name) || classes.contains(name);
 
@@ -635,7 +649,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
             created_at: t.created_at,
         }));
     }
-    counts.traits = traits.len();
     let trait_known =
         |name: &str| standard::TRAITS.binary_search(&name).is_ok() || traits.contains(name);
 
@@ -735,7 +748,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
             // Checked just above (known, so well formed).
             list.push((ResourceClass::new_unchecked(&inv.resource_class), inventory));
         }
-        counts.inventories += list.len();
         let mut trait_list = Vec::new();
         for t in &p.traits {
             if !trait_known(t) {
@@ -780,7 +792,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
         }
         provider_changes.push((depth, i, group));
     }
-    counts.providers = dump.providers.len();
     provider_changes.sort_by_key(|(depth, i, _)| (*depth, *i));
     changes.extend(provider_changes.into_iter().flat_map(|(_, _, group)| group));
 
@@ -831,7 +842,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 used: a.used,
             });
         }
-        counts.allocations += allocations.len();
         changes.push(Change::PutConsumer {
             row: ConsumerRow {
                 uuid: c.uuid,
@@ -849,7 +859,6 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
             changes.push(Change::SetAllocations(c.uuid, allocations));
         }
     }
-    counts.consumers = consumers.len();
 
     let mut claims: HashSet<Uuid> = HashSet::new();
     for c in &dump.claims {
@@ -919,16 +928,12 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
         // A claim live when the dump was taken counted against capacity then.
         if claim.live(dump.exported_at) {
             for a in &c.allocations {
-                if let Some(total) = used.get_mut(&(a.provider, a.resource_class.as_str())) {
-                    *total = total.saturating_add(a.amount);
-                } else {
-                    used.insert((a.provider, &a.resource_class), a.amount);
-                }
+                let total = used.entry((a.provider, &a.resource_class)).or_default();
+                *total = total.saturating_add(a.amount);
             }
         }
         changes.push(Change::PutClaim(Box::new(claim)));
     }
-    counts.claims = claims.len();
 
     for ((provider, class), total) in used {
         if let Some(inv) = inventories.get(&(provider, class)) {
@@ -943,9 +948,11 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
         }
     }
 
+    // Every record skipped above was named as a problem, so a plan that stands
+    // writes all of the dump.
     problems.into_result(Plan {
         changes,
-        counts,
+        counts: dump.counts(),
         warnings,
     })
 }

@@ -99,7 +99,7 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let dump = dump::export_store(&mut store, now)
         .with_context(|| format!("reading {}", args.database))?;
     drop(store);
-    let counts = dump_counts(&dump);
+    let counts = dump.counts();
     if args.output == "-" {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
@@ -137,19 +137,17 @@ impl From<anyhow::Error> for Failure {
 }
 
 fn import(args: &ImportArgs) -> Result<(), Failure> {
-    let mut bytes = Vec::new();
-    if args.input == "-" {
+    let (bytes, source) = if args.input == "-" {
+        let mut bytes = Vec::new();
         std::io::stdin()
             .lock()
             .read_to_end(&mut bytes)
             .context("reading the dump from standard input")?;
+        (bytes, "standard input")
     } else {
-        bytes = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
-    }
-    let source = if args.input == "-" {
-        "standard input"
-    } else {
-        &args.input
+        let bytes =
+            std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
+        (bytes, args.input.as_str())
     };
     let dump = dump::parse(&bytes).map_err(|e| anyhow!("{source}: {e}"))?;
     let mut store = open(&args.database)?;
@@ -185,16 +183,4 @@ fn sqlite_path(url: &str) -> Option<&str> {
     url.strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
         .filter(|p| !p.is_empty())
-}
-
-fn dump_counts(d: &dump::Dump) -> dump::Counts {
-    dump::Counts {
-        classes: d.resource_classes.len(),
-        traits: d.traits.len(),
-        providers: d.providers.len(),
-        inventories: d.providers.iter().map(|p| p.inventories.len()).sum(),
-        consumers: d.consumers.len(),
-        allocations: d.consumers.iter().map(|c| c.allocations.len()).sum(),
-        claims: d.claims.len(),
-    }
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use support::{Client, Server};
+use support::{json, Client, Server};
 use uuid::Uuid;
 
 const PROVIDERS: usize = 5;
@@ -29,10 +29,6 @@ fn provider_uuid(i: usize) -> Uuid {
 
 fn consumer_uuid(i: usize) -> Uuid {
     Uuid::from_u128(0xc0a5_0000_0000_4000_8000_0000_0000_0000 + i as u128)
-}
-
-fn json(body: &str) -> serde_json::Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
 /// VCPU used on provider `i`, as `GET /resource_providers/{uuid}/usages` says.

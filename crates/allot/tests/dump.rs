@@ -483,16 +483,20 @@ fn bad_input_is_one_line_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let file = dir.path().join("bad.json");
+    // Each step below rewrites the file and imports it again.
+    let import = || {
+        allot(&[
+            "import",
+            "--database",
+            &url(&db),
+            "-i",
+            file.to_str().unwrap(),
+        ])
+    };
 
     // Not JSON.
     std::fs::write(&file, "PGDMP").unwrap();
-    let out = allot(&[
-        "import",
-        "--database",
-        &url(&db),
-        "-i",
-        file.to_str().unwrap(),
-    ]);
+    let out = import();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with("allot import: "),
@@ -512,13 +516,7 @@ fn bad_input_is_one_line_and_exit_1() {
         ],
     });
     std::fs::write(&file, dump.to_string()).unwrap();
-    let out = allot(&[
-        "import",
-        "--database",
-        &url(&db),
-        "-i",
-        file.to_str().unwrap(),
-    ]);
+    let out = import();
     assert_eq!(out.status.code(), Some(1));
     let log = stderr(&out);
     assert!(log.contains("2 integrity problem(s)"), "{log}");
@@ -531,13 +529,7 @@ fn bad_input_is_one_line_and_exit_1() {
     fixed["providers"][0]["parent"] = Value::Null;
     fixed["providers"][0]["traits"] = json!(["HW_CPU_X86_AVX2"]);
     std::fs::write(&file, fixed.to_string()).unwrap();
-    let out = allot(&[
-        "import",
-        "--database",
-        &url(&db),
-        "-i",
-        file.to_str().unwrap(),
-    ]);
+    let out = import();
     assert!(out.status.success(), "{}", stderr(&out));
 
     // Exporting a database that is not there does not create one.

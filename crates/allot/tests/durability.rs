@@ -27,7 +27,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Client, Server};
+use support::{json, Client, Server};
 use uuid::Uuid;
 
 const PROVIDERS: usize = 8;
@@ -58,10 +58,6 @@ fn inventory(i: usize) -> [(&'static str, u64, u64, f64); 2] {
         // whole; memory never binds before VCPU does.
         ("MEMORY_MB", 200_000, 1024, 1.5),
     ]
-}
-
-fn json(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
 fn get(client: &Client, path: &str) -> Value {

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{psql, Client, Database, Server};
+use support::{json, psql, Client, Database, Server};
 use uuid::Uuid;
 
 const NODES: usize = 3;
@@ -43,10 +43,6 @@ fn provider_uuid(i: usize) -> Uuid {
 
 fn consumer_uuid(i: usize) -> Uuid {
     Uuid::from_u128(0xc0a5_1200_0000_4000_8000_0000_0000_0000 + i as u128)
-}
-
-fn json(body: &str) -> serde_json::Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
 /// VCPU used on provider `i` as one node sees it.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use serde_json::Value;
-use support::{Client, Server};
+use support::{json, Client, Server};
 use uuid::Uuid;
 
 /// Providers of the mass start, and what each has.
@@ -20,10 +20,6 @@ const CLIENTS: usize = 64;
 
 fn provider_uuid(i: usize) -> Uuid {
     Uuid::from_u128(0xc1a1_3000_0000_4000_8000_0000_0000_0000 + i as u128)
-}
-
-fn json(body: &str) -> Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 /// Creates provider `i` with `VCPU` VCPU.

@@ -305,6 +305,11 @@ pub fn psql(url: &str, sql: &str) {
     );
 }
 
+/// A response body as JSON; a body that is not JSON fails the test, naming it.
+pub fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
+}
+
 /// A response read whole: status, lower-cased headers, body.
 pub struct Reply {
     pub status: u16,
@@ -318,8 +323,7 @@ impl Reply {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+        json(&self.body)
     }
 
     /// The envelope's first error (status and detail), which every error must have.
