@@ -157,6 +157,9 @@ impl Merged {
     }
 }
 
+/// How one source names the setting it gave, for [`Merged::source`].
+type Naming<'a> = &'a dyn Fn(&str) -> Source;
+
 /// Merges the command line's settings (`flags`), the environment, the config file (the
 /// `--config` flag's, else `ALLOT_CONFIG`'s) and the defaults, in that order.
 pub(super) fn merge(
@@ -174,7 +177,7 @@ pub(super) fn merge(
         let arg = cmd.get_arguments().find(|a| a.get_id() == id);
         format!("--{}", arg.and_then(|a| a.get_long()).unwrap_or(id))
     };
-    let sources: [(Values, &dyn Fn(&str) -> Source); 4] = [
+    let sources: [(Values, Naming); 4] = [
         (flags.clone(), &|id| Source::Flag(flag_name(id))),
         (from_env(env, flags)?, &|id| Source::Env(env_var(id))),
         (file, &|_| Source::File(config.clone().unwrap_or_default())),
