@@ -1,27 +1,40 @@
-//! `allot serve` settings, merged from four sources into validated [`Settings`].
+//! `allot serve` settings: each declared once, in [`Layer`], and merged from four
+//! sources into validated [`Settings`].
 //!
-//! Precedence, for every setting alike: the flag, then its `ALLOT_*` environment
-//! variable, then the TOML file (`--config`/`ALLOT_CONFIG`), then the default. clap
-//! parses the flags; the environment and the file are read here rather than by clap's
-//! `env` attribute, so that a bad value's error can say where it came from (clap's
-//! errors name the flag even when the value came from the environment), and so that the
-//! merge can be unit-tested with an environment that is not the process's.
+//! One field of [`Layer`] is one setting. Its name is the config file's key; clap's
+//! derive makes it a flag (the doc comment is the help, the `default_value` the
+//! default, the `value_parser` the check of a value); its environment variable is the
+//! name upper-cased behind `ALLOT_` ([`layers::env_var`]). Precedence, for every
+//! setting alike: the flag, then the variable, then the TOML file
+//! (`--config`/`ALLOT_CONFIG`), then the default ([`layers`] does the merge).
+//!
+//! clap does not read the variables itself (its `env` attribute): its error for a bad
+//! variable names the flag rather than the variable, and the merge would not be
+//! testable with an environment that is not the process's. The variables go through
+//! the flags' parsers instead, so the two accept the same spellings. `figment` would
+//! do the merge too, but it still needs the flags declared for clap and words its
+//! errors its own way; serde over the one struct is enough.
 //!
 //! Settings are typed at the edge: `--bind` is a [`SocketAddr`], `--policy` a
 //! [`Policy`], numbers and booleans are parsed, and the log filter is checked, whatever
 //! the source. A value that does not parse is an error naming its source (`--bind`,
 //! `ALLOT_BIND`, `config file PATH`), never a silent fallback.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+mod layers;
 
-use anyhow::{anyhow, Context};
-use clap::{Args, ValueEnum};
-use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::{ArgMatches, Args, Command, FromArgMatches, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use layers::{Merged, Values};
 
 /// The authorization rules, as `--policy` takes them: a mirror of
 /// [`allot_server::PolicyMode`], which knows nothing of clap or serde.
-#[derive(ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// Placement 16's current rules only, what it enforces out of the box
@@ -46,7 +59,7 @@ impl From<Policy> for allot_server::PolicyMode {
 }
 
 /// Who the caller is, as `--auth` takes it.
-#[derive(ValueEnum, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
     /// Placement's test mode: X-Auth-Token USER[:PROJECT] is believed (loopback only
@@ -59,6 +72,28 @@ pub enum AuthMode {
     Keystone,
 }
 
+/// A default as clap shows it, built once: what `default_value_t` does, which cannot
+/// be used on an `Option` field (every field of [`Layer`] is one).
+macro_rules! shown {
+    ($value:expr) => {{
+        static SHOWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        SHOWN.get_or_init(|| $value.to_string()).as_str()
+    }};
+}
+
+/// The name clap shows and takes, for [`shown`].
+macro_rules! display_as_value {
+    ($($ty:ty),*) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let value = self.to_possible_value().expect("no variant is skipped");
+                f.write_str(value.get_name())
+            }
+        }
+    )*};
+}
+display_as_value!(Policy, AuthMode);
+
 /// The default mode: the one Placement 16 enforces as installed from PyPI.
 pub const DEFAULT_POLICY: Policy = Policy::Secure;
 /// The default address: Placement's port, on loopback.
@@ -68,167 +103,190 @@ pub const DEFAULT_LOG: &str = "info";
 /// The default interval of the claim sweeper, in seconds.
 pub const DEFAULT_CLAIM_SWEEP_INTERVAL: u64 = 30;
 
-/// Flags of `allot serve`. Every flag has an `ALLOT_*` environment variable (named in
-/// its help), read in [`ServeArgs::resolve`].
-#[derive(Args, Debug, Default)]
-pub struct ServeArgs {
-    /// Address and port to listen on (ALLOT_BIND) [default: 127.0.0.1:8778,
-    /// Placement's port].
-    #[arg(long, value_name = "IP:PORT")]
-    pub bind: Option<SocketAddr>,
+/// Every setting of `allot serve`, declared once: the field is the config file's key,
+/// its flag (`cors_allowed_origins` alone is singular on the command line, since it is
+/// repeated) and, upper-cased behind `ALLOT_`, its environment variable. A layer holds
+/// what one source gives; after the merge, every setting with a declared default has
+/// a value.
+#[derive(Args, Serialize, Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// Address and port to listen on (Placement's port, on loopback, by default).
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_bind, default_value = DEFAULT_BIND)]
+    bind: Option<SocketAddr>,
 
-    /// Database URL: `sqlite:PATH`, created on first start (ALLOT_DATABASE) [default:
+    /// Database URL: `sqlite:PATH`, created on first start [default:
     /// sqlite:$XDG_DATA_HOME/allot/allot.db, i.e. ~/.local/share/allot/allot.db].
     #[arg(long, value_name = "URL")]
-    pub database: Option<String>,
+    database: Option<String>,
 
-    /// TOML file with any of these settings (ALLOT_CONFIG; keys: bind, database, log,
-    /// policy, policy_file, auth, insecure_noauth, token_file, keystone_url, keystone_user,
-    /// keystone_password, keystone_project, keystone_domain, token_cache_ttl,
-    /// cors_allowed_origins, cors_allow_headers,
-    /// randomize_allocation_candidates, max_allocation_candidates, claim_expires_in,
-    /// claim_retention, claim_sweep_interval). Flags and environment variables win
-    /// over it.
+    /// TOML file with any of these settings, each under its name with underscores;
+    /// flags and environment variables win over it.
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    #[serde(skip)]
+    config: Option<PathBuf>,
 
-    /// Enable CORS for this origin (repeat for several; `*` for any)
-    /// (ALLOT_CORS_ALLOWED_ORIGINS, comma-separated). Off by default.
+    /// Enable CORS for this origin (repeat for several, or separate with commas; `*`
+    /// for any). Off by default.
     #[arg(
         long = "cors-allowed-origin",
         value_delimiter = ',',
         value_name = "ORIGIN"
     )]
-    pub cors_allowed_origins: Vec<String>,
+    #[serde(default)]
+    cors_allowed_origins: Vec<String>,
 
-    /// With CORS on: a request header a browser may send (repeatable)
-    /// (ALLOT_CORS_ALLOW_HEADERS, comma-separated).
+    /// With CORS on: a request header a browser may send (repeat for several, or
+    /// separate with commas).
     #[arg(long = "cors-allow-header", value_delimiter = ',', value_name = "NAME")]
-    pub cors_allow_headers: Vec<String>,
+    #[serde(default)]
+    cors_allow_headers: Vec<String>,
 
-    /// Authorization rules (ALLOT_POLICY) [default: secure, as Placement 16 enforces
-    /// out of the box; `legacy` lets an admin token without the `service` role
-    /// reshape].
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub policy: Option<Policy>,
+    /// Authorization rules: the default is what Placement 16 enforces out of the box;
+    /// `legacy` lets an admin token without the `service` role reshape.
+    #[arg(long, value_name = "MODE", default_value = shown!(DEFAULT_POLICY),
+          value_parser = Spelled { parse: parse_policy, values: variants::<Policy> })]
+    policy: Option<Policy>,
 
     /// An oslo.policy file whose rules replace the built-in ones they name
     /// (`"placement:resource_providers:list": "role:reader or role:admin"`), reread on
-    /// SIGHUP (ALLOT_POLICY_FILE) [default: none].
+    /// SIGHUP [default: none].
     #[arg(long, value_name = "FILE")]
-    pub policy_file: Option<PathBuf>,
+    policy_file: Option<PathBuf>,
 
-    /// How callers are authenticated (ALLOT_AUTH) [default: noauth2, which is refused
-    /// on an address other than loopback without --insecure-noauth].
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub auth: Option<AuthMode>,
+    /// How callers are authenticated; noauth2 is refused on an address other than
+    /// loopback without --insecure-noauth.
+    #[arg(long, value_name = "MODE", default_value = shown!(AuthMode::Noauth2),
+          value_parser = Spelled { parse: parse_auth, values: variants::<AuthMode> })]
+    auth: Option<AuthMode>,
 
     /// Allow --auth noauth2 on an address other than loopback: anyone who can reach
-    /// it is whoever they claim to be (ALLOT_INSECURE_NOAUTH) [default: false].
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub insecure_noauth: Option<bool>,
+    /// it is whoever they claim to be.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value = "false", value_parser = BOOL)]
+    insecure_noauth: Option<bool>,
 
-    /// With --auth tokens: the token file, JSON, managed by `allot token`
-    /// (ALLOT_TOKEN_FILE) [default: $XDG_DATA_HOME/allot/tokens.json].
+    /// With --auth tokens: the token file, JSON, managed by `allot token` [default:
+    /// $XDG_DATA_HOME/allot/tokens.json].
     #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
+    token_file: Option<PathBuf>,
 
-    /// With --auth keystone: the Identity endpoint, http://HOST:PORT[/PATH]
-    /// (ALLOT_KEYSTONE_URL).
+    /// With --auth keystone: the Identity endpoint, http://HOST:PORT[/PATH].
     #[arg(long, value_name = "URL")]
-    pub keystone_url: Option<String>,
+    keystone_url: Option<String>,
 
-    /// With --auth keystone: allot's service user (ALLOT_KEYSTONE_USER) [default:
-    /// placement].
-    #[arg(long, value_name = "NAME")]
-    pub keystone_user: Option<String>,
+    /// With --auth keystone: allot's service user.
+    #[arg(long, value_name = "NAME", default_value = "placement")]
+    keystone_user: Option<String>,
 
-    /// With --auth keystone: the service user's password (ALLOT_KEYSTONE_PASSWORD;
-    /// prefer the variable or the config file to the flag, which other users see).
+    /// With --auth keystone: the service user's password (prefer the variable or the
+    /// config file to the flag, which other users see).
     #[arg(long, value_name = "PASSWORD")]
-    pub keystone_password: Option<String>,
+    keystone_password: Option<String>,
 
-    /// With --auth keystone: the project allot's token is scoped to
-    /// (ALLOT_KEYSTONE_PROJECT) [default: service].
-    #[arg(long, value_name = "NAME")]
-    pub keystone_project: Option<String>,
+    /// With --auth keystone: the project allot's token is scoped to.
+    #[arg(long, value_name = "NAME", default_value = "service")]
+    keystone_project: Option<String>,
 
-    /// With --auth keystone: the domain of the user and of the project, by name
-    /// (ALLOT_KEYSTONE_DOMAIN) [default: Default].
-    #[arg(long, value_name = "NAME")]
-    pub keystone_domain: Option<String>,
+    /// With --auth keystone: the domain of the user and of the project, by name.
+    #[arg(long, value_name = "NAME", default_value = "Default")]
+    keystone_domain: Option<String>,
 
     /// With --auth keystone: how long a validated token is cached, in seconds; never
-    /// past its expiry; 0 turns the cache off (ALLOT_TOKEN_CACHE_TTL) [default: 300].
-    #[arg(long, value_name = "SECONDS")]
-    pub token_cache_ttl: Option<u64>,
+    /// past its expiry; 0 turns the cache off.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::auth::keystone::DEFAULT_CACHE_TTL.as_secs()))]
+    token_cache_ttl: Option<u64>,
 
-    /// Log filter, in tracing's EnvFilter syntax (ALLOT_LOG) [default: info].
-    #[arg(long, value_name = "FILTER")]
-    pub log: Option<String>,
+    /// Log filter, in tracing's EnvFilter syntax.
+    #[arg(long, value_name = "FILTER", default_value = DEFAULT_LOG)]
+    log: Option<String>,
 
     /// Answer GET /allocation_candidates with a random sample of the candidates
     /// (gathered round-robin over the matching trees, up to
     /// --max-allocation-candidates) instead of their deterministic order, like
-    /// Placement's randomize_allocation_candidates
-    /// (ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES) [default: false].
-    #[arg(
-        long,
-        value_name = "BOOL",
-        num_args = 0..=1,
-        default_missing_value = "true"
-    )]
-    pub randomize_allocation_candidates: Option<bool>,
+    /// Placement's randomize_allocation_candidates.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value = "false", value_parser = BOOL)]
+    randomize_allocation_candidates: Option<bool>,
 
     /// The most candidates one GET /allocation_candidates generates; a request's
     /// `limit` applies within it, and a request without `limit` gets at most this
-    /// many (ALLOT_MAX_ALLOCATION_CANDIDATES) [default: 100000].
-    #[arg(long, value_name = "N")]
-    pub max_allocation_candidates: Option<usize>,
+    /// many.
+    #[arg(long, value_name = "N", value_parser = parse_count,
+          default_value = shown!(allot_core::candidates::DEFAULT_MAX_CANDIDATES))]
+    max_allocation_candidates: Option<usize>,
 
     /// How long a pending claim lasts when its POST /claims leaves `expires_in` out,
-    /// in seconds (ALLOT_CLAIM_EXPIRES_IN) [default: 600].
-    #[arg(long, value_name = "SECONDS")]
-    pub claim_expires_in: Option<u64>,
+    /// in seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::DEFAULT_CLAIM_EXPIRES_IN))]
+    claim_expires_in: Option<u64>,
 
     /// How long an ended claim (confirmed, released, expired) is kept before the
-    /// sweeper forgets it, in seconds (ALLOT_CLAIM_RETENTION) [default: 86400].
-    #[arg(long, value_name = "SECONDS")]
-    pub claim_retention: Option<u64>,
+    /// sweeper forgets it, in seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::DEFAULT_CLAIM_RETENTION))]
+    claim_retention: Option<u64>,
 
-    /// How often the sweeper runs, in seconds (ALLOT_CLAIM_SWEEP_INTERVAL) [default:
-    /// 30]. Expiry itself is exact whatever this is: the sweeper only tidies up.
-    #[arg(long, value_name = "SECONDS")]
-    pub claim_sweep_interval: Option<u64>,
+    /// How often the sweeper runs, in seconds. Expiry itself is exact whatever this
+    /// is: the sweeper only tidies up.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(DEFAULT_CLAIM_SWEEP_INTERVAL))]
+    claim_sweep_interval: Option<u64>,
 }
 
-/// The optional TOML file, typed like the flags (serde names the bad key and line).
-#[derive(Deserialize, Debug, Default)]
-#[serde(deny_unknown_fields)]
-struct FileSettings {
-    bind: Option<SocketAddr>,
-    database: Option<String>,
-    log: Option<String>,
-    policy: Option<Policy>,
-    policy_file: Option<PathBuf>,
-    auth: Option<AuthMode>,
-    insecure_noauth: Option<bool>,
-    token_file: Option<PathBuf>,
-    keystone_url: Option<String>,
-    keystone_user: Option<String>,
-    keystone_password: Option<String>,
-    keystone_project: Option<String>,
-    keystone_domain: Option<String>,
-    token_cache_ttl: Option<u64>,
-    #[serde(default)]
-    cors_allowed_origins: Vec<String>,
-    #[serde(default)]
-    cors_allow_headers: Vec<String>,
-    randomize_allocation_candidates: Option<bool>,
-    max_allocation_candidates: Option<usize>,
-    claim_expires_in: Option<u64>,
-    claim_retention: Option<u64>,
-    claim_sweep_interval: Option<u64>,
+/// What `allot serve` was given on its command line; [`ServeArgs::resolve`] adds the
+/// other sources. Its flags are [`Layer`]'s, each help ending with its variable.
+#[derive(Debug)]
+pub struct ServeArgs {
+    /// The settings given as flags, by name.
+    flags: Values,
+    /// `--config`, which is not a setting of the file itself.
+    config: Option<PathBuf>,
+}
+
+impl Args for ServeArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let cmd = Layer::augment_args(cmd);
+        let keys: Vec<String> = cmd
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .filter(|id| id != "config")
+            .collect();
+        let keys = format!(" (keys: {})", keys.join(", "));
+        cmd.mut_args(|arg| {
+            let var = layers::env_var(arg.get_id().as_str());
+            let extra = if arg.get_id() == "config" {
+                &keys[..]
+            } else {
+                ""
+            };
+            match arg.get_help().map(|h| format!("{h}{extra} [env: {var}]")) {
+                Some(help) => arg.help(help),
+                None => arg,
+            }
+        })
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for ServeArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let (flags, layer) = layers::from_command_line(matches)?;
+        Ok(ServeArgs {
+            flags,
+            config: layer.config,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
 /// Validated settings.
@@ -266,28 +324,8 @@ pub fn default_token_file(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     data_dir(env).join("allot").join("tokens.json")
 }
 
-/// Where a value came from, for error messages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Source {
-    Flag(&'static str),
-    Env(&'static str),
-    File(PathBuf),
-    Default,
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Flag(name) => write!(f, "{name}"),
-            Source::Env(name) => write!(f, "environment variable {name}"),
-            Source::File(path) => write!(f, "config file {}", path.display()),
-            Source::Default => write!(f, "the default"),
-        }
-    }
-}
-
 /// The process environment as [`ServeArgs::resolve_with`] reads it: a variable set to
-/// the empty string counts as unset (as clap's `env` did).
+/// the empty string counts as unset (as clap's `env` does).
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -304,8 +342,45 @@ fn default_database(env: &dyn Fn(&str) -> Option<String>) -> String {
     format!("sqlite:{}", base.join("allot").join("allot.db").display())
 }
 
-/// Booleans from the environment: what clap accepts for the flag, plus the usual
-/// spellings of shell variables.
+/// A clap parser made of a parse function, whose error is the one a bad environment
+/// variable reports, and the values `--help` lists.
+#[derive(Clone)]
+struct Spelled<T> {
+    parse: fn(&str) -> Result<T, String>,
+    values: fn() -> Vec<PossibleValue>,
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for Spelled<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        // clap's parser for a plain function wraps its message with the flag's name.
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new((self.values)().into_iter()))
+    }
+}
+
+fn variants<E: ValueEnum>() -> Vec<PossibleValue> {
+    E::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .collect()
+}
+
+/// Booleans: `true` and `false`, plus the usual spellings of shell variables.
+const BOOL: Spelled<bool> = Spelled {
+    parse: parse_bool,
+    values: || vec![PossibleValue::new("true"), PossibleValue::new("false")],
+};
+
 fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
@@ -314,23 +389,26 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    Policy::from_str(s.trim(), false).map_err(|_| {
-        let names: Vec<String> = Policy::value_variants()
+/// One of an enum's values, or an error calling it `what` and listing them.
+fn parse_choice<E: ValueEnum>(s: &str, what: &str) -> Result<E, String> {
+    E::from_str(s.trim(), false).map_err(|_| {
+        let names: Vec<String> = variants::<E>()
             .iter()
-            .filter_map(|p| p.to_possible_value().map(|v| v.get_name().to_owned()))
+            .map(|v| v.get_name().to_owned())
             .collect();
         format!(
-            "invalid policy mode {s:?} (expected one of: {})",
+            "invalid {what} {s:?} (expected one of: {})",
             names.join(", ")
         )
     })
 }
 
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    parse_choice(s, "policy mode")
+}
+
 fn parse_auth(s: &str) -> Result<AuthMode, String> {
-    AuthMode::from_str(s.trim(), false).map_err(|_| {
-        format!("invalid authentication mode {s:?} (expected one of: noauth2, tokens, keystone)")
-    })
+    parse_choice(s, "authentication mode")
 }
 
 fn parse_bind(s: &str) -> Result<SocketAddr, String> {
@@ -351,10 +429,6 @@ fn parse_seconds(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("invalid number of seconds {s:?} (expected a whole number)"))
 }
 
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',').map(str::to_owned).collect()
-}
-
 /// Checks a log filter the way the subscriber will read it.
 fn check_log_filter(filter: &str) -> Result<(), String> {
     tracing_subscriber::EnvFilter::try_new(filter)
@@ -362,189 +436,17 @@ fn check_log_filter(filter: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid log filter {filter:?}: {e}"))
 }
 
-/// The merge of one setting: the first of flag, environment, file, default that is
-/// present, with its source.
-struct Merge<'a> {
-    env: &'a dyn Fn(&str) -> Option<String>,
-    file: Option<&'a Path>,
+/// A setting with a declared default, which the merge always fills.
+fn declared<T>(value: Option<T>) -> T {
+    value.expect("the merge fills every setting that has a declared default")
 }
 
-impl Merge<'_> {
-    fn pick<T>(
-        &self,
-        flag: (&'static str, Option<T>),
-        var: &'static str,
-        parse: impl Fn(&str) -> Result<T, String>,
-        file: Option<T>,
-        default: impl FnOnce() -> T,
-    ) -> anyhow::Result<(T, Source)> {
-        if let Some(v) = flag.1 {
-            return Ok((v, Source::Flag(flag.0)));
-        }
-        if let Some(raw) = (self.env)(var) {
-            let v = parse(&raw).map_err(|e| anyhow!("{}: {e}", Source::Env(var)))?;
-            return Ok((v, Source::Env(var)));
-        }
-        if let (Some(v), Some(path)) = (file, self.file) {
-            return Ok((v, Source::File(path.to_owned())));
-        }
-        Ok((default(), Source::Default))
-    }
-
-    /// Lists: the first source that gives a non-empty list wins (items trimmed, empty
-    /// items dropped).
-    fn pick_list(&self, flag: Vec<String>, var: &'static str, file: Vec<String>) -> Vec<String> {
-        let clean = |list: Vec<String>| -> Vec<String> {
-            list.into_iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect()
-        };
-        let flag = clean(flag);
-        if !flag.is_empty() {
-            return flag;
-        }
-        let env = clean((self.env)(var).map(|v| split_list(&v)).unwrap_or_default());
-        if !env.is_empty() {
-            return env;
-        }
-        clean(file)
-    }
-}
-
-/// The authentication settings of one source (flags or file).
-struct AuthFlags {
-    auth: Option<AuthMode>,
-    insecure_noauth: Option<bool>,
-    token_file: Option<PathBuf>,
-    keystone_url: Option<String>,
-    keystone_user: Option<String>,
-    keystone_password: Option<String>,
-    keystone_project: Option<String>,
-    keystone_domain: Option<String>,
-    token_cache_ttl: Option<u64>,
-}
-
-impl Merge<'_> {
-    /// The authentication mode and what it needs; refuses `noauth2` on an address
-    /// other than loopback unless `insecure_noauth` says so.
-    fn resolve_auth(
-        &self,
-        flags: AuthFlags,
-        file: AuthFlags,
-        bind: SocketAddr,
-    ) -> anyhow::Result<Auth> {
-        let (mode, mode_source) = self.pick(
-            ("--auth", flags.auth),
-            "ALLOT_AUTH",
-            parse_auth,
-            file.auth,
-            || AuthMode::Noauth2,
-        )?;
-        let (insecure, _) = self.pick(
-            ("--insecure-noauth", flags.insecure_noauth),
-            "ALLOT_INSECURE_NOAUTH",
-            parse_bool,
-            file.insecure_noauth,
-            || false,
-        )?;
-        let text = |s: &str| Ok(s.to_owned());
-        match mode {
-            AuthMode::Noauth2 => {
-                if !bind.ip().is_loopback() && !insecure {
-                    let how = match mode_source {
-                        Source::Default => "noauth2 (the default)".to_owned(),
-                        source => format!("noauth2 (from {source})"),
-                    };
-                    anyhow::bail!(
-                        "refusing to listen on {bind} with authentication mode {how}: in \
-                         noauth2 every caller is whoever its X-Auth-Token says (`admin` is \
-                         the admin), so anyone who can reach {bind} could read and change \
-                         everything. Use --auth tokens or --auth keystone, listen on \
-                         loopback (127.0.0.1 or ::1), or, on a network you trust \
-                         completely, pass --insecure-noauth."
-                    );
-                }
-                Ok(Auth::NoAuth2)
-            }
-            AuthMode::Tokens => {
-                let (path, _) = self.pick(
-                    ("--token-file", flags.token_file),
-                    "ALLOT_TOKEN_FILE",
-                    |s| Ok(PathBuf::from(s)),
-                    file.token_file,
-                    || default_token_file(self.env),
-                )?;
-                Ok(Auth::Tokens(path))
-            }
-            AuthMode::Keystone => {
-                let (url, _) = self.pick(
-                    ("--keystone-url", flags.keystone_url),
-                    "ALLOT_KEYSTONE_URL",
-                    text,
-                    file.keystone_url,
-                    String::new,
-                )?;
-                if url.trim().is_empty() {
-                    anyhow::bail!(
-                        "--auth keystone needs the Identity endpoint: --keystone-url, \
-                         ALLOT_KEYSTONE_URL or keystone_url in the config file"
-                    );
-                }
-                let (user, _) = self.pick(
-                    ("--keystone-user", flags.keystone_user),
-                    "ALLOT_KEYSTONE_USER",
-                    text,
-                    file.keystone_user,
-                    || "placement".to_owned(),
-                )?;
-                let (password, _) = self.pick(
-                    ("--keystone-password", flags.keystone_password),
-                    "ALLOT_KEYSTONE_PASSWORD",
-                    text,
-                    file.keystone_password,
-                    String::new,
-                )?;
-                if password.is_empty() {
-                    anyhow::bail!(
-                        "--auth keystone needs allot's service password: \
-                         ALLOT_KEYSTONE_PASSWORD or keystone_password in the config file"
-                    );
-                }
-                let (project, _) = self.pick(
-                    ("--keystone-project", flags.keystone_project),
-                    "ALLOT_KEYSTONE_PROJECT",
-                    text,
-                    file.keystone_project,
-                    || "service".to_owned(),
-                )?;
-                let (domain, _) = self.pick(
-                    ("--keystone-domain", flags.keystone_domain),
-                    "ALLOT_KEYSTONE_DOMAIN",
-                    text,
-                    file.keystone_domain,
-                    || "Default".to_owned(),
-                )?;
-                let (ttl, _) = self.pick(
-                    ("--token-cache-ttl", flags.token_cache_ttl),
-                    "ALLOT_TOKEN_CACHE_TTL",
-                    parse_seconds,
-                    file.token_cache_ttl,
-                    || allot_server::auth::keystone::DEFAULT_CACHE_TTL.as_secs(),
-                )?;
-                let mut config = allot_server::auth::keystone::KeystoneConfig::new(
-                    &url, &user, &password, &project,
-                );
-                config.user_domain_name = domain.clone();
-                config.project_domain_name = domain;
-                config.cache_ttl = std::time::Duration::from_secs(ttl);
-                // Checked here, so that a bad URL stops the start with its reason.
-                allot_server::auth::keystone::Keystone::new(config.clone())
-                    .map_err(|e| anyhow!("--auth keystone: {e}"))?;
-                Ok(Auth::Keystone(config))
-            }
-        }
-    }
+/// A list's items, trimmed, without the empty ones.
+fn clean(list: Vec<String>) -> Vec<String> {
+    list.into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 impl ServeArgs {
@@ -556,179 +458,146 @@ impl ServeArgs {
     /// [`ServeArgs::resolve`] with `env` standing for the environment (unset and empty
     /// variables are `None`).
     pub fn resolve_with(self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
-        let config = self
-            .config
-            .clone()
-            .or_else(|| env("ALLOT_CONFIG").map(PathBuf::from));
-        let file = match &config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading config file {}", path.display()))?;
-                toml::from_str::<FileSettings>(&text)
-                    .with_context(|| format!("config file {}", path.display()))?
+        let merged = layers::merge(&self.flags, self.config, env)?;
+        settings(merged, env)
+    }
+}
+
+/// The checks that span a setting's value and its meaning, each error naming the
+/// source of the value it refuses.
+fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
+    let from = |id| merged.source(id);
+    let s = &merged.layer;
+    let bind = declared(s.bind);
+    let database = s.database.clone().unwrap_or_else(|| default_database(env));
+    if database.trim().is_empty() {
+        anyhow::bail!("{}: the database URL is empty", from("database"));
+    }
+    let log = declared(s.log.clone());
+    check_log_filter(&log).map_err(|e| anyhow!("{}: {e}", from("log")))?;
+    // A blank policy file means none, so that a wrapper can clear it.
+    let policy_file = s
+        .policy_file
+        .clone()
+        .filter(|p| !p.to_string_lossy().trim().is_empty());
+    let max_allocation_candidates = declared(s.max_allocation_candidates);
+    if max_allocation_candidates == 0 {
+        anyhow::bail!(
+            "{}: max_allocation_candidates must be at least 1",
+            from("max_allocation_candidates")
+        );
+    }
+    // The bounds a request's own `expires_in` has.
+    let max_expiry = allot_server::schemas::MAX_CLAIM_EXPIRES_IN as u64;
+    let claim_expires_in = declared(s.claim_expires_in);
+    if !(1..=max_expiry).contains(&claim_expires_in) {
+        anyhow::bail!(
+            "{}: claim_expires_in must be from 1 to {max_expiry} seconds",
+            from("claim_expires_in")
+        );
+    }
+    let claim_retention = declared(s.claim_retention);
+    if claim_retention > max_expiry {
+        anyhow::bail!(
+            "{}: claim_retention must be at most {max_expiry} seconds",
+            from("claim_retention")
+        );
+    }
+    let claim_sweep_interval = declared(s.claim_sweep_interval);
+    if !(1..=max_expiry).contains(&claim_sweep_interval) {
+        anyhow::bail!(
+            "{}: claim_sweep_interval must be from 1 to {max_expiry} seconds",
+            from("claim_sweep_interval")
+        );
+    }
+    let origins = clean(s.cors_allowed_origins.clone());
+    Ok(Settings {
+        bind,
+        database,
+        log,
+        policy: declared(s.policy).into(),
+        policy_file,
+        auth: auth(&merged, bind, env)?,
+        cors: (!origins.is_empty()).then(|| allot_server::Cors {
+            allowed_origins: origins,
+            allow_headers: clean(s.cors_allow_headers.clone()),
+        }),
+        randomize_allocation_candidates: declared(s.randomize_allocation_candidates),
+        max_allocation_candidates,
+        claim_expires_in: claim_expires_in as i64,
+        claim_retention: claim_retention as i64,
+        claim_sweep_interval: std::time::Duration::from_secs(claim_sweep_interval),
+    })
+}
+
+/// The authentication mode and what it needs; refuses `noauth2` on an address other
+/// than loopback unless `insecure_noauth` says so.
+fn auth(
+    merged: &Merged,
+    bind: SocketAddr,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Auth> {
+    let s = &merged.layer;
+    match declared(s.auth) {
+        AuthMode::Noauth2 => {
+            if !bind.ip().is_loopback() && !declared(s.insecure_noauth) {
+                let how = match merged.source("auth") {
+                    layers::Source::Default => "noauth2 (the default)".to_owned(),
+                    source => format!("noauth2 (from {source})"),
+                };
+                anyhow::bail!(
+                    "refusing to listen on {bind} with authentication mode {how}: in \
+                     noauth2 every caller is whoever its X-Auth-Token says (`admin` is \
+                     the admin), so anyone who can reach {bind} could read and change \
+                     everything. Use --auth tokens or --auth keystone, listen on \
+                     loopback (127.0.0.1 or ::1), or, on a network you trust \
+                     completely, pass --insecure-noauth."
+                );
             }
-            None => FileSettings::default(),
-        };
-        let m = Merge {
-            env,
-            file: config.as_deref(),
-        };
-
-        let (bind, _) = m.pick(
-            ("--bind", self.bind),
-            "ALLOT_BIND",
-            parse_bind,
-            file.bind,
-            || DEFAULT_BIND.parse().expect("the default address parses"),
-        )?;
-        let (database, source) = m.pick(
-            ("--database", self.database),
-            "ALLOT_DATABASE",
-            |s| Ok(s.to_owned()),
-            file.database,
-            || default_database(env),
-        )?;
-        if database.trim().is_empty() {
-            anyhow::bail!("{source}: the database URL is empty");
+            Ok(Auth::NoAuth2)
         }
-        let (log, source) = m.pick(
-            ("--log", self.log),
-            "ALLOT_LOG",
-            |s| Ok(s.to_owned()),
-            file.log,
-            || DEFAULT_LOG.to_owned(),
-        )?;
-        check_log_filter(&log).map_err(|e| anyhow!("{source}: {e}"))?;
-        let (policy, _) = m.pick(
-            ("--policy", self.policy),
-            "ALLOT_POLICY",
-            parse_policy,
-            file.policy,
-            || DEFAULT_POLICY,
-        )?;
-        // An empty ALLOT_POLICY_FILE means none, so that a wrapper can clear it.
-        let (policy_file, _) = m.pick(
-            ("--policy-file", self.policy_file.map(Some)),
-            "ALLOT_POLICY_FILE",
-            |s| Ok((!s.trim().is_empty()).then(|| PathBuf::from(s))),
-            file.policy_file.map(Some),
-            || None,
-        )?;
-        let origins = m.pick_list(
-            self.cors_allowed_origins,
-            "ALLOT_CORS_ALLOWED_ORIGINS",
-            file.cors_allowed_origins,
-        );
-        let headers = m.pick_list(
-            self.cors_allow_headers,
-            "ALLOT_CORS_ALLOW_HEADERS",
-            file.cors_allow_headers,
-        );
-        let (randomize_allocation_candidates, _) = m.pick(
-            (
-                "--randomize-allocation-candidates",
-                self.randomize_allocation_candidates,
-            ),
-            "ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES",
-            parse_bool,
-            file.randomize_allocation_candidates,
-            || false,
-        )?;
-        let (max_allocation_candidates, source) = m.pick(
-            (
-                "--max-allocation-candidates",
-                self.max_allocation_candidates,
-            ),
-            "ALLOT_MAX_ALLOCATION_CANDIDATES",
-            parse_count,
-            file.max_allocation_candidates,
-            || allot_core::candidates::DEFAULT_MAX_CANDIDATES,
-        )?;
-        if max_allocation_candidates == 0 {
-            anyhow::bail!("{source}: max_allocation_candidates must be at least 1");
+        AuthMode::Tokens => Ok(Auth::Tokens(
+            s.token_file
+                .clone()
+                .unwrap_or_else(|| default_token_file(env)),
+        )),
+        AuthMode::Keystone => {
+            let url = s.keystone_url.clone().unwrap_or_default();
+            if url.trim().is_empty() {
+                anyhow::bail!(
+                    "--auth keystone needs the Identity endpoint: --keystone-url, \
+                     ALLOT_KEYSTONE_URL or keystone_url in the config file"
+                );
+            }
+            let password = s.keystone_password.clone().unwrap_or_default();
+            if password.is_empty() {
+                anyhow::bail!(
+                    "--auth keystone needs allot's service password: \
+                     ALLOT_KEYSTONE_PASSWORD or keystone_password in the config file"
+                );
+            }
+            let domain = declared(s.keystone_domain.clone());
+            let mut config = allot_server::auth::keystone::KeystoneConfig::new(
+                &url,
+                &declared(s.keystone_user.clone()),
+                &password,
+                &declared(s.keystone_project.clone()),
+            );
+            config.user_domain_name = domain.clone();
+            config.project_domain_name = domain;
+            config.cache_ttl = std::time::Duration::from_secs(declared(s.token_cache_ttl));
+            // Checked here, so that a bad URL stops the start with its reason.
+            allot_server::auth::keystone::Keystone::new(config.clone())
+                .map_err(|e| anyhow!("--auth keystone: {e}"))?;
+            Ok(Auth::Keystone(config))
         }
-        let (claim_expires_in, source) = m.pick(
-            ("--claim-expires-in", self.claim_expires_in),
-            "ALLOT_CLAIM_EXPIRES_IN",
-            parse_seconds,
-            file.claim_expires_in,
-            || allot_server::DEFAULT_CLAIM_EXPIRES_IN as u64,
-        )?;
-        // The bounds a request's own `expires_in` has.
-        let max_expiry = allot_server::schemas::MAX_CLAIM_EXPIRES_IN as u64;
-        if !(1..=max_expiry).contains(&claim_expires_in) {
-            anyhow::bail!("{source}: claim_expires_in must be from 1 to {max_expiry} seconds");
-        }
-        let (claim_retention, source) = m.pick(
-            ("--claim-retention", self.claim_retention),
-            "ALLOT_CLAIM_RETENTION",
-            parse_seconds,
-            file.claim_retention,
-            || allot_server::DEFAULT_CLAIM_RETENTION as u64,
-        )?;
-        if claim_retention > max_expiry {
-            anyhow::bail!("{source}: claim_retention must be at most {max_expiry} seconds");
-        }
-        let (claim_sweep_interval, source) = m.pick(
-            ("--claim-sweep-interval", self.claim_sweep_interval),
-            "ALLOT_CLAIM_SWEEP_INTERVAL",
-            parse_seconds,
-            file.claim_sweep_interval,
-            || DEFAULT_CLAIM_SWEEP_INTERVAL,
-        )?;
-        if !(1..=max_expiry).contains(&claim_sweep_interval) {
-            anyhow::bail!("{source}: claim_sweep_interval must be from 1 to {max_expiry} seconds");
-        }
-
-        let auth = m.resolve_auth(
-            AuthFlags {
-                auth: self.auth,
-                insecure_noauth: self.insecure_noauth,
-                token_file: self.token_file,
-                keystone_url: self.keystone_url,
-                keystone_user: self.keystone_user,
-                keystone_password: self.keystone_password,
-                keystone_project: self.keystone_project,
-                keystone_domain: self.keystone_domain,
-                token_cache_ttl: self.token_cache_ttl,
-            },
-            AuthFlags {
-                auth: file.auth,
-                insecure_noauth: file.insecure_noauth,
-                token_file: file.token_file,
-                keystone_url: file.keystone_url,
-                keystone_user: file.keystone_user,
-                keystone_password: file.keystone_password,
-                keystone_project: file.keystone_project,
-                keystone_domain: file.keystone_domain,
-                token_cache_ttl: file.token_cache_ttl,
-            },
-            bind,
-        )?;
-
-        Ok(Settings {
-            bind,
-            database,
-            log,
-            policy: policy.into(),
-            policy_file,
-            auth,
-            cors: (!origins.is_empty()).then_some(allot_server::Cors {
-                allowed_origins: origins,
-                allow_headers: headers,
-            }),
-            randomize_allocation_candidates,
-            max_allocation_candidates,
-            claim_expires_in: claim_expires_in as i64,
-            claim_retention: claim_retention as i64,
-            claim_sweep_interval: std::time::Duration::from_secs(claim_sweep_interval),
-        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::path::Path;
 
     use allot_server::PolicyMode;
     use clap::Parser;
@@ -1148,6 +1017,129 @@ mod tests {
             let e = Cli::try_parse_from(argv).expect_err("a bad flag is refused");
             assert!(e.to_string().contains(argv[1]), "{e}");
         }
-        assert_eq!(args(&["--policy", "legacy"]).policy, Some(Policy::Legacy));
+        assert_eq!(args(&["--policy", "legacy"]).flags["policy"], "legacy");
+    }
+
+    /// Two values for a declared setting, the first not its default, found from the
+    /// declaration (its possible values, else the kind its value name says).
+    fn samples(arg: &clap::Arg) -> [String; 2] {
+        let default = arg
+            .get_default_values()
+            .first()
+            .map(|d| d.to_string_lossy().into_owned());
+        let names: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_owned())
+            .collect();
+        if !names.is_empty() {
+            let mut others = names.iter().filter(|n| Some(*n) != default.as_ref());
+            let first = others.next().expect("a value besides the default").clone();
+            let second = others.next().cloned().or(default).expect("two values");
+            return [first, second];
+        }
+        let kind = arg.get_value_names().expect("every flag names its value")[0].as_str();
+        let [a, b] = match kind {
+            "IP:PORT" => ["127.0.0.1:1", "[::1]:2"],
+            "SECONDS" | "N" => ["7", "9"],
+            "FILTER" => ["debug", "allot=trace"],
+            "URL" | "FILE" | "NAME" | "PASSWORD" | "ORIGIN" => ["/one", "/two"],
+            other => panic!("{}: add samples for a value named {other}", arg.get_id()),
+        };
+        [a.to_owned(), b.to_owned()]
+    }
+
+    /// `value` as setting `id` holds it when given through its flag alone.
+    fn typed(id: &str, flag: &str, value: &str) -> serde_json::Value {
+        let m = layers::declared()
+            .try_get_matches_from([format!("{flag}={value}")])
+            .unwrap();
+        let layer = Layer::from_arg_matches(&m).unwrap();
+        serde_json::to_value(&layer).unwrap()[id].clone()
+    }
+
+    #[test]
+    fn every_setting_reaches_its_field_from_each_source_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.toml");
+        let mut checked = 0;
+        for arg in layers::declared().get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "config" {
+                continue;
+            }
+            let flag = format!("--{}", arg.get_long().unwrap());
+            let var = layers::env_var(id);
+            let [a, b] = samples(arg);
+            // The file's line for a value, written from the value as the flag types it.
+            let line = |v: &str| {
+                let value = toml::Value::try_from(typed(id, &flag, v)).unwrap();
+                format!("{id} = {value}\n")
+            };
+            let merge = |argv: &[String], vars: &[(&str, &str)], file: Option<String>| {
+                let mut full = vec!["allot".to_owned()];
+                full.extend_from_slice(argv);
+                let flags = Cli::try_parse_from(full).unwrap().serve;
+                let config = file.map(|text| {
+                    std::fs::write(&path, text).unwrap();
+                    path.clone()
+                });
+                let vars: HashMap<String, String> = vars
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                let merged = layers::merge(&flags.flags, config, &|k| vars.get(k).cloned())
+                    .unwrap_or_else(|e| panic!("{id}: {e:#}"));
+                let value = serde_json::to_value(&merged.layer).unwrap()[id].clone();
+                (value, merged.source(id).clone())
+            };
+            let given = [format!("{flag}={a}")];
+            assert_eq!(
+                merge(&given, &[(&var, &b)], Some(line(&b))),
+                (typed(id, &flag, &a), layers::Source::Flag(flag.clone())),
+                "{id}: the flag wins over the variable and the file"
+            );
+            assert_eq!(
+                merge(&[], &[(&var, &a)], Some(line(&b))),
+                (typed(id, &flag, &a), layers::Source::Env(var.clone())),
+                "{id}: the variable wins over the file"
+            );
+            assert_eq!(
+                merge(&[], &[], Some(line(&a))),
+                (typed(id, &flag, &a), layers::Source::File(path.clone())),
+                "{id}: the file wins over the default"
+            );
+            let (value, source) = merge(&[], &[], None);
+            assert_eq!(source, layers::Source::Default, "{id}");
+            match arg.get_default_values().first() {
+                Some(d) => assert_eq!(value, typed(id, &flag, &d.to_string_lossy()), "{id}"),
+                // The defaults that depend on the environment are computed later.
+                None => assert!(
+                    matches!(value, serde_json::Value::Null | serde_json::Value::Array(_)),
+                    "{id}: {value}"
+                ),
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 21, "every setting is checked");
+    }
+
+    #[test]
+    fn every_flag_names_its_variable_in_its_help() {
+        let cmd = ServeArgs::augment_args(Command::new("serve"));
+        for arg in cmd.get_arguments() {
+            let help = arg.get_help().unwrap().to_string();
+            let var = layers::env_var(arg.get_id().as_str());
+            assert!(help.ends_with(&format!("[env: {var}]")), "{help}");
+        }
+        let config = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "config")
+            .unwrap();
+        let help = config.get_help().unwrap().to_string();
+        assert!(
+            help.contains("cors_allowed_origins, cors_allow_headers"),
+            "{help}"
+        );
     }
 }
