@@ -62,7 +62,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     .await
     .map_err(|join| {
         tracing::error!(error = %join, "allocation candidates task failed");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "")
+        ApiError::internal()
     })??;
     Ok(ctx.cached(http::json_bytes(StatusCode::OK, body), app.host.now()))
 }

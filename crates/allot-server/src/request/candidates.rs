@@ -19,7 +19,7 @@ use allot_core::{ProviderRef, RequestedName, ResourceClass, Timestamp, TraitName
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use crate::error::{codes, ApiError};
+use crate::error::ApiError;
 use crate::http::Query;
 use crate::microversion::Version;
 use crate::params::filters::{member_of_filter, required_filter, resources_filter};
@@ -110,10 +110,9 @@ pub fn parse(
     let mut root_forbidden = Vec::new();
     let roots = query.all("root_required");
     if roots.len() > 1 {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::query_duplicate_key(
             "Query parameter 'root_required' may be specified only once.",
-        )
-        .with_code(codes::QUERY_DUPLICATE_KEY));
+        ));
     }
     if let Some(value) = roots.first() {
         // No `in:` form here, at any microversion; forbidden traits are allowed.
@@ -129,11 +128,10 @@ pub fn parse(
         conflicts.sort_unstable();
         conflicts.dedup();
         if !conflicts.is_empty() {
-            return Err(ApiError::bad_request(format!(
+            return Err(ApiError::query_bad_value(format!(
                 "Conflicting required and forbidden traits found in root_required: {}",
                 conflicts.join(", ")
-            ))
-            .with_code(codes::QUERY_BAD_VALUE));
+            )));
         }
     }
     let mut same_subtrees: Vec<Vec<String>> = Vec::new();
@@ -141,10 +139,9 @@ pub fn parse(
         let mut set: Vec<String> = Vec::new();
         for s in value.split(',').map(str::trim) {
             if s.is_empty() {
-                return Err(ApiError::bad_request(
+                return Err(ApiError::query_bad_value(
                     "Empty string (unsuffixed group) can not be specified in `same_subtree` ",
-                )
-                .with_code(codes::QUERY_BAD_VALUE));
+                ));
             }
             if !set.iter().any(|x| x == s) {
                 set.push(s.to_owned());
@@ -274,10 +271,9 @@ fn check_resourceless(
         .map(|g| g.suffix.as_str())
         .collect();
     if resourceless.len() == groups.len() {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::query_missing_value(
             "There must be at least one resources or resources[$S] parameter.",
-        )
-        .with_code(codes::QUERY_MISSING_VALUE));
+        ));
     }
     let named: Vec<&str> = same_subtrees.iter().flatten().map(String::as_str).collect();
     let bad: Vec<&str> = resourceless
@@ -286,12 +282,11 @@ fn check_resourceless(
         .filter(|s| !named.contains(s))
         .collect();
     if !bad.is_empty() {
-        return Err(ApiError::bad_request(format!(
+        return Err(ApiError::query_bad_value(format!(
             "Resourceless suffixed group request should be specified in `same_subtree` query \
              param: bad group(s) - {}.",
             py_list(&bad)
-        ))
-        .with_code(codes::QUERY_BAD_VALUE));
+        )));
     }
     let mut unknown: Vec<&str> = named
         .iter()
@@ -301,12 +296,11 @@ fn check_resourceless(
     unknown.dedup();
     if !unknown.is_empty() {
         let all: Vec<&str> = groups.iter().map(|g| g.suffix.as_str()).collect();
-        return Err(ApiError::bad_request(format!(
+        return Err(ApiError::query_bad_value(format!(
             "Real suffixes should be specified in `same_subtree`: {} not found in {}.",
             py_list(&unknown),
             py_list(&all)
-        ))
-        .with_code(codes::QUERY_BAD_VALUE));
+        )));
     }
     Ok(())
 }
