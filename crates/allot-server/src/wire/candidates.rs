@@ -150,6 +150,34 @@ impl Form {
     }
 }
 
+/// The search's answer and what is needed to write it.
+struct Answer<'a> {
+    view: &'a View,
+    query: &'a CandidateQuery,
+    found: &'a Candidates,
+    /// What the microversion asks for.
+    form: Form,
+    /// Indices of `found.classes`, sorted by name.
+    class_order: Vec<usize>,
+    /// Indices of `query.groups`, sorted by suffix.
+    group_order: Vec<usize>,
+    /// The providers to summarise, sorted by uuid.
+    summaries: Vec<(Uuid, ProviderId)>,
+    /// The summarised providers' uuids as text, sorted by provider id.
+    texts: Vec<(ProviderId, [u8; UUID_LEN])>,
+}
+
+/// One allocation of a candidate: provider, class index, amount.
+type Allocation = (ProviderId, usize, u64);
+
+/// A candidate's allocations, one slice per provider (they are sorted by provider).
+fn by_provider(allocations: &[Allocation]) -> impl Iterator<Item = &[Allocation]> {
+    allocations.chunk_by(|a, b| a.0 == b.0)
+}
+
+/// Room for a quoted uuid and the punctuation around it.
+const QUOTED_UUID: usize = UUID_LEN + 4;
+
 impl<'a> Answer<'a> {
     fn new(view: &'a View, form: Form, query: &'a CandidateQuery, found: &'a Candidates) -> Self {
         // Class indices in name order, group indices in suffix order: sorted once, then
@@ -182,36 +210,7 @@ impl<'a> Answer<'a> {
             texts,
         }
     }
-}
 
-/// The search's answer and what is needed to write it.
-struct Answer<'a> {
-    view: &'a View,
-    query: &'a CandidateQuery,
-    found: &'a Candidates,
-    form: Form,
-    /// Indices of `found.classes`, sorted by name.
-    class_order: Vec<usize>,
-    /// Indices of `query.groups`, sorted by suffix.
-    group_order: Vec<usize>,
-    /// The providers to summarise, sorted by uuid.
-    summaries: Vec<(Uuid, ProviderId)>,
-    /// The summarised providers' uuids as text, sorted by provider id.
-    texts: Vec<(ProviderId, [u8; UUID_LEN])>,
-}
-
-/// One allocation of a candidate: provider, class index, amount.
-type Allocation = (ProviderId, usize, u64);
-
-/// A candidate's allocations, one slice per provider (they are sorted by provider).
-fn by_provider(allocations: &[Allocation]) -> impl Iterator<Item = &[Allocation]> {
-    allocations.chunk_by(|a, b| a.0 == b.0)
-}
-
-/// Room for a quoted uuid and the punctuation around it.
-const QUOTED_UUID: usize = UUID_LEN + 4;
-
-impl Answer<'_> {
     /// A bound on the body's size, for its buffer: exact enough for the candidates
     /// (counted from their allocations), a generous guess per summary. Capacity that
     /// is never written is never touched, so it costs address space, not memory; what
@@ -234,13 +233,18 @@ impl Answer<'_> {
         size + self.summaries.len() * 768
     }
 
+    /// A provider's uuid as text, formatted once per answer for the summarised ones.
+    fn uuid_text(&self, id: ProviderId) -> [u8; UUID_LEN] {
+        match self.texts.binary_search_by_key(&id, |&(id, _)| id) {
+            Ok(at) => self.texts[at].1,
+            // Not summarised (not expected): looked up in the view.
+            Err(_) => write::uuid_text(&self.view.uuid_of(id)),
+        }
+    }
+
     /// A provider's quoted uuid.
     fn quoted_uuid(&self, out: &mut Vec<u8>, id: ProviderId) {
-        match self.texts.binary_search_by_key(&id, |&(id, _)| id) {
-            Ok(at) => write::quoted_uuid(out, &self.texts[at].1),
-            // Not summarised (not expected): looked up in the view.
-            Err(_) => write::quoted_uuid(out, &write::uuid_text(&self.view.uuid_of(id))),
-        }
+        write::quoted_uuid(out, &self.uuid_text(id));
     }
 
     /// `{"allocation_requests": [...], "provider_summaries": {...}}`.
@@ -303,13 +307,7 @@ impl Answer<'_> {
         let mut many: Vec<([u8; UUID_LEN], &[Allocation])> = Vec::new();
         let mut count = 0;
         for part in by_provider(allocations) {
-            let id = part[0].0;
-            let text = match self.texts.binary_search_by_key(&id, |&(id, _)| id) {
-                Ok(at) => self.texts[at].1,
-                // Not summarised (not expected): looked up in the view.
-                Err(_) => write::uuid_text(&self.view.uuid_of(id)),
-            };
-            let entry = (text, part);
+            let entry = (self.uuid_text(part[0].0), part);
             if count < ON_STACK {
                 few[count] = entry;
             } else {
@@ -689,7 +687,7 @@ mod tests {
         assert!(answered > 300, "the queries reach the search ({answered})");
     }
 
-    /// Candidates of more providers than [`KeyedProviders`] sorts on the stack are
+    /// Candidates of more providers than `Answer::write_request` sorts on the stack are
     /// written as the maps wrote them.
     #[test]
     fn many_providers_in_one_candidate() {
