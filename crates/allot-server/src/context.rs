@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::IncomingStream;
 use tokio::net::TcpListener;
 
-use crate::error::{render, ApiError, ErrorFormat, ErrorInfo};
-use crate::microversion::{self, Version, VersionError};
+use crate::error::{render, ApiError, ErrorContext, ErrorFormat, ErrorInfo};
+use crate::microversion::{self, Version};
 use crate::AppState;
 
 /// The two names the request id goes out under: Placement's own, and the one oslo's
@@ -129,7 +129,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Ctx {
             .extensions
             .get::<Ctx>()
             .cloned()
-            .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ""))
+            .ok_or_else(ApiError::internal)
     }
 }
 
@@ -245,15 +245,14 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
 
     let mut response = match negotiated {
         Err(e) => {
-            let (status, message) = match e {
-                VersionError::Malformed(m) => (StatusCode::BAD_REQUEST, m),
-                VersionError::Unacceptable(m) => (StatusCode::NOT_ACCEPTABLE, m),
+            let (status, info) = ApiError::from(e).into_parts();
+            let request = ErrorContext {
+                method: method.as_str(),
+                request_id: &request_id,
+                version: None,
+                format,
             };
-            let info = ErrorInfo {
-                message,
-                code: crate::error::codes::UNDEFINED,
-            };
-            let mut r = error_response(status, &info, method.as_str(), &request_id, None, format);
+            let mut r = render(status, &info, &request);
             set_version_headers(&mut r, microversion::MIN);
             r
         }
@@ -279,16 +278,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                     // Writes are safe (they catch up under the log's lock); reads
                     // would answer from a view that may be out of date.
                     tracing::warn!(?stale, "refusing a read: the view may be stale");
-                    let mut r = ApiError::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        format!(
-                            "This node has not been able to follow the database for {} ms; \
-                             its answers may be out of date. Try again or use another node.",
-                            stale.as_millis()
-                        ),
-                    )
-                    .with_code(crate::error::codes::VIEW_STALE)
-                    .into_response();
+                    let mut r = ApiError::view_stale(stale).into_response();
                     r.headers_mut()
                         .insert("retry-after", axum::http::HeaderValue::from_static("1"));
                     r
@@ -331,21 +321,6 @@ fn set_version_headers(response: &mut Response, version: Version) {
     );
 }
 
-fn error_response(
-    status: StatusCode,
-    info: &ErrorInfo,
-    method: &str,
-    request_id: &str,
-    version: Option<Version>,
-    format: ErrorFormat,
-) -> Response {
-    let (content_type, body) = render(status, info, method, request_id, version, format);
-    let mut r = (status, body).into_response();
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
-
 /// Renders an error response that has no envelope yet: ours (with [`ErrorInfo`]) and
 /// axum's own (404 fallback, 405 with `Allow`, 413 body limit, ...).
 fn finish_errors(
@@ -359,16 +334,19 @@ fn finish_errors(
     if !(status.is_client_error() || status.is_server_error()) {
         return;
     }
-    let info = match response.extensions_mut().remove::<ErrorInfo>() {
-        Some(info) => info,
-        // axum's own rejections carry a plain-text reason; Placement's wording for
-        // these statuses is the explanation alone.
-        None => ErrorInfo {
-            message: String::new(),
-            code: crate::error::codes::UNDEFINED,
-        },
+    // axum's own rejections carry a plain-text reason; Placement's wording for these
+    // statuses is the explanation alone.
+    let info = response
+        .extensions_mut()
+        .remove::<ErrorInfo>()
+        .unwrap_or_default();
+    let request = ErrorContext {
+        method,
+        request_id,
+        version: Some(version),
+        format,
     };
-    let mut rendered = error_response(status, &info, method, request_id, Some(version), format);
+    let mut rendered = render(status, &info, &request);
     // Keep headers the inner response set (Allow on 405, Location, ...).
     for (name, value) in response.headers() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {

@@ -44,19 +44,11 @@ pub fn require_json_content(headers: &HeaderMap, body: &Bytes) -> Result<(), Api
         None if !body.is_empty() => {
             return Err(ApiError::bad_request("content-type header required"))
         }
-        None => {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "The media type None is not supported, use application/json",
-            ))
-        }
+        None => return Err(ApiError::unsupported_media_type(None)),
         Some(ct) => {
             let media = ct.split(';').next().unwrap_or("").trim();
             if !media.eq_ignore_ascii_case("application/json") {
-                return Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    format!("The media type {media} is not supported, use application/json"),
-                ));
+                return Err(ApiError::unsupported_media_type(Some(media)));
             }
         }
     }

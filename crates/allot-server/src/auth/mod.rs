@@ -25,7 +25,7 @@ pub mod tokens;
 use std::future::Future;
 use std::pin::Pin;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 pub use crate::context::Identity;
@@ -82,24 +82,9 @@ pub const RETRY_AFTER_SECONDS: &str = "5";
 impl AuthError {
     /// The response, before the middleware puts it in the envelope.
     pub fn into_response(self, challenge: &str) -> Response {
-        let (status, message) = match &self {
-            AuthError::Missing => (
-                StatusCode::UNAUTHORIZED,
-                "This server could not verify that you are authorized: no X-Auth-Token was \
-                 sent."
-                    .to_owned(),
-            ),
-            AuthError::Invalid(why) => (
-                StatusCode::UNAUTHORIZED,
-                format!("This server could not verify that you are authorized: {why}."),
-            ),
-            AuthError::BadHeader(why) => (StatusCode::BAD_REQUEST, why.clone()),
-            AuthError::Unavailable(why) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("The identity service is unavailable: {why}. Try again later."),
-            ),
-        };
-        let mut response = ApiError::new(status, message).into_response();
+        // The status and wording are decided with every other error's, in
+        // `crate::error`; the headers that go with them are decided here.
+        let mut response = ApiError::from(&self).into_response();
         let headers = response.headers_mut();
         match self {
             AuthError::Missing | AuthError::Invalid(_) => {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::context::Ctx;
-use crate::error::{codes, ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::{http, schemas, wire, AppState};
@@ -80,12 +80,9 @@ struct InventoriesBody {
 /// The generation a request names. Any integer passes the schema; one that cannot be
 /// a generation (negative, too large) simply does not match.
 fn generation(value: Option<&Value>) -> Result<u64, ApiError> {
-    value.and_then(Value::as_u64).ok_or_else(|| {
-        ApiError::conflict(
-            codes::CONCURRENT_UPDATE,
-            "resource provider generation conflict",
-        )
-    })
+    value
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ApiError::concurrent_update("resource provider generation conflict"))
 }
 
 /// One inventory; like Placement, the generation is left out when it is 0.
@@ -304,7 +301,7 @@ pub async fn delete(
 /// allowed, as Placement says).
 pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     if !ctx.version.at_least(5) {
-        return Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ""));
+        return Err(ApiError::method_not_allowed());
     }
     authorize(&ctx, app.config.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;

@@ -29,7 +29,7 @@ use super::allocations::{consumer_writes, ConsumerBody, Entries};
 // reuses.
 use super::inventories::InventoryBody;
 use crate::context::Ctx;
-use crate::error::{codes, ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::{http, schemas, AppState};
 
@@ -105,7 +105,7 @@ pub async fn reshape(
         .write(move |view, now| view.reshape(&providers, &consumers, now))
         .await?;
     if let Err(MissingProvider(message)) = answer {
-        return Err(ApiError::bad_request(message).with_code(codes::PROVIDER_NOT_FOUND));
+        return Err(ApiError::provider_not_found(message));
     }
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

@@ -2,7 +2,7 @@
 //! them: for the bodies that can be large (allocation candidates, the allocations and
 //! usages GETs), which are written by hand rather than through `Serialize` so that no
 //! value is built, escaped or formatted through a temporary on the way (see
-//! `handlers::allocation_candidates`, `handlers::allocations`, `handlers::usages`).
+//! `wire::candidates`, `handlers::allocations`, `handlers::usages`).
 
 use uuid::Uuid;
 
