@@ -588,3 +588,13 @@ def sharing_candidates_query(rng, world):
         params.append(('same_subtree', ','.join(s for s, _ in groups)))
     rng.shuffle(params)
     return q('/allocation_candidates' + qs(params), '1.%d' % minor)
+
+
+def with_limit(rng, call):
+    """`call` (a candidates query) with `limit=N` (1.16+) added, small
+    enough to cut most answers; None below 1.16."""
+    if int(call.version.split('.')[1]) < 16:
+        return None
+    sep = '&' if '?' in call.path else '?'
+    return q('%s%slimit=%d' % (call.path, sep, rng.randint(1, 4)),
+             call.version)
