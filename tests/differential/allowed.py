@@ -163,20 +163,36 @@ ALLOWED = [
 ]
 
 
+def together(entries):
+    """The mended entries `entries` as one: evidence with all their mends
+    on at once, for an answer where known bugs meet."""
+    return Allowance(
+        name=' + '.join(e.name for e in entries), request=None,
+        evidence=('mended', ','.join(e.evidence[1] for e in entries)),
+        world=None, query=None,
+        reason='; '.join(e.reason for e in entries))
+
+
+def mended_for(call):
+    """The entries with a mend whose request class has `call`'s method and
+    path, whatever the statuses."""
+    return [e for e in ALLOWED if e.evidence[0] == 'mended'
+            and in_class(e, call)]
+
+
+def in_class(entry, call):
+    methods, pattern = entry.request[:2]
+    if isinstance(methods, str):
+        methods = (methods,)
+    return (call.method in methods
+            and fnmatch.fnmatchcase(normalize.shape(call.path), pattern))
+
+
 def candidates_for(call, rep_a, rep_b):
     """The entries whose request class `call` and its two answers are in,
     in the order their evidence is tried."""
-    path = normalize.shape(call.path)
-    out = []
-    for entry in ALLOWED:
-        methods, pattern, status_a, status_b = entry.request
-        if isinstance(methods, str):
-            methods = (methods,)
-        if (call.method in methods and fnmatch.fnmatchcase(path, pattern)
-                and rep_a['status'] == status_a
-                and rep_b['status'] == status_b):
-            out.append(entry)
-    return out
+    return [e for e in ALLOWED if in_class(e, call)
+            and (rep_a['status'], rep_b['status']) == e.request[2:]]
 
 
 # -- the reproductions -----------------------------------------------------

@@ -147,14 +147,18 @@ def limit_problem(limit, version, rep_a, rep_b, full_a, full_b):
     objects/research_context.py), below 1.29 only those of the returned
     candidates' providers (docs/api.md, "Differences").
     """
-    if 200 not in (rep_a['status'], rep_b['status']) or (
-            full_b['status'] != 200):
-        return None if same(rep_a, rep_b) else (
-            'status: %s where Placement answers %s'
-            % (rep_b['status'], rep_a['status']))
-    if rep_a['status'] != rep_b['status']:
-        return 'status: %s where Placement answers %s' % (
-            rep_b['status'], rep_a['status'])
+    agreed = same(full_a, full_b)
+    if rep_b['status'] != 200 or full_b['status'] != 200:
+        # An error: the same as Placement's when the full answers agree,
+        # else the same as allot's own without limit.
+        other, whose = (rep_a, 'Placement') if agreed else (
+            full_b, 'allot without limit')
+        return None if same(rep_b, other) else (
+            'status: %s where %s answers %s' % (
+                error_kind(rep_b) or rep_b['status'], whose,
+                error_kind(other) or other['status']))
+    if agreed and rep_a['status'] != 200:
+        return 'status: 200 where Placement answers %s' % rep_a['status']
     got, full = rep_b['body'], full_b['body']
     if sorted(got) != sorted(full):
         return 'keys: %s, without limit %s' % (sorted(got), sorted(full))
@@ -163,7 +167,6 @@ def limit_problem(limit, version, rep_a, rep_b, full_a, full_b):
     if len(reqs) != want:
         return 'count: %d candidates, not min(limit %d, %d in all) = %d' % (
             len(reqs), limit, len(all_reqs), want)
-    agreed = same(full_a, full_b)
     if agreed and len(rep_a['body']['allocation_requests']) != len(reqs):
         return 'count: %d candidates where Placement returns %d' % (
             len(reqs), len(rep_a['body']['allocation_requests']))
