@@ -283,19 +283,12 @@ class Runner:
                         notes=notes)
         return ok, excused, rep_a, rep_b, body
 
-    def compare_limited(self, family, wid, history, call):
-        """A candidates query with `limit`: first the same query without it
-        (compared like any other), then the limited answer judged by
-        Placement's contract for `limit` (normalize.limit_problem)."""
-        path, _, query = call.path.partition('?')
-        params = query.split('&')
-        limit = int([p for p in params if p.startswith('limit=')][0][6:])
-        full = Call('GET', path + '?' + '&'.join(
-            p for p in params if not p.startswith('limit=')), None,
-            call.version, call.kind)
-        _, _, full_a, full_b, _ = self.compare(family, wid, history, full)
-        if self.pair.died:
-            return
+    def compare_limited(self, family, wid, history, call, limit, full_a,
+                        full_b):
+        """`call`, a candidates query with `limit`, after the same query
+        without it was compared and answered `full_a`, `full_b`: the limited
+        answer judged by Placement's contract for `limit`
+        (normalize.limit_problem)."""
         t0 = time.monotonic()
         rep_a, rep_b, body = self.pair.run(call)
         problem = normalize.limit_problem(limit, call.version, rep_a, rep_b,
@@ -490,16 +483,17 @@ class Runner:
             if (fam == 'usages' and not args.usage_allocations
                     and 'allocations' in call.path):
                 continue
-            if fam == 'candidates' and lrng.random() < args.limit_share:
-                limited = queries.with_limit(lrng, call)
-                if limited is not None:
-                    self.compare_limited(fam, wid, history, limited)
-                    if self.pair.died:
-                        return
-                    continue
-            self.compare(fam, wid, history, call)
+            _, _, rep_a, rep_b, _ = self.compare(fam, wid, history, call)
             if self.pair.died:
                 return
+            n = size(rep_b) if fam == 'candidates' else None
+            if n and lrng.random() < args.limit_share:
+                limit, limited = queries.with_limit(lrng, call, n)
+                if limited is not None:
+                    self.compare_limited(fam, wid, history, limited, limit,
+                                         rep_a, rep_b)
+                    if self.pair.died:
+                        return
         if 'writes' not in args.families:
             return
         for _ in range(args.writes):
@@ -715,9 +709,9 @@ def parse_args(argv):
                    '%s)' % ','.join(queries.FAMILIES))
     p.add_argument('--allocations', choices=['on', 'off'], default='on',
                    help='allocations in worlds and writes (default on)')
-    p.add_argument('--limit-share', type=float, default=0.25,
-                   help='share of candidate queries also asked with a '
-                   'random limit (default 0.25)')
+    p.add_argument('--limit-share', type=float, default=0.6,
+                   help='share of candidate queries with candidates that are '
+                   'asked again with a limit (default 0.6)')
     p.add_argument('--against', choices=['allot', 'placement'],
                    default='allot', help='the server under test (placement: '
                    'a second real Placement, a self-test of the harness)')

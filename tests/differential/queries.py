@@ -590,11 +590,13 @@ def sharing_candidates_query(rng, world):
     return q('/allocation_candidates' + qs(params), '1.%d' % minor)
 
 
-def with_limit(rng, call):
-    """`call` (a candidates query) with `limit=N` (1.16+) added, small
-    enough to cut most answers; None below 1.16."""
+def with_limit(rng, call, n):
+    """(N, `call` with `limit=N` added) for a candidates query whose full
+    answer has `n` candidates: N mostly cuts it (below n), now and then not;
+    (None, None) below 1.16, which has no `limit`."""
     if int(call.version.split('.')[1]) < 16:
-        return None
+        return None, None
+    limit = rng.randint(1, n - 1) if n > 1 and rng.random() < 0.8 else (
+        rng.randint(n, n + 2))
     sep = '&' if '?' in call.path else '?'
-    return q('%s%slimit=%d' % (call.path, sep, rng.randint(1, 4)),
-             call.version)
+    return limit, q('%s%slimit=%d' % (call.path, sep, limit), call.version)
