@@ -130,3 +130,66 @@ def shape(path):
 
 def _looks_variable(seg):
     return len(seg) == 36 and seg.count('-') == 4 or seg.startswith('CUSTOM_')
+
+
+def limit_problem(limit, version, rep_a, rep_b, full_a, full_b):
+    """What is wrong with allot's answer `rep_b` to an allocation candidates
+    query with `limit=N`, by Placement's own contract for `limit`, or None.
+
+    `full_a`, `full_b` are Placement's and allot's answers to the same query
+    without `limit`. Which N candidates Placement returns is its internal
+    order (or random, with `randomize_allocation_candidates`), so the
+    limited answers are not compared with each other. allot's must be: N
+    candidates of its own full answer (all of them when there are no more);
+    Placement's count when the full answers agree; the full answer's
+    provider summaries, and when the answer was cut only those of the trees
+    of the returned candidates (`limit_results()` in
+    objects/research_context.py), below 1.29 only those of the returned
+    candidates' providers (docs/api.md, "Differences").
+    """
+    agreed = same(full_a, full_b)
+    if rep_b['status'] != 200 or full_b['status'] != 200:
+        # An error: the same as Placement's when the full answers agree,
+        # else the same as allot's own without limit.
+        other, whose = (rep_a, 'Placement') if agreed else (
+            full_b, 'allot without limit')
+        return None if same(rep_b, other) else (
+            'status: %s where %s answers %s' % (
+                error_kind(rep_b) or rep_b['status'], whose,
+                error_kind(other) or other['status']))
+    if agreed and rep_a['status'] != 200:
+        return 'status: 200 where Placement answers %s' % rep_a['status']
+    got, full = rep_b['body'], full_b['body']
+    if sorted(got) != sorted(full):
+        return 'keys: %s, without limit %s' % (sorted(got), sorted(full))
+    reqs, all_reqs = got['allocation_requests'], full['allocation_requests']
+    want = min(limit, len(all_reqs))
+    if len(reqs) != want:
+        return 'count: %d candidates, not min(limit %d, %d in all) = %d' % (
+            len(reqs), limit, len(all_reqs), want)
+    if agreed and len(rep_a['body']['allocation_requests']) != len(reqs):
+        return 'count: %d candidates where Placement returns %d' % (
+            len(reqs), len(rep_a['body']['allocation_requests']))
+    rest = list(all_reqs)
+    for r in reqs:
+        if r not in rest:
+            return ('subset: a candidate that the answer without limit does '
+                    'not have (or not as often): %s' % r)
+        rest.remove(r)
+    sums = full['provider_summaries']
+    if len(reqs) < len(all_reqs):
+        used = set()
+        for r in reqs:
+            used |= set(json.loads(r)['allocations'])
+        if int(version.split('.')[1]) >= 29:
+            roots = {sums[u]['root_provider_uuid'] for u in used if u in sums}
+            sums = {u: s for u, s in sums.items()
+                    if s['root_provider_uuid'] in roots}
+        else:
+            sums = {u: s for u, s in sums.items() if u in used}
+    elif agreed and not same(rep_a, rep_b):
+        return 'nothing cut, yet the answer differs from Placement\'s'
+    if dumps(got['provider_summaries']) != dumps(sums):
+        return ('summaries: %s where the returned candidates call for %s'
+                % (sorted(got['provider_summaries']), sorted(sums)))
+    return None

@@ -588,3 +588,15 @@ def sharing_candidates_query(rng, world):
         params.append(('same_subtree', ','.join(s for s, _ in groups)))
     rng.shuffle(params)
     return q('/allocation_candidates' + qs(params), '1.%d' % minor)
+
+
+def with_limit(rng, call, n):
+    """(N, `call` with `limit=N` added) for a candidates query whose full
+    answer has `n` candidates: N mostly cuts it (below n), now and then not;
+    (None, None) below 1.16, which has no `limit`."""
+    if int(call.version.split('.')[1]) < 16:
+        return None, None
+    limit = rng.randint(1, n - 1) if n > 1 and rng.random() < 0.8 else (
+        rng.randint(n, n + 2))
+    sep = '&' if '?' in call.path else '?'
+    return limit, q('%s%slimit=%d' % (call.path, sep, limit), call.version)

@@ -40,14 +40,16 @@ class Server:
     """One server process. `kind` is 'placement' or 'allot'."""
 
     def __init__(self, kind, label, workroot, placement_venv=None,
-                 allot_bin=None, request_timeout=60, placement_patch=''):
+                 allot_bin=None, request_timeout=60, placement_patch=None):
         self.kind = kind
         self.label = label
         self.workroot = workroot
         self.placement_venv = placement_venv
         self.allot_bin = allot_bin
         self.request_timeout = request_timeout
-        # Known Placement bugs to mend (placement_patched.py), for diagnosis.
+        # None: the stock Placement. A string: Placement served from
+        # placement_patched.py, with these known bugs mended unless a
+        # request's X-Allot-Placement-Patches header names others.
         self.placement_patch = placement_patch
         self.proc = None
         self.port = None
@@ -67,7 +69,7 @@ class Server:
         if self.kind == 'placement':
             argv = self._placement_argv()
             env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.workdir)
-            if self.placement_patch:
+            if self.placement_patch is not None:
                 here = os.path.dirname(os.path.abspath(__file__))
                 env['PYTHONPATH'] = here
                 env['PYTHONDONTWRITEBYTECODE'] = '1'
@@ -122,7 +124,7 @@ class Server:
         script = ('"$1/bin/placement-manage" --config-file "$2" db sync '
                   '&& exec "$1/bin/gunicorn" -w 1 -b 127.0.0.1:"$3" '
                   '--timeout 300 placement.wsgi.api:application')
-        if self.placement_patch:
+        if self.placement_patch is not None:
             script = script.replace('placement.wsgi.api:application',
                                     'placement_patched:application')
         return ['/bin/sh', '-c', script, 'placement-server', venv, conf,
@@ -163,11 +165,13 @@ class Server:
 
     # -- HTTP --------------------------------------------------------------
 
-    def request(self, method, path, body=None, version='1.39'):
-        """One request as admin at `version`; the answer as a Response."""
+    def request(self, method, path, body=None, version='1.39', extra=None):
+        """One request as admin at `version` (with the `extra` headers);
+        the answer as a Response."""
         headers = {'x-auth-token': 'admin',
                    'accept': 'application/json',
                    'openstack-api-version': 'placement %s' % version}
+        headers.update(extra or {})
         data = None
         if body is not None:
             data = json.dumps(body).encode()
