@@ -335,6 +335,7 @@ fn a_node_killed_mid_load_loses_nothing() {
         in_flight > 0,
         "{in_flight} claims in flight at the kill, {unanswered} unanswered"
     );
+    eprintln!("node 1 killed with {in_flight} claims in flight; {unanswered} unanswered");
     assert_eq!(
         expected.values().sum::<u64>(),
         PROVIDERS as u64 * VCPU_PER_PROVIDER
