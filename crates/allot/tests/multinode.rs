@@ -130,8 +130,9 @@ fn create_providers(client: &Client) {
 }
 
 /// What a storm saw: each claim's outcome (None: the node died before answering),
-/// how many of those unanswered claims had reached the node (it died with them in
-/// flight, see [`support::reached`]), and the watcher's number of polls.
+/// how many of those unanswered claims were sent before the kill and had reached
+/// the node (it died with them in flight, see [`support::reached`]), and the
+/// watcher's number of polls.
 struct Storm {
     outcomes: BTreeMap<usize, Option<u16>>,
     in_flight: usize,
@@ -172,20 +173,23 @@ fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
     };
     let outcomes: Arc<Mutex<BTreeMap<usize, Option<u16>>>> = Arc::default();
     let answered = Arc::new(AtomicUsize::new(0));
-    let in_flight = Arc::new(AtomicUsize::new(0));
+    // When each claim that reached a node and got no answer was sent.
+    let cut: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let start = Arc::new(Barrier::new(THREADS + 1));
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
             let client = clients[t % NODES].clone();
             let (outcomes, answered, start) = (outcomes.clone(), answered.clone(), start.clone());
-            let in_flight = in_flight.clone();
+            let cut = cut.clone();
             std::thread::spawn(move || {
                 start.wait();
                 for n in (t..CLAIMS).step_by(THREADS) {
+                    let sent = Instant::now();
                     let status = claim(&client, consumer_uuid(n), n % PROVIDERS)
                         .inspect_err(|e| {
-                            in_flight
-                                .fetch_add(usize::from(support::reached(e)), Ordering::Relaxed);
+                            if support::reached(e) {
+                                cut.lock().unwrap().push(sent);
+                            }
                         })
                         .ok();
                     outcomes.lock().unwrap().insert(n, status);
@@ -195,11 +199,13 @@ fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
         })
         .collect();
     start.wait();
+    let mut killed_at = None;
     if let Some(after) = kill_after {
         while answered.load(Ordering::Relaxed) < after {
             std::thread::sleep(Duration::from_millis(1));
         }
         killed.store(true, Ordering::Relaxed);
+        killed_at = Some(Instant::now());
         nodes[1].take().unwrap().kill9();
     }
     for t in threads {
@@ -209,9 +215,17 @@ fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
     let polls = watcher.join().expect("the watcher saw an over-commit");
     let outcomes = Arc::try_unwrap(outcomes).unwrap().into_inner().unwrap();
     assert_eq!(outcomes.len(), CLAIMS);
+    // Cut, and sent before the kill: in flight at the kill. (One sent after it can
+    // still connect while the dying process closes its sockets.)
+    let in_flight = cut
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|sent| killed_at.is_some_and(|k| **sent < k))
+        .count();
     Storm {
         outcomes,
-        in_flight: in_flight.load(Ordering::Relaxed),
+        in_flight,
         polls,
     }
 }
