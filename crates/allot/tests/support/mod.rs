@@ -220,9 +220,9 @@ impl Client {
 }
 
 /// Whether a request that [`Client::try_request`] saw fail had reached the server:
-/// the connection was made, so the server was alive then, and it ended with no
-/// answer. Such a request was in flight when the server died; one whose connection
-/// was refused never got there.
+/// the connection was made (the server, or the process dying of its kill, still
+/// listened) and ended with no answer. Sent before the kill, such a request was in
+/// flight at it; one whose connection was refused never got there.
 pub fn reached(error: &std::io::Error) -> bool {
     error.kind() != std::io::ErrorKind::NotConnected
 }
