@@ -15,6 +15,11 @@ pub mod dump;
 mod engine;
 mod host;
 pub mod log;
+/// The store suite's databases on the test PostgreSQL server, for the engine's own
+/// unit tests too: one rule for a missing server.
+#[cfg(test)]
+#[path = "../tests/pg/mod.rs"]
+mod test_pg;
 
 pub use host::{Clock, Host, Pending, WriteError};
 
@@ -232,6 +237,16 @@ impl Store {
             return Ok(Some(Listener(engine::postgres::PgListener::open(url)?)));
         }
         Ok(None)
+    }
+
+    /// SQLite's durability settings on this store's own connection, `journal_mode`
+    /// and `synchronous` as SQLite reports them (`wal` and 2, FULL, when the engine
+    /// keeps its promise); `None` for PostgreSQL. For the tests that check it.
+    pub fn sqlite_durability(&self) -> Option<Result<(String, i64), StoreError>> {
+        match &self.0 {
+            Engine::Sqlite(e) => Some(e.durability()),
+            Engine::Postgres(_) => None,
+        }
     }
 
     /// Whether other processes may write to this store at the same time (a server

@@ -1354,44 +1354,19 @@ impl PgListener {
 
 #[cfg(test)]
 mod tests {
-    //! The log's mechanics on a real server (skipped without
-    //! `ALLOT_TEST_POSTGRES_URL`); what the changes do is the store suite's part.
+    //! The log's mechanics on a real server (`ALLOT_TEST_POSTGRES_URL`; without one
+    //! a case is skipped by the store suite's rule, `tests/skip`); what the changes do
+    //! is the store suite's part.
 
     use super::*;
 
-    /// A fresh database on the test server, dropped after.
-    struct Database {
-        admin: String,
-        name: String,
-        url: String,
-    }
+    // A fresh database on the test server, dropped after (`None`, and the skip
+    // recorded, without one).
+    use crate::test_pg::PgDatabase as Database;
 
-    impl Database {
-        fn new() -> Option<Database> {
-            let admin = std::env::var("ALLOT_TEST_POSTGRES_URL").ok()?;
-            let name = format!("allot_unit_{}", Uuid::new_v4().simple());
-            let mut client = postgres::Client::connect(&admin, NoTls).unwrap();
-            client
-                .batch_execute(&format!("CREATE DATABASE {name}"))
-                .unwrap();
-            let base = admin.split('?').next().unwrap_or(&admin);
-            let server = base.rsplit_once('/').map_or(base, |(s, _)| s);
-            let url = format!("{server}/{name}");
-            Some(Database { admin, name, url })
-        }
-
-        /// A connection of the test's own to the database.
-        fn client(&self) -> postgres::Client {
-            postgres::Client::connect(&self.url, NoTls).unwrap()
-        }
-    }
-
-    impl Drop for Database {
-        fn drop(&mut self) {
-            if let Ok(mut client) = postgres::Client::connect(&self.admin, NoTls) {
-                let _ = client.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name));
-            }
-        }
+    /// A connection of the test's own to the database.
+    fn client(db: &Database) -> postgres::Client {
+        postgres::Client::connect(&db.url, NoTls).unwrap()
     }
 
     fn trait_change(name: &str) -> Vec<Change> {
@@ -1471,7 +1446,7 @@ mod tests {
                 .unwrap();
         }
         // As pruning leaves it: the oldest commits gone.
-        db.client()
+        client(&db)
             .batch_execute("DELETE FROM allot_log WHERE seq <= 2")
             .unwrap();
         assert!(matches!(
@@ -1517,7 +1492,7 @@ mod tests {
         assert!(!listener.wait(Duration::from_millis(50)).unwrap());
         // The server ends the listener's session: the wait fails or wakes, and
         // the one after reconnects (waking, as announcements may have been lost).
-        db.client()
+        client(&db)
             .batch_execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                  WHERE query LIKE 'LISTEN%' AND datname = current_database()",
@@ -1549,7 +1524,7 @@ mod tests {
                 .unwrap()
                 .get(0)
         };
-        db.client()
+        client(&db)
             .execute("SELECT pg_terminate_backend($1)", &[&pid])
             .unwrap();
         // The first call after may fail (it finds out); the next one reconnects.
@@ -1592,8 +1567,7 @@ mod tests {
             a.write(Some(Cursor(0)), &mut |_| changes.clone()).unwrap(),
             Cursor(1)
         );
-        let generation: i64 = db
-            .client()
+        let generation: i64 = client(&db)
             .query_one("SELECT generation FROM providers", &[])
             .unwrap()
             .get(0);

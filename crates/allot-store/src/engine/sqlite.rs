@@ -163,6 +163,19 @@ impl SqliteEngine {
         Ok(SqliteEngine { conn })
     }
 
+    /// The connection's `journal_mode` and `synchronous` as SQLite reports them
+    /// (`wal` and 2 for FULL): what the durability promise above rests on, read back
+    /// so that tests can hold the engine to it.
+    pub fn durability(&self) -> Result<(String, i64), StoreError> {
+        let journal_mode = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        let synchronous = self
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        Ok((journal_mode, synchronous))
+    }
+
     /// Reads the whole database into a view.
     ///
     /// Two threads, so that the two halves of the work overlap on two cores: a reader

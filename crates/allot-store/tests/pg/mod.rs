@@ -1,10 +1,16 @@
-//! A database of its own for each PostgreSQL case of the store tests, on the server
-//! `ALLOT_TEST_POSTGRES_URL` names (`scripts/pg-cluster start` prints one).
+//! A database of its own for each PostgreSQL case of the store tests (the engine's
+//! own unit tests too, by path), on the server `ALLOT_TEST_POSTGRES_URL` names
+//! (`scripts/pg-cluster start` prints one); without one, the case goes by
+//! [`skip::skip`]'s rule.
 
 use allot_core::Uuid;
 
+#[path = "../skip/mod.rs"]
+mod skip;
+
 /// A database of its own on the PostgreSQL server of `ALLOT_TEST_POSTGRES_URL`,
-/// dropped when this goes. `None` (the test is skipped) without that variable.
+/// dropped when this goes. `None` (the case is skipped, or fails under CI) without
+/// that variable.
 pub struct PgDatabase {
     admin: String,
     name: String,
@@ -13,10 +19,14 @@ pub struct PgDatabase {
 }
 
 impl PgDatabase {
-    /// Makes the database (`None` without `ALLOT_TEST_POSTGRES_URL`).
+    /// Makes the database (`None`, and the skip recorded, without
+    /// `ALLOT_TEST_POSTGRES_URL`).
     pub fn new() -> Option<PgDatabase> {
         let Ok(admin) = std::env::var("ALLOT_TEST_POSTGRES_URL") else {
-            eprintln!("ALLOT_TEST_POSTGRES_URL is not set: PostgreSQL case skipped");
+            skip::skip(
+                "ALLOT_TEST_POSTGRES_URL is not set, so its PostgreSQL case did not run \
+                 (scripts/pg-cluster start prints a server's URL)",
+            );
             return None;
         };
         let name = format!("allot_test_{}", Uuid::new_v4().simple());
