@@ -20,6 +20,7 @@ pub mod microversion;
 pub mod params;
 pub mod policy;
 pub mod policy_file;
+pub mod request;
 pub mod schema;
 pub mod schemas;
 pub mod wire;
