@@ -261,10 +261,9 @@ fn amounts_size<'a>(classes: impl Iterator<Item = &'a ResourceClass>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::test_support::world;
+    use crate::handlers::test_support::{same, world};
     use crate::wire;
     use allot_core::Uuid;
-    use serde_json::Value;
     use std::collections::BTreeMap;
 
     /// Amounts by class name, as the bodies were built before they were written by
@@ -368,14 +367,7 @@ mod tests {
                     let consumer = view.consumer(uuid);
                     let (bytes, last_modified) = consumer_body(&view, consumer, minor);
                     let maps = consumer_body_by_maps(&view, consumer, minor);
-                    let text = String::from_utf8(bytes).unwrap();
-                    assert_eq!(
-                        text,
-                        serde_json::to_string(&maps).unwrap(),
-                        "1.{minor} {uuid}"
-                    );
-                    let parsed: Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!(parsed, serde_json::to_value(&maps).unwrap());
+                    same(bytes, &maps, &format!("1.{minor} {uuid}"));
                     assert_eq!(
                         last_modified,
                         consumer
@@ -389,14 +381,7 @@ mod tests {
                     let provider = view.provider_by_uuid(&uuid).unwrap();
                     let (bytes, last_modified) = provider_body(&view, provider, minor);
                     let (maps, last_by_maps) = provider_body_by_maps(&view, provider, minor);
-                    let text = String::from_utf8(bytes).unwrap();
-                    assert_eq!(
-                        text,
-                        serde_json::to_string(&maps).unwrap(),
-                        "1.{minor} {uuid}"
-                    );
-                    let parsed: Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!(parsed, serde_json::to_value(&maps).unwrap());
+                    same(bytes, &maps, &format!("1.{minor} {uuid}"));
                     assert_eq!(last_modified, last_by_maps);
                 }
             }

@@ -83,3 +83,11 @@ pub fn world(seed: u64, providers: u128, consumers: u128) -> (View, Vec<Uuid>) {
     }
     (view, written)
 }
+
+/// Written bytes are the oracle's, as text and as a tree.
+pub fn same(bytes: Vec<u8>, oracle: &impl serde::Serialize, what: &str) {
+    let text = String::from_utf8(bytes).unwrap();
+    assert_eq!(text, serde_json::to_string(oracle).unwrap(), "{what}");
+    let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed, serde_json::to_value(oracle).unwrap(), "{what}");
+}

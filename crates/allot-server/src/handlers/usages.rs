@@ -162,6 +162,7 @@ pub async fn total_usages(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handlers::test_support::same;
     use crate::wire;
     use allot_core::usage::TypeFilter;
 
@@ -187,15 +188,6 @@ mod tests {
             })
             .collect();
         wire::UsagesByType { usages }
-    }
-
-    /// The bytes written, checked against the oracle's: the same text, and the same
-    /// JSON once parsed.
-    fn same(bytes: Vec<u8>, oracle: &impl serde::Serialize, what: &str) {
-        let text = String::from_utf8(bytes).unwrap();
-        assert_eq!(text, serde_json::to_string(oracle).unwrap(), "{what}");
-        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(parsed, serde_json::to_value(oracle).unwrap(), "{what}");
     }
 
     /// `GET /usages?project_id=p1` at 1.37 and 1.38, the core's sums and the body

@@ -168,17 +168,9 @@ mod tests {
     use super::*;
     use crate::schema::validate;
     use crate::schemas::{inventories_put, inventory_post, inventory_put};
-    use axum::http::{header, HeaderMap, HeaderValue};
     use serde_json::json;
 
-    fn body(value: Value) -> JsonBody {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        JsonBody::new(headers, value.to_string())
-    }
+    use crate::request::test_body as body;
 
     #[test]
     fn schemas_word_errors_like_placement() {

@@ -210,6 +210,17 @@ pub(crate) fn given_generation<'de, D: Deserializer<'de>>(
     i128::deserialize(deserializer).map(GivenGeneration)
 }
 
+/// A JSON body with its content type, for the tests of the forms.
+#[cfg(test)]
+pub(crate) fn test_body(value: Value) -> JsonBody {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    JsonBody::new(headers, value.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -241,17 +241,9 @@ mod tests {
         );
     }
 
-    use axum::http::{header, HeaderMap, HeaderValue};
     use serde_json::{json, Value};
 
-    fn body(value: Value) -> JsonBody {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        JsonBody::new(headers, value.to_string())
-    }
+    use crate::request::test_body as body;
 
     const AGG: &str = "2290d4af-9e6e-400b-9d65-1ee01376f71a";
 
