@@ -241,7 +241,7 @@ mod tests {
         );
     }
 
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     use crate::request::test_body as body;
 
