@@ -56,22 +56,12 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     ctx.require_json_accept()?;
     body.require_json()?;
     authorize(&ctx, app.config.policy, Action::ClaimsCreate)?;
-    let input = ClaimRequest::read(&body)?;
-    let expires_in = match input.expiry {
+    // The core draws nothing at random; a v4 uuid never met before is ours to draw.
+    let ClaimRequest { claim: new, expiry } = ClaimRequest::read(&body, Uuid::new_v4())?;
+    let expires_in = match expiry {
         Expiry::ServerDefault => app.config.claim_expires_in,
         Expiry::Never => None,
         Expiry::After(seconds) => Some(seconds),
-    };
-    let new = NewClaim {
-        // The core draws nothing at random; a v4 uuid never met before is ours to draw.
-        uuid: Uuid::new_v4(),
-        consumer: input.consumer,
-        project_id: input.project_id,
-        user_id: input.user_id,
-        consumer_type: input.consumer_type,
-        tag: input.tag,
-        allocations: input.allocations,
-        expires_at: None,
     };
     let (claim, now) = app
         .write(move |view, now| {

@@ -3,8 +3,7 @@
 //! `DELETE /claims`, `GET /resource_providers/{uuid}/pending` and `GET /pending`.
 
 use allot_core::names::canonical_uuid;
-use allot_core::ops::allocations::Requested;
-use allot_core::ops::claims::ClaimFilter;
+use allot_core::ops::claims::{ClaimFilter, NewClaim};
 use allot_core::{ClaimState, Uuid};
 use serde::Deserialize;
 
@@ -25,22 +24,13 @@ pub enum Expiry {
     After(i64),
 }
 
-/// The body of `POST /claims`.
+/// The body of `POST /claims`: the claim, and when it expires.
 #[derive(Debug)]
 pub struct ClaimRequest {
-    /// The consumer the claim is for.
-    pub consumer: Uuid,
-    /// Its project.
-    pub project_id: String,
-    /// Its user.
-    pub user_id: String,
-    /// Its type, if given.
-    pub consumer_type: Option<String>,
-    /// The client's tag, if given.
-    pub tag: Option<String>,
-    /// The amounts, by provider as spelled and then by class, in request order (the
-    /// rule reports the first problem).
-    pub allocations: Vec<Requested>,
+    /// The claim, its amounts by provider as spelled and then by class, in request
+    /// order (the rule reports the first problem); its expiry is still to be counted
+    /// from the moment it is planned.
+    pub claim: NewClaim,
     /// When it expires.
     pub expiry: Expiry,
 }
@@ -66,25 +56,30 @@ struct ClaimProvider {
 }
 
 impl ClaimRequest {
-    /// Reads and checks the body.
-    pub fn read(body: &JsonBody) -> Result<Self, ApiError> {
-        Self::convert(body.read(&schemas::claim_create())?)
+    /// Reads and checks the body, for a claim to be named `uuid`.
+    pub fn read(body: &JsonBody, uuid: Uuid) -> Result<Self, ApiError> {
+        Self::convert(body.read(&schemas::claim_create())?, uuid)
     }
 
-    fn convert(body: CreateBody) -> Result<Self, ApiError> {
+    fn convert(body: CreateBody, uuid: Uuid) -> Result<Self, ApiError> {
         let by_provider = body
             .allocations
             .0
             .into_iter()
             .map(|(provider, amounts)| (provider, amounts.resources))
             .collect();
-        Ok(ClaimRequest {
+        let claim = NewClaim {
+            uuid,
             consumer: consumer_uuid(&body.consumer_uuid)?,
             project_id: body.project_id,
             user_id: body.user_id,
             consumer_type: body.consumer_type,
             tag: body.tag,
             allocations: requested(by_provider),
+            expires_at: None,
+        };
+        Ok(ClaimRequest {
+            claim,
             expiry: match body.expires_in {
                 None => Expiry::ServerDefault,
                 Some(None) => Expiry::Never,
@@ -228,8 +223,12 @@ mod tests {
             };
             let body = serde_json::to_value(&new).unwrap();
             crate::schema::validate(&body, &schemas::claim_create()).unwrap();
-            let read = ClaimRequest::convert(serde_json::from_value(body).unwrap()).unwrap();
+            let read =
+                ClaimRequest::convert(serde_json::from_value(body).unwrap(), Uuid::from_u128(9))
+                    .unwrap();
             assert_eq!(read.expiry, expected, "{expiry:?}");
+            let read = read.claim;
+            assert_eq!(read.uuid, Uuid::from_u128(9));
             assert_eq!(read.consumer, new.consumer_uuid);
             assert_eq!(read.consumer_type.as_deref(), Some("INSTANCE"));
             assert_eq!(read.tag.as_deref(), Some("t"));
