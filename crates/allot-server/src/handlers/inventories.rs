@@ -82,9 +82,17 @@ fn no_provider_get(uuid: &str) -> String {
     )
 }
 
-/// Checks that the provider exists, for the handlers that must say so before they
-/// read the body.
-fn require_provider(app: &AppState, path: &ProviderPath) -> Result<Uuid, ApiError> {
+/// What every inventory write checks before it reads its body, in Placement's order:
+/// the content type, the policy, then that the provider exists. Returns its uuid.
+fn before_body(
+    ctx: &Ctx,
+    app: &AppState,
+    path: &ProviderPath,
+    body: &JsonBody,
+    action: Action,
+) -> Result<Uuid, ApiError> {
+    body.require_json()?;
+    authorize(ctx, app.config.policy, action)?;
     Ok(path.provider(&app.host.read(), no_provider)?.uuid())
 }
 
@@ -143,9 +151,7 @@ pub async fn create(
     path: ProviderPath,
     body: JsonBody,
 ) -> ApiResult {
-    body.require_json()?;
-    authorize(&ctx, app.config.policy, CREATE)?;
-    let uuid = require_provider(&app, &path)?;
+    let uuid = before_body(&ctx, &app, &path, &body, CREATE)?;
     let NewInventory { class, inventory } = NewInventory::read(&body)?;
     // A path: the middleware makes every Location absolute (crate::context).
     let url = format!("/resource_providers/{uuid}/inventories/{}", class.as_str());
@@ -169,9 +175,7 @@ pub async fn update(
     Path((_, class)): Path<(String, String)>,
     body: JsonBody,
 ) -> ApiResult {
-    body.require_json()?;
-    authorize(&ctx, app.config.policy, UPDATE)?;
-    let uuid = require_provider(&app, &path)?;
+    let uuid = before_body(&ctx, &app, &path, &body, UPDATE)?;
     let InventoryUpdate {
         generation: expected,
         inventory,
@@ -198,9 +202,7 @@ pub async fn replace_all(
     path: ProviderPath,
     body: JsonBody,
 ) -> ApiResult {
-    body.require_json()?;
-    authorize(&ctx, app.config.policy, UPDATE)?;
-    let uuid = require_provider(&app, &path)?;
+    let uuid = before_body(&ctx, &app, &path, &body, UPDATE)?;
     let AllInventories {
         generation: expected,
         inventories,
