@@ -3,9 +3,9 @@
 //!
 //! This is the only crate that knows HTTP and JSON. Requests flow:
 //! `context::around` (request id, microversion, identity through [`auth`], CORS; renders errors on the
-//! way out) → a handler in [`handlers`] (checks policy and input, turns it into
-//! validated domain types, calls the host) → a JSON response, one of the types of
-//! [`wire`].
+//! way out) → a handler in [`handlers`] (checks policy, has its body and query read
+//! into typed values by [`request`], calls the host) → a JSON response, one of the
+//! types of [`wire`].
 //!
 //! [`router`] builds the whole application for tests (no sockets needed); [`serve`]
 //! runs it on a listener until a shutdown future resolves.

@@ -7,7 +7,7 @@ use crate::compact::VecSet;
 
 use uuid::Uuid;
 
-use super::{bump, bumped_generation, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, GivenGeneration, Plan};
 use crate::change::Change;
 use crate::model::Timestamp;
 use crate::state::State;
@@ -29,7 +29,7 @@ impl State {
         &self,
         provider: &Uuid,
         aggregates: &[Uuid],
-        generation: Option<u64>,
+        generation: Option<GivenGeneration>,
         now: Timestamp,
     ) -> Plan<u64> {
         let rp = self.provider_required(provider)?;
@@ -147,7 +147,12 @@ mod tests {
                 s.apply(&[Change::SetAggregates(ProviderId(1), case.before.to_vec())]);
             }
             match (
-                s.set_aggregates(&RP, case.after, case.generation, 5),
+                s.set_aggregates(
+                    &RP,
+                    case.after,
+                    case.generation.map(GivenGeneration::from),
+                    5,
+                ),
                 case.result,
             ) {
                 (Ok((g, changes)), Ok(want)) => {
@@ -175,7 +180,7 @@ mod tests {
     #[test]
     fn bump_moves_updated_at() {
         let mut s = with_provider();
-        let (_, changes) = s.set_aggregates(&RP, &[A], Some(0), 42).unwrap();
+        let (_, changes) = s.set_aggregates(&RP, &[A], Some(0.into()), 42).unwrap();
         s.apply(&changes);
         assert_eq!(s.provider_by_uuid(&RP).unwrap().row.updated_at, 42);
     }

@@ -18,7 +18,7 @@
 
 use uuid::Uuid;
 
-use super::{bump, bumped_generation, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, GivenGeneration, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, Provider, ProviderId, Timestamp};
@@ -188,14 +188,14 @@ impl State {
     pub fn update_inventory(
         &self,
         provider: &Uuid,
-        generation: u64,
+        generation: impl Into<GivenGeneration>,
         class: &RequestedName<ResourceClass>,
         inventory: Inventory,
         rule: ReservedRule,
         now: Timestamp,
     ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
-        check_generation(p, generation, GENERATION_CONFLICT)?;
+        check_generation(p, generation.into(), GENERATION_CONFLICT)?;
         check_capacity(p.uuid(), class.as_str(), &inventory, rule)
             .map_err(|r| update_refused(p.uuid(), &r))?;
         let Some(class) = self.existing_class(class) else {
@@ -218,13 +218,13 @@ impl State {
     pub fn set_inventories(
         &self,
         provider: &Uuid,
-        generation: u64,
+        generation: impl Into<GivenGeneration>,
         inventories: &[(RequestedName<ResourceClass>, Inventory)],
         rule: ReservedRule,
         now: Timestamp,
     ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
-        check_generation(p, generation, GENERATION_CONFLICT)?;
+        check_generation(p, generation.into(), GENERATION_CONFLICT)?;
         for (class, inv) in inventories {
             check_capacity(p.uuid(), class.as_str(), inv, rule)
                 .map_err(|r| update_refused(p.uuid(), &r))?;

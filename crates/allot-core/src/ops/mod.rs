@@ -47,11 +47,41 @@ pub fn bump(provider: &Provider, now: Timestamp) -> Change {
     }
 }
 
+/// A provider generation as a request gives it: any JSON integer, so a negative one
+/// or one past `u64` too (the schemas accept any integer). Such a one matches no
+/// provider, and a conflict message can still repeat it as given. The one encoding
+/// of "the generation the client believes the provider has".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GivenGeneration(pub i128);
+
+impl GivenGeneration {
+    /// Whether a provider at generation `actual` has the generation given.
+    pub fn matches(self, actual: u64) -> bool {
+        self.0 == i128::from(actual)
+    }
+}
+
+impl From<u64> for GivenGeneration {
+    fn from(generation: u64) -> Self {
+        GivenGeneration(generation.into())
+    }
+}
+
+impl std::fmt::Display for GivenGeneration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Refuses a write made against a generation the provider no longer has, with the
 /// endpoint's own wording (Placement's differ from endpoint to endpoint, and clients
 /// match on them).
-pub fn check_generation(provider: &Provider, expected: u64, message: &str) -> crate::Result<()> {
-    if provider.row.generation == expected {
+pub fn check_generation(
+    provider: &Provider,
+    expected: GivenGeneration,
+    message: &str,
+) -> crate::Result<()> {
+    if expected.matches(provider.row.generation) {
         Ok(())
     } else {
         Err(Error::conflict(

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use super::aggregates::GENERATION_CHANGED;
-use super::{bump, bumped_generation, check_generation, Plan};
+use super::{bump, bumped_generation, check_generation, GivenGeneration, Plan};
 use crate::change::Change;
 use crate::error::Error;
 use crate::model::{Provider, Timestamp};
@@ -33,11 +33,11 @@ impl State {
         &self,
         provider: &Uuid,
         names: &[RequestedName<TraitName>],
-        generation: u64,
+        generation: impl Into<GivenGeneration>,
         now: Timestamp,
     ) -> Plan<ProviderTraits> {
         let rp = self.provider_required(provider)?;
-        check_generation(rp, generation, GENERATION_CHANGED)?;
+        check_generation(rp, generation.into(), GENERATION_CHANGED)?;
         let mut wanted: BTreeSet<TraitName> = BTreeSet::new();
         let mut missing: Vec<&str> = Vec::new();
         for requested in names {

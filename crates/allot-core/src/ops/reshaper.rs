@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 
 use super::allocations::{ConsumerWrite, Endpoint};
-use super::{bump, Plan};
+use super::{bump, GivenGeneration, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Inventory, ProviderId, Timestamp};
@@ -45,7 +45,7 @@ pub struct ProviderInventories {
     /// The provider, as the request names it.
     pub provider: ProviderRef,
     /// The generation the request expects the provider to have.
-    pub generation: i64,
+    pub generation: GivenGeneration,
     /// All its inventories after the reshape, by class as the request names it
     /// (which need not exist, nor be a name at all: the rule refuses both alike).
     pub inventories: Vec<(RequestedName<ResourceClass>, Inventory)>,
@@ -107,7 +107,7 @@ impl State {
                     Vec::new(),
                 ));
             };
-            if i64::try_from(p.row.generation).ok() != Some(request.generation) {
+            if !request.generation.matches(p.row.generation) {
                 return Err(Error::conflict(
                     ConflictCode::ConcurrentUpdate,
                     format!(
@@ -305,7 +305,7 @@ mod tests {
     fn target(p: Uuid, generation: u64, invs: &[(&str, Inventory)]) -> ProviderInventories {
         ProviderInventories {
             provider: p.into(),
-            generation: generation as i64,
+            generation: generation.into(),
             inventories: invs
                 .iter()
                 .map(|(c, i)| (ResourceClass::requested(c), *i))
@@ -422,7 +422,7 @@ mod tests {
         let mut cases: Vec<(Vec<ProviderInventories>, Vec<ConsumerWrite>, String)> = vec![];
         // A stale provider generation, before anything about consumers.
         let mut t = targets.clone();
-        t[0].generation = g as i64 - 1;
+        t[0].generation = (g - 1).into();
         let mut w = writes.clone();
         w[0].generation = ConsumerGeneration::Is(99);
         cases.push((

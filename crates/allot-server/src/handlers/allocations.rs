@@ -8,40 +8,29 @@
 //! list, the 1.12 dict, `project_id`/`user_id` from 1.8, `consumer_generation` from
 //! 1.28, `mappings` from 1.34, `consumer_type` from 1.38).
 //!
-//! A body is parsed once into a `serde_json::Value`, checked against its schema, and
-//! that same tree is read into [`ConsumerBody`], the one typed form of a consumer's
-//! part of a write, which PUT, POST and the reshaper share; [`ConsumerBody::into_write`]
-//! turns it into the core's `ConsumerWrite` (providers as the request spelled them,
-//! classes, amounts, the generation as given, owner and type), which the handler
-//! hands to the rule with its endpoint. Request objects keep the order of the text
-//! (see [`Entries`]), because the rule walks them in that order, as Placement does.
+//! The bodies are read by `crate::request::allocations` into the core's
+//! `ConsumerWrite`s, which the handler hands to the rule with its endpoint.
 //!
 //! The two GETs write their bodies by hand, straight from the view into one buffer
 //! (see `consumer_body`, `provider_body`); the `wire::allocations` types are the
 //! shape they follow and, in the tests, the oracle for their bytes.
 
-use std::marker::PhantomData;
-
 use allot_core::names::canonical_uuid;
-use allot_core::ops::allocations::{
-    ConsumerGeneration, ConsumerWrite, Endpoint, Requested, INCOMPLETE_CONSUMER_ID,
-    UNKNOWN_CONSUMER_TYPE,
-};
-use allot_core::{Consumer, Provider, ProviderRef, ResourceClass, State as View, Timestamp, Uuid};
-use axum::body::Bytes;
+use allot_core::ops::allocations::{Endpoint, UNKNOWN_CONSUMER_TYPE};
+use allot_core::{Consumer, Provider, ResourceClass, State as View, Timestamp};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::params::{no_provider, uuid_like, ProviderPath};
+use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
+use crate::request::allocations::{consumer_uuid, read_post, read_put};
+use crate::request::JsonBody;
 use crate::wire::write;
-use crate::{http, schemas, AppState};
+use crate::{http, AppState};
 
 const LIST: Action = Action::AllocationsList;
 const MANAGE: Action = Action::AllocationsManage;
@@ -63,171 +52,6 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-// ----- reading bodies -----
-
-/// The entries of a JSON object in the order of the request text (serde_json's
-/// `preserve_order` keeps it; a repeated key has its first place and its last value,
-/// as in Placement's Python dicts). Placement walks request objects in that order,
-/// which decides which of several problems a request is refused for.
-#[derive(Debug)]
-pub(crate) struct Entries<T>(pub(crate) Vec<(String, T)>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Walk<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Walk<T> {
-            type Value = Entries<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<T>, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        deserializer.deserialize_map(Walk(PhantomData))
-    }
-}
-
-/// Tells a key given as `null` (Some(None)) from one left out (None, by
-/// `#[serde(default)]`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(deserializer).map(Some)
-}
-
-/// One consumer's part of a write, in the form of any microversion: the whole body of
-/// `PUT /allocations/{consumer}`, and each consumer's entry in `POST /allocations` and
-/// in the reshaper's `allocations`. Read from the tree the schema has checked, so
-/// every field has the type and range it says. `mappings` (1.34) is checked there and
-/// otherwise ignored, as Placement stores nothing of it.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ConsumerBody {
-    allocations: AllocationsBody,
-    project_id: Option<String>,
-    user_id: Option<String>,
-    /// Left out (before 1.28), null (a new consumer) or any integer.
-    #[serde(default, deserialize_with = "present")]
-    consumer_generation: Option<Option<i128>>,
-    consumer_type: Option<String>,
-}
-
-/// The allocations of one consumer.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum AllocationsBody {
-    /// Before 1.12: a list of `{resource_provider: {uuid}, resources}`.
-    List(Vec<ListedAllocation>),
-    /// From 1.12: `{resources}` by provider uuid.
-    ByProvider(Entries<ProviderAmounts>),
-}
-
-#[derive(Debug, Deserialize)]
-struct ListedAllocation {
-    resource_provider: ProviderName,
-    resources: Entries<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ProviderName {
-    uuid: String,
-}
-
-/// A provider's part of the dict form (its `generation`, which clients may copy
-/// from a GET, is ignored, as Placement ignores it).
-#[derive(Debug, Deserialize)]
-struct ProviderAmounts {
-    resources: Entries<u64>,
-}
-
-impl ConsumerBody {
-    /// The core's write for `consumer`, at microversion `1.minor`.
-    pub(crate) fn into_write(self, consumer: Uuid, minor: u16) -> ConsumerWrite {
-        let by_provider: Vec<(String, Entries<u64>)> = match self.allocations {
-            AllocationsBody::List(items) => {
-                // Placement turns the list into a dict by provider uuid, so a provider
-                // listed twice keeps its first place and its last amounts.
-                let mut by_provider: Vec<(String, Entries<u64>)> = Vec::new();
-                for item in items {
-                    let uuid = item.resource_provider.uuid;
-                    match by_provider.iter_mut().find(|(u, _)| *u == uuid) {
-                        Some(slot) => slot.1 = item.resources,
-                        None => by_provider.push((uuid, item.resources)),
-                    }
-                }
-                by_provider
-            }
-            AllocationsBody::ByProvider(Entries(entries)) => entries
-                .into_iter()
-                .map(|(uuid, amounts)| (uuid, amounts.resources))
-                .collect(),
-        };
-        let mut allocations = Vec::new();
-        for (uuid, Entries(resources)) in by_provider {
-            let provider = ProviderRef::parse(&uuid);
-            for (class, used) in resources {
-                allocations.push(Requested {
-                    provider: provider.clone(),
-                    // The schema's pattern has no length limit: a key too long to
-                    // be a class is refused by the rule as an unknown class.
-                    class: ResourceClass::requested(&class),
-                    used,
-                });
-            }
-        }
-
-        // Before 1.8 neither is allowed, and Placement uses its "incomplete consumer"
-        // project and user.
-        let owner = |id: Option<String>| match id {
-            Some(id) if minor >= 8 => id,
-            _ => INCOMPLETE_CONSUMER_ID.to_owned(),
-        };
-        let generation = match self.consumer_generation {
-            _ if minor < 28 => ConsumerGeneration::Unchecked,
-            Some(Some(given)) => ConsumerGeneration::Is(given),
-            _ => ConsumerGeneration::New,
-        };
-        ConsumerWrite {
-            consumer,
-            project_id: owner(self.project_id),
-            user_id: owner(self.user_id),
-            consumer_type: self.consumer_type.filter(|_| minor >= 38),
-            generation,
-            allocations,
-        }
-    }
-}
-
-/// The consumers of a `POST /allocations` body, or of the reshaper's `allocations`
-/// (which has the same form), as the core's writes, in request order.
-pub(crate) fn consumer_writes(
-    consumers: Entries<ConsumerBody>,
-    minor: u16,
-    endpoint: Endpoint,
-) -> Result<Vec<ConsumerWrite>, ApiError> {
-    let mut writes: Vec<ConsumerWrite> = Vec::new();
-    for (key, body) in consumers.0 {
-        // The schema let through 36 hex digits and dashes; Placement would keep a
-        // key it cannot read as a uuid as an opaque consumer id, which we cannot.
-        let consumer = uuid_like(&key).ok_or_else(|| {
-            ApiError::bad_request(match endpoint {
-                Endpoint::Reshaper => {
-                    format!("JSON does not validate: '{key}' is not a valid consumer uuid")
-                }
-                Endpoint::Put | Endpoint::Post => format!("Malformed consumer_uuid: {key}"),
-            })
-        })?;
-        // Two spellings of one uuid name one consumer here: the last one wins.
-        writes.retain(|w| w.consumer != consumer);
-        writes.push(body.into_write(consumer, minor));
-    }
-    Ok(writes)
-}
-
 // ----- handlers -----
 
 /// `PUT /allocations/{consumer_uuid}`: replace everything a consumer holds.
@@ -235,16 +59,12 @@ pub async fn replace(
     ctx: Ctx,
     State(app): State<AppState>,
     Path(raw): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody,
 ) -> ApiResult {
-    http::require_json_content(&headers, &body)?;
+    body.require_json()?;
     authorize(&ctx, app.config.policy, UPDATE)?;
-    let consumer = uuid_like(&raw)
-        .ok_or_else(|| ApiError::bad_request(format!("Malformed consumer_uuid: {raw}")))?;
-    let minor = ctx.version.0;
-    let body: ConsumerBody = http::json_body(&headers, &body, &schemas::allocations_put(minor))?;
-    let writes = [body.into_write(consumer, minor)];
+    let consumer = consumer_uuid(&raw)?;
+    let writes = [read_put(&body, consumer, ctx.version.0)?];
     app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Put, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -252,18 +72,11 @@ pub async fn replace(
 
 /// `POST /allocations` (1.13): replace the allocations of several consumers at once,
 /// all or nothing; a consumer given no allocations loses all it holds.
-pub async fn create_many(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult {
+pub async fn create_many(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     ctx.require(13)?;
-    http::require_json_content(&headers, &body)?;
+    body.require_json()?;
     authorize(&ctx, app.config.policy, MANAGE)?;
-    let minor = ctx.version.0;
-    let consumers = http::json_body(&headers, &body, &schemas::allocations_post(minor))?;
-    let writes = consumer_writes(consumers, minor, Endpoint::Post)?;
+    let writes = read_post(&body, ctx.version.0)?;
     app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Post, now))
         .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -446,27 +259,12 @@ fn amounts_size<'a>(classes: impl Iterator<Item = &'a ResourceClass>) -> usize {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::schema::validate;
-    use crate::schemas::{allocations_post, allocations_put};
+    use crate::handlers::test_support::{same, world};
     use crate::wire;
-    use allot_core::{Change, Inventory};
-    use serde_json::{json, Value};
+    use allot_core::Uuid;
     use std::collections::BTreeMap;
-
-    const RP: &str = "7260669a-e3d4-4867-aaa7-683e2ab6958c";
-    const C: &str = "599ffd2d-526a-4b2e-8683-f13ad25f9958";
-
-    /// A body as the handlers read it: parsed once into a tree, then typed.
-    fn body<T: serde::de::DeserializeOwned>(text: &str) -> T {
-        let value: Value = serde_json::from_str(text).unwrap();
-        serde_json::from_value(value).unwrap()
-    }
-
-    fn write(text: &str, minor: u16) -> ConsumerWrite {
-        body::<ConsumerBody>(text).into_write(Uuid::nil(), minor)
-    }
 
     /// Amounts by class name, as the bodies were built before they were written by
     /// hand.
@@ -554,86 +352,6 @@ pub(crate) mod tests {
         (body, last_modified)
     }
 
-    /// Projects and users of the test world, some needing escapes.
-    pub(crate) const PROJECTS: [&str; 3] = ["p1", "p\"2\\", "p\u{1}ü"];
-    pub(crate) const USERS: [&str; 2] = ["u1", "u\t2"];
-    const CLASSES: [&str; 5] = ["VCPU", "MEMORY_MB", "DISK_GB", "VGPU", "SRIOV_NET_VF"];
-
-    /// A view of `providers` providers (uuids in an order unlike their creation
-    /// order, one of them with no inventory) and `consumers` consumers, each written
-    /// through the allocation rule with random amounts of random classes on one to
-    /// three providers, random owners and types (or none); some are written twice and
-    /// some deleted again. Returns the view and every consumer uuid ever written.
-    pub(crate) fn world(seed: u64, providers: u128, consumers: u128) -> (View, Vec<Uuid>) {
-        let mut x = seed | 1;
-        let mut next = move |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
-        let mut view = View::new();
-        let mut ids = Vec::new();
-        for n in 0..providers {
-            let uuid = Uuid::from_u128(((n * 7) % providers + 1) << 64 | n);
-            let (_, c) = view
-                .create_provider(uuid, &format!("rp{n}"), None, 0)
-                .unwrap();
-            view.apply(&c);
-            let id = view.provider_by_uuid(&uuid).unwrap().id();
-            // The last provider has no inventory: nothing is ever allocated there.
-            if n + 1 < providers {
-                let inventories = CLASSES
-                    .iter()
-                    .map(|c| {
-                        (
-                            ResourceClass::new_unchecked(c),
-                            Inventory::with_total(1 << 40),
-                        )
-                    })
-                    .collect();
-                view.apply(&[Change::SetInventories(id, inventories)]);
-            }
-            ids.push(uuid);
-        }
-        let stocked = &ids[..ids.len() - 1];
-        let mut written = Vec::new();
-        for n in 0..consumers {
-            let consumer = Uuid::from_u128(((n * 13) % consumers + 1) << 96 | n);
-            written.push(consumer);
-            for _ in 0..1 + usize::from(next(4) == 0) {
-                let mut allocations = Vec::new();
-                for _ in 0..1 + next(3) {
-                    let provider = stocked[next(stocked.len())];
-                    for _ in 0..1 + next(3) {
-                        allocations.push(Requested {
-                            provider: ProviderRef::from(provider),
-                            class: ResourceClass::requested(CLASSES[next(CLASSES.len())]),
-                            used: 1 + next(1000) as u64,
-                        });
-                    }
-                }
-                let types = [None, Some("INSTANCE"), Some("MIGRATION")];
-                let write = ConsumerWrite {
-                    consumer,
-                    project_id: PROJECTS[next(PROJECTS.len())].to_owned(),
-                    user_id: USERS[next(USERS.len())].to_owned(),
-                    consumer_type: types[next(types.len())].map(str::to_owned),
-                    generation: ConsumerGeneration::Unchecked,
-                    allocations,
-                };
-                let now = 1000 + next(1000) as Timestamp;
-                let (_, changes) = view.plan_allocations(&[write], Endpoint::Put, now).unwrap();
-                view.apply(&changes);
-            }
-            if next(10) == 0 {
-                let (_, changes) = view.delete_allocations(&consumer).unwrap();
-                view.apply(&changes);
-            }
-        }
-        (view, written)
-    }
-
     /// Both GETs write the same bytes as the maps they replace, at every microversion,
     /// for consumers that hold much, little or nothing (deleted, never known) and for
     /// providers with many consumers, one, or none.
@@ -649,14 +367,7 @@ pub(crate) mod tests {
                     let consumer = view.consumer(uuid);
                     let (bytes, last_modified) = consumer_body(&view, consumer, minor);
                     let maps = consumer_body_by_maps(&view, consumer, minor);
-                    let text = String::from_utf8(bytes).unwrap();
-                    assert_eq!(
-                        text,
-                        serde_json::to_string(&maps).unwrap(),
-                        "1.{minor} {uuid}"
-                    );
-                    let parsed: Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!(parsed, serde_json::to_value(&maps).unwrap());
+                    same(bytes, &maps, &format!("1.{minor} {uuid}"));
                     assert_eq!(
                         last_modified,
                         consumer
@@ -670,14 +381,7 @@ pub(crate) mod tests {
                     let provider = view.provider_by_uuid(&uuid).unwrap();
                     let (bytes, last_modified) = provider_body(&view, provider, minor);
                     let (maps, last_by_maps) = provider_body_by_maps(&view, provider, minor);
-                    let text = String::from_utf8(bytes).unwrap();
-                    assert_eq!(
-                        text,
-                        serde_json::to_string(&maps).unwrap(),
-                        "1.{minor} {uuid}"
-                    );
-                    let parsed: Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!(parsed, serde_json::to_value(&maps).unwrap());
+                    same(bytes, &maps, &format!("1.{minor} {uuid}"));
                     assert_eq!(last_modified, last_by_maps);
                 }
             }
@@ -736,206 +440,5 @@ pub(crate) mod tests {
             written[runs / 2],
             maps[runs / 2]
         );
-    }
-
-    #[test]
-    fn entries_keep_order_and_python_duplicates() {
-        let Entries(entries) =
-            body::<Entries<Value>>(r#"{"b": 1, "a": [true, null, "x"], "b": 2}"#);
-        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["b", "a"]);
-        assert_eq!(entries[0].1, json!(2));
-        assert_eq!(entries[1].1.as_array().map(Vec::len), Some(3));
-    }
-
-    #[test]
-    fn claims_by_microversion() {
-        let list = format!(
-            r#"{{"allocations": [
-                {{"resource_provider": {{"uuid": "{RP}"}}, "resources": {{"VCPU": 1}}}},
-                {{"resource_provider": {{"uuid": "X"}}, "resources": {{"VCPU": 1}}}},
-                {{"resource_provider": {{"uuid": "{RP}"}}, "resources": {{"DISK_GB": 5, "VCPU": 2}}}}
-            ]}}"#
-        );
-        let w = write(&list, 7);
-        // A provider listed twice keeps its first place and its last amounts; one
-        // that is not spelled as a uuid is kept as written.
-        let got: Vec<(String, &str, u64)> = w
-            .allocations
-            .iter()
-            .map(|r| (r.provider.to_string(), r.class.as_str(), r.used))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (RP.to_owned(), "DISK_GB", 5),
-                (RP.to_owned(), "VCPU", 2),
-                ("X".to_owned(), "VCPU", 1)
-            ]
-        );
-        assert_eq!(w.allocations[2].provider, ProviderRef::Spelled("X".into()));
-        // A key the schema's pattern lets through but too long to be a class is
-        // handed on as text that names none.
-        let long = "A".repeat(256);
-        let w = write(
-            &format!(
-                r#"{{"allocations": [{{"resource_provider": {{"uuid": "{RP}"}},
-                    "resources": {{"{long}": 1}}}}]}}"#
-            ),
-            7,
-        );
-        assert_eq!(
-            w.allocations[0].class,
-            allot_core::RequestedName::NotAName(long)
-        );
-        assert_eq!(w.project_id, INCOMPLETE_CONSUMER_ID);
-        assert_eq!(w.generation, ConsumerGeneration::Unchecked);
-
-        let dict = |extra: &str| {
-            format!(
-                r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": 1}}}}}},
-                    "project_id": "p", "user_id": "u"{extra}}}"#
-            )
-        };
-        let w = write(&dict(""), 12);
-        assert_eq!((w.project_id.as_str(), w.user_id.as_str()), ("p", "u"));
-        assert_eq!(
-            w.allocations[0].provider,
-            ProviderRef::Uuid(RP.parse().unwrap())
-        );
-        let cases = [
-            (
-                r#", "consumer_generation": null"#,
-                28,
-                ConsumerGeneration::New,
-            ),
-            (
-                r#", "consumer_generation": 4"#,
-                28,
-                ConsumerGeneration::Is(4),
-            ),
-            // Negative, and beyond i64: kept as given, for the conflict message.
-            (
-                r#", "consumer_generation": -1"#,
-                28,
-                ConsumerGeneration::Is(-1),
-            ),
-            (
-                r#", "consumer_generation": 18446744073709551615"#,
-                28,
-                ConsumerGeneration::Is(u64::MAX.into()),
-            ),
-            (
-                r#", "consumer_generation": 4"#,
-                27,
-                ConsumerGeneration::Unchecked,
-            ),
-        ];
-        for (extra, minor, generation) in cases {
-            assert_eq!(write(&dict(extra), minor).generation, generation, "{extra}");
-        }
-        let typed = dict(r#", "consumer_generation": null, "consumer_type": "INSTANCE""#);
-        assert_eq!(write(&typed, 38).consumer_type.as_deref(), Some("INSTANCE"));
-        assert_eq!(write(&typed, 37).consumer_type, None);
-    }
-
-    #[test]
-    fn consumers_by_uuid() {
-        let one = |n: u64| {
-            format!(
-                r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": {n}}}}}}},
-                    "project_id": "p", "user_id": "u"}}"#
-            )
-        };
-        let upper = C.to_uppercase();
-        let other = "7260669a-0000-4867-aaa7-683e2ab6958c";
-        let text = format!(
-            r#"{{"{C}": {}, "{other}": {}, "{upper}": {}}}"#,
-            one(1),
-            one(2),
-            one(3)
-        );
-        let writes = consumer_writes(body(&text), 13, Endpoint::Post).unwrap();
-        // Two spellings of one uuid: one consumer, the last one, in its place.
-        let got: Vec<(String, u64)> = writes
-            .iter()
-            .map(|w| (w.consumer.to_string(), w.allocations[0].used))
-            .collect();
-        assert_eq!(got, [(other.to_owned(), 2), (C.to_owned(), 3)]);
-
-        let bad = "0123456789abcdef0123456789abcdef012-";
-        let text = format!(r#"{{"{bad}": {}}}"#, one(1));
-        let e = consumer_writes(body(&text), 13, Endpoint::Post).unwrap_err();
-        assert_eq!(e.message, format!("Malformed consumer_uuid: {bad}"));
-        let e = consumer_writes(body(&text), 30, Endpoint::Reshaper).unwrap_err();
-        assert_eq!(
-            e.message,
-            format!("JSON does not validate: '{bad}' is not a valid consumer uuid")
-        );
-    }
-
-    #[test]
-    fn schemas_by_microversion() {
-        let err = |v: Value, s: Value| validate(&v, &s).unwrap_err().to_string();
-        let rp =
-            |resources: Value| json!([{"resource_provider": {"uuid": RP}, "resources": resources}]);
-        assert!(validate(
-            &json!({"allocations": rp(json!({"DISK_GB": 10}))}),
-            &allocations_put(7)
-        )
-        .is_ok());
-        assert!(err(json!({"allocations": []}), allocations_put(7))
-            .contains("Failed validating 'minItems'"));
-        assert!(err(
-            json!({"allocations": rp(json!({"DISK_GB": 0}))}),
-            allocations_put(7)
-        )
-        .starts_with("0 is less than the minimum of 1"));
-        assert!(
-            err(json!({"allocations": rp(json!({}))}), allocations_put(7))
-                .contains("should be non-empty")
-        );
-        // project_id and user_id: refused before 1.8, required from it.
-        let owned =
-            json!({"allocations": rp(json!({"DISK_GB": 10})), "project_id": "p", "user_id": "u"});
-        assert!(err(owned.clone(), allocations_put(7))
-            .contains("Additional properties are not allowed"));
-        assert!(validate(&owned, &allocations_put(8)).is_ok());
-        assert!(err(
-            json!({"allocations": rp(json!({"DISK_GB": 10})), "user_id": "u"}),
-            allocations_put(8)
-        )
-        .contains("Failed validating 'required'"));
-        // The dict form from 1.12, empty from 1.28.
-        assert!(err(owned, allocations_put(12)).contains("is not of type 'object'"));
-        let dict =
-            |allocs: Value| json!({"allocations": allocs, "project_id": "p", "user_id": "u"});
-        assert!(err(
-            dict(json!({"nice_house_friend": {"resources": {"VCPU": 1}}})),
-            allocations_put(12)
-        )
-        .contains("does not match any of the regexes"));
-        assert!(err(dict(json!({})), allocations_put(12)).starts_with("{} should be non-empty"));
-        assert!(err(dict(json!({})), allocations_put(28))
-            .starts_with("'consumer_generation' is a required property"));
-        let mut body = dict(json!({}));
-        body["consumer_generation"] = Value::Null;
-        assert!(validate(&body, &allocations_put(28)).is_ok());
-        // mappings from 1.34, consumer_type required from 1.38.
-        body["mappings"] = json!({"alpha": "beta"});
-        assert!(err(body.clone(), allocations_put(33)).contains("'mappings' was unexpected"));
-        assert!(err(body.clone(), allocations_put(34)).starts_with("'beta' is not of type 'array'"));
-        body["mappings"] = json!({"": [RP]});
-        assert!(validate(&body, &allocations_put(34)).is_ok());
-        assert!(err(body.clone(), allocations_put(38))
-            .starts_with("'consumer_type' is a required property"));
-        body["consumer_type"] = json!("instance");
-        assert!(err(body.clone(), allocations_put(38))
-            .starts_with("'instance' does not match '^[A-Z0-9_]+$'"));
-        // POST: consumers by uuid, each possibly empty.
-        assert!(validate(&json!({C: dict(json!({}))}), &allocations_post(13)).is_ok());
-        assert!(err(json!({}), allocations_post(13)).contains("should be non-empty"));
-        assert!(err(json!({C: dict(json!({}))}), allocations_post(28))
-            .contains("'consumer_generation' is a required"));
     }
 }

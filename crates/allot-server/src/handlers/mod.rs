@@ -15,6 +15,8 @@ pub mod providers;
 pub mod reshaper;
 pub mod resource_classes;
 pub mod root;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod traits;
 pub mod usages;
 

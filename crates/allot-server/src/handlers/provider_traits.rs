@@ -1,20 +1,20 @@
 //! `/resource_providers/{uuid}/traits` (1.6): a provider's traits, replaced as a whole
 //! under a generation check, or all removed.
 
-use allot_core::{RequestedName, State as View, Timestamp, TraitName};
-use axum::body::Bytes;
+use allot_core::{State as View, Timestamp, TraitName};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde_json::Value;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
-use crate::{http, schema, schemas, wire, AppState};
+use crate::request::providers::TraitsUpdate;
+use crate::request::JsonBody;
+use crate::{http, wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -74,34 +74,15 @@ pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
     path: ProviderPath,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody,
 ) -> ApiResult {
     ctx.require(6)?;
-    http::require_json_content(&headers, &body)?;
+    body.require_json()?;
     authorize(&ctx, app.config.policy, Action::ProviderTraitsUpdate)?;
-    let value = http::json_value(&headers, &body)?;
-    schema::validate(&value, &schemas::provider_traits())
-        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
+    let TraitsUpdate { traits, generation } = TraitsUpdate::read(&body)?;
     let uuid = path.uuid(no_provider)?;
-    // The schema lets any text through; the core reports text that is not a trait
-    // name with the unknown ones, after its own checks.
-    let names: Vec<RequestedName<TraitName>> = value["traits"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(TraitName::requested)
-                .collect()
-        })
-        .unwrap_or_default();
-    // A negative generation cannot match any provider's: let it conflict.
-    let generation = value["resource_provider_generation"]
-        .as_u64()
-        .unwrap_or(u64::MAX);
     let result = app
-        .write(move |view, now| view.set_provider_traits(&uuid, &names, generation, now))
+        .write(move |view, now| view.set_provider_traits(&uuid, &traits, generation, now))
         .await?;
     Ok(answer(&ctx, &app, result.traits, result.generation))
 }

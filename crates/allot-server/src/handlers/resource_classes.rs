@@ -3,42 +3,19 @@
 //! metadata, an allot extension available at every microversion (it is not
 //! Placement's, so no Placement microversion says when it appeared).
 
-use allot_core::ops::classes::{parse_custom_class, Ensured};
-use allot_core::{ClassMetadata, ResourceClass};
-use axum::body::Bytes;
+use allot_core::ops::classes::Ensured;
+use allot_core::ResourceClass;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
-use serde_json::json;
+use axum::http::StatusCode;
 
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::{http, schemas, wire, AppState};
-
-#[derive(Deserialize)]
-struct NameBody {
-    name: String,
-}
-
-/// The body of `PUT /resource_classes/{name}/metadata`: a field absent or null is
-/// unset.
-#[derive(Deserialize)]
-struct MetadataBody {
-    #[serde(default)]
-    units: Option<String>,
-    #[serde(default)]
-    display_name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-}
-
-/// A class named in a path. A name that is not well formed names no class, so it gets
-/// the same 404 as an unknown one.
-fn class_in_path(name: &str) -> Result<ResourceClass, crate::ApiError> {
-    ResourceClass::parse(name)
-        .ok_or_else(|| crate::ApiError::not_found(format!("No such resource class {name}.")))
-}
+use crate::request::classes::{
+    class_in_path, custom_class, custom_class_in_path, metadata, with_metadata,
+};
+use crate::request::JsonBody;
+use crate::{http, wire, AppState};
 
 fn url(name: &str) -> String {
     format!("/resource_classes/{name}")
@@ -46,19 +23,6 @@ fn url(name: &str) -> String {
 
 fn serialize(name: &str) -> wire::ResourceClassBody<'_> {
     wire::ResourceClassBody::new(name, url(name))
-}
-
-/// Reads `with_metadata` (an allot extension of the list): absent or `false` lists as
-/// Placement does, `true` adds each class's metadata. Placement ignores unknown
-/// parameters here, so nothing else is refused.
-fn with_metadata(raw: Option<&str>) -> Result<bool, crate::ApiError> {
-    match http::Query::parse(raw).last("with_metadata") {
-        None | Some("false") => Ok(false),
-        Some("true") => Ok(true),
-        Some(other) => Err(crate::ApiError::bad_request(format!(
-            "Invalid value for with_metadata: '{other}'. It must be 'true' or 'false'."
-        ))),
-    }
 }
 
 /// `GET /resource_classes`, with `?with_metadata=true` each class's metadata.
@@ -90,23 +54,16 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
 }
 
 /// `POST /resource_classes`.
-pub async fn create(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult {
+pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     ctx.require(2)?;
-    let _ = http::json_value(&headers, &body)?;
+    // Placement parses the body before the policy check and reads it after.
+    let value = body.value()?;
     authorize(&ctx, app.config.policy, Action::ClassesCreate)?;
-    let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
-    let name = parse_custom_class(&input.name)?;
-    app.write(move |view, now| view.create_class(name, now))
+    let class = custom_class(value)?;
+    let location = url(class.as_str());
+    app.write(move |view, now| view.create_class(class, now))
         .await?;
-    Ok(http::location(
-        http::empty(StatusCode::CREATED),
-        &url(&input.name),
-    ))
+    Ok(http::location(http::empty(StatusCode::CREATED), &location))
 }
 
 /// `GET /resource_classes/{name}`.
@@ -118,7 +75,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
         let view = app.host.read();
         // Text that is no class name names no class.
         let Some(class) = ResourceClass::parse(&name).filter(|c| view.class_exists(c)) else {
-            return Err(crate::ApiError::not_found(format!(
+            return Err(ApiError::not_found(format!(
                 "No such resource class {name}."
             )));
         };
@@ -134,16 +91,12 @@ pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody,
 ) -> ApiResult {
     ctx.require(2)?;
     if ctx.version.at_least(7) {
         authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
-        // Validate the name as if it came in a body, for the same message.
-        crate::schema::validate(&json!({"name": name}), &schemas::resource_class())
-            .map_err(|e| crate::ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-        let class = parse_custom_class(&name)?;
+        let class = custom_class_in_path(&name)?;
         let ensured = app
             .write(move |view, now| view.ensure_class(class, now))
             .await?;
@@ -153,10 +106,9 @@ pub async fn update(
         };
         return Ok(http::location(http::empty(status), &url(&name)));
     }
-    let _ = http::json_value(&headers, &body)?;
+    let value = body.value()?;
     authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
-    let input: NameBody = http::json_body(&headers, &body, &schemas::resource_class())?;
-    let new = parse_custom_class(&input.name)?;
+    let new = custom_class(value)?;
     let old = class_in_path(&name)?;
     let renamed = app
         .write(move |view, now| view.rename_class(&old, new, now))
@@ -183,7 +135,7 @@ pub async fn show_metadata(
     authorize(&ctx, app.config.policy, Action::ClassMetadataShow)?;
     let class = class_in_path(&name)?;
     let Some(metadata) = app.host.read().class_metadata(&class) else {
-        return Err(crate::ApiError::not_found(format!(
+        return Err(ApiError::not_found(format!(
             "No such resource class {name}."
         )));
     };
@@ -199,18 +151,12 @@ pub async fn update_metadata(
     ctx: Ctx,
     State(app): State<AppState>,
     Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody,
 ) -> ApiResult {
-    let _ = http::json_value(&headers, &body)?;
+    let value = body.value()?;
     authorize(&ctx, app.config.policy, Action::ClassMetadataUpdate)?;
-    let input: MetadataBody = http::json_body(&headers, &body, &schemas::class_metadata())?;
+    let metadata = metadata(value)?;
     let class = class_in_path(&name)?;
-    let metadata = ClassMetadata {
-        units: input.units,
-        display_name: input.display_name,
-        description: input.description,
-    };
     let set = app
         .write(move |view, _| view.set_class_metadata(&class, metadata))
         .await?;

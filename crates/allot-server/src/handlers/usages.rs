@@ -11,21 +11,22 @@
 
 use std::collections::BTreeMap;
 
-use allot_core::usage::{GroupUsage, TypeFilter};
+use allot_core::usage::GroupUsage;
 use allot_core::ResourceClass;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use serde_json::{Map, Value};
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
-use crate::http::{self, Query};
-use crate::params::{no_provider, require_utf8_query, ProviderPath};
+use crate::error::ApiResult;
+use crate::http;
+use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, authorize_target, Action};
+use crate::request::usages::TotalsQuery;
+use crate::request::QueryParams;
 use crate::wire::write;
-use crate::{schema, schemas, AppState};
+use crate::AppState;
 
 const PROVIDER_USAGES: Action = Action::ProviderUsages;
 const TOTAL_USAGES: Action = Action::TotalUsages;
@@ -57,77 +58,6 @@ pub async fn provider_usages(
         http::json_bytes(StatusCode::OK, body)
     };
     Ok(ctx.cached(response, app.host.now()))
-}
-
-/// The parameters of `GET /usages`, validated.
-#[derive(Debug, PartialEq, Eq)]
-struct TotalsQuery {
-    project_id: String,
-    user_id: Option<String>,
-    /// How the answer groups consumers by type, and which it counts.
-    consumer_types: ConsumerTypes,
-}
-
-/// How `GET /usages` treats consumer types: the microversion and `consumer_type` read
-/// once, into what they ask for.
-#[derive(Debug, PartialEq, Eq)]
-enum ConsumerTypes {
-    /// Before 1.38: one set of sums over every consumer, types aside.
-    Ungrouped,
-    /// From 1.38 without `consumer_type`: one group per type (consumers without one
-    /// under `unknown`).
-    EachType,
-    /// `consumer_type=all`: every consumer, in one group.
-    All,
-    /// `consumer_type=unknown`: only consumers without a type.
-    Untyped,
-    /// Any other `consumer_type`: only consumers of this type.
-    Named(String),
-}
-
-impl ConsumerTypes {
-    /// What the microversion and the `consumer_type` parameter ask for; the core's
-    /// [`TypeFilter::from_param`] says which values are the keywords.
-    fn read(minor: u16, param: Option<&str>) -> Self {
-        if minor < 38 {
-            return ConsumerTypes::Ungrouped;
-        }
-        match TypeFilter::from_param(param) {
-            TypeFilter::EachType => ConsumerTypes::EachType,
-            TypeFilter::All => ConsumerTypes::All,
-            TypeFilter::Unknown => ConsumerTypes::Untyped,
-            TypeFilter::Named(name) => ConsumerTypes::Named(name.to_owned()),
-        }
-    }
-
-    /// The core's filter for the grouped answer (None: the ungrouped one).
-    fn filter(&self) -> Option<TypeFilter<'_>> {
-        match self {
-            ConsumerTypes::Ungrouped => None,
-            ConsumerTypes::EachType => Some(TypeFilter::EachType),
-            ConsumerTypes::All => Some(TypeFilter::All),
-            ConsumerTypes::Untyped => Some(TypeFilter::Unknown),
-            ConsumerTypes::Named(name) => Some(TypeFilter::Named(name)),
-        }
-    }
-}
-
-/// Validates the query string of `GET /usages` at `1.minor` against Placement's schema.
-/// A parameter given several times counts with its last value, as in Placement.
-fn totals_query(minor: u16, query: &Query) -> Result<TotalsQuery, ApiError> {
-    let mut values = Map::new();
-    for (key, value) in &query.0 {
-        values.insert(key.clone(), Value::String(value.clone()));
-    }
-    let values = Value::Object(values);
-    schema::validate(&values, &schemas::usages_query(minor))
-        .map_err(|e| ApiError::bad_request(format!("Invalid query string parameters: {e}")))?;
-    let get = |key: &str| values.get(key).and_then(Value::as_str).map(str::to_owned);
-    Ok(TotalsQuery {
-        project_id: get("project_id").unwrap_or_default(),
-        user_id: get("user_id"),
-        consumer_types: ConsumerTypes::read(minor, get("consumer_type").as_deref()),
-    })
 }
 
 // ----- writing bodies -----
@@ -203,12 +133,15 @@ pub async fn total_usages(
 ) -> ApiResult {
     ctx.require(9)?;
     ctx.require_json_accept()?;
-    require_utf8_query(raw.as_deref().unwrap_or(""))?;
-    let query = Query::parse(raw.as_deref());
+    let query = QueryParams::parse(raw.as_deref())?;
     // Policy looks at the project asked about before the query is validated.
-    let target = query.all("project_id").last().map(|p| p.to_string());
-    authorize_target(&ctx, app.config.policy, TOTAL_USAGES, target.as_deref())?;
-    let wanted = totals_query(ctx.version.0, &query)?;
+    authorize_target(
+        &ctx,
+        app.config.policy,
+        TOTAL_USAGES,
+        query.text("project_id"),
+    )?;
+    let wanted = TotalsQuery::read(ctx.version.0, &query)?;
     let response = {
         let view = app.host.read();
         let user = wanted.user_id.as_deref();
@@ -229,121 +162,9 @@ pub async fn total_usages(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handlers::test_support::same;
     use crate::wire;
-
-    fn parse(minor: u16, raw: &str) -> Result<TotalsQuery, String> {
-        totals_query(minor, &Query::parse(Some(raw))).map_err(|e| {
-            assert_eq!(e.status, StatusCode::BAD_REQUEST);
-            e.message
-        })
-    }
-
-    #[test]
-    fn query_validation_by_microversion() {
-        let long = "x".repeat(256);
-        // (minor, query, the error's start, or None if accepted)
-        let cases: Vec<(u16, String, Option<&str>)> = vec![
-            (9, "project_id=p".into(), None),
-            (9, "project_id=p&user_id=u".into(), None),
-            (9, "".into(), Some("'project_id' is a required property")),
-            (
-                9,
-                "user_id=u".into(),
-                Some("'project_id' is a required property"),
-            ),
-            (9, "project_id=".into(), Some("'' should be non-empty")),
-            (
-                9,
-                "project_id=p&user_id=".into(),
-                Some("'' should be non-empty"),
-            ),
-            (9, format!("project_id={long}"), Some("'xxxx")),
-            (9, format!("project_id=p&user_id={long}"), Some("'xxxx")),
-            (
-                9,
-                "project_id=p&dummy=1".into(),
-                Some("Additional properties are not allowed ('dummy' was unexpected)"),
-            ),
-            // consumer_type only from 1.38.
-            (
-                37,
-                "project_id=p&consumer_type=PONY".into(),
-                Some("Additional properties are not allowed ('consumer_type' was unexpected)"),
-            ),
-            (38, "project_id=p&consumer_type=PONY".into(), None),
-            (38, "project_id=p&consumer_type=all".into(), None),
-            (38, "project_id=p&consumer_type=unknown".into(), None),
-            (38, "project_id=p&consumer_type=ALL".into(), None),
-            (
-                38,
-                "project_id=p&consumer_type=pony".into(),
-                Some("'pony' does not match"),
-            ),
-            (
-                38,
-                "project_id=p&consumer_type=".into(),
-                Some("'' does not match"),
-            ),
-        ];
-        for (minor, raw, wanted) in cases {
-            let got = parse(minor, &raw);
-            match wanted {
-                None => assert!(got.is_ok(), "{minor} {raw}: {got:?}"),
-                Some(start) => {
-                    let message = got.expect_err(&raw);
-                    let prefix = format!("Invalid query string parameters: {start}");
-                    assert!(message.starts_with(&prefix), "{minor} {raw}: {message}");
-                }
-            }
-        }
-        let long_message = parse(9, &format!("project_id={long}")).unwrap_err();
-        assert!(long_message.contains("Failed validating 'maxLength'"));
-    }
-
-    #[test]
-    fn undecodable_queries_are_refused() {
-        let message = |raw: &str| require_utf8_query(raw).map_err(|e| e.message);
-        assert!(message("project_id=p&user_id=%C3%A9+x").is_ok());
-        assert_eq!(
-            message("project_id=%ff").unwrap_err(),
-            "Invalid query string parameters: 'utf-8' codec can't decode byte 0xff in \
-             position 0: invalid start byte"
-        );
-        assert_eq!(
-            message("project_id=ab%C3").unwrap_err(),
-            "Invalid query string parameters: 'utf-8' codec can't decode byte 0xc3 in \
-             position 2: unexpected end of data"
-        );
-        // A lone '%' is taken as it is.
-        assert!(message("project_id=100%").is_ok());
-    }
-
-    #[test]
-    fn query_values() {
-        assert_eq!(
-            parse(9, "project_id=a&project_id=b&user_id=u").unwrap(),
-            TotalsQuery {
-                project_id: "b".into(),
-                user_id: Some("u".into()),
-                consumer_types: ConsumerTypes::Ungrouped,
-            }
-        );
-        let types = |raw: &str| parse(38, raw).unwrap().consumer_types;
-        assert_eq!(types("project_id=a"), ConsumerTypes::EachType);
-        assert_eq!(types("project_id=a&consumer_type=all"), ConsumerTypes::All);
-        assert_eq!(
-            types("project_id=a&consumer_type=unknown"),
-            ConsumerTypes::Untyped
-        );
-        assert_eq!(
-            types("project_id=a&consumer_type=ALL"),
-            ConsumerTypes::Named("ALL".into())
-        );
-        assert_eq!(
-            parse(37, "project_id=a").unwrap().consumer_types,
-            ConsumerTypes::Ungrouped
-        );
-    }
+    use allot_core::usage::TypeFilter;
 
     /// Sums by class name, as the bodies were built before they were written by hand.
     fn by_class<'a>(
@@ -367,15 +188,6 @@ mod tests {
             })
             .collect();
         wire::UsagesByType { usages }
-    }
-
-    /// The bytes written, checked against the oracle's: the same text, and the same
-    /// JSON once parsed.
-    fn same(bytes: Vec<u8>, oracle: &impl serde::Serialize, what: &str) {
-        let text = String::from_utf8(bytes).unwrap();
-        assert_eq!(text, serde_json::to_string(oracle).unwrap(), "{what}");
-        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(parsed, serde_json::to_value(oracle).unwrap(), "{what}");
     }
 
     /// `GET /usages?project_id=p1` at 1.37 and 1.38, the core's sums and the body
@@ -406,7 +218,7 @@ mod tests {
     #[test]
     #[ignore = "a measurement, not a check"]
     fn project_usages_cost() {
-        let (view, _) = crate::handlers::allocations::tests::world(3, 2, 11_100);
+        let (view, _) = crate::handlers::test_support::world(3, 2, 11_100);
         let runs = std::env::var("RUNS").map_or(21, |r| r.parse().unwrap());
         let (mut written, mut maps) = (Vec::new(), Vec::new());
         for _ in 0..runs {
@@ -459,7 +271,7 @@ mod tests {
     /// user, ungrouped and under every kind of consumer type filter.
     #[test]
     fn bodies_match_the_maps() {
-        use crate::handlers::allocations::tests::{world, PROJECTS, USERS};
+        use crate::handlers::test_support::{world, PROJECTS, USERS};
         let (view, _) = world(5, 6, 200);
         let mut providers = 0;
         for provider in view.providers() {

@@ -1,0 +1,240 @@
+//! The requests of the claims API (an allot extension): the bodies of `POST /claims`
+//! and `POST /claims/{uuid}/confirm`, and the query strings of `GET /claims`,
+//! `DELETE /claims`, `GET /resource_providers/{uuid}/pending` and `GET /pending`.
+
+use allot_core::names::canonical_uuid;
+use allot_core::ops::claims::{ClaimFilter, NewClaim};
+use allot_core::{ClaimState, Uuid};
+use serde::Deserialize;
+
+use super::allocations::{consumer_uuid, requested};
+use super::{present, Entries, JsonBody, QueryParams};
+use crate::error::ApiError;
+use crate::params::invalid_query;
+use crate::schemas;
+
+/// When a new claim expires, as its request says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// `expires_in` left out: the server's default.
+    ServerDefault,
+    /// `expires_in: null`: never.
+    Never,
+    /// `expires_in: N`: N seconds after its creation.
+    After(i64),
+}
+
+/// The body of `POST /claims`: the claim, and when it expires.
+#[derive(Debug)]
+pub struct ClaimRequest {
+    /// The claim, its amounts by provider as spelled and then by class, in request
+    /// order (the rule reports the first problem); its expiry is still to be counted
+    /// from the moment it is planned.
+    pub claim: NewClaim,
+    /// When it expires.
+    pub expiry: Expiry,
+}
+
+/// The tree of [`ClaimRequest`] as its schema checked it.
+#[derive(Debug, Deserialize)]
+struct CreateBody {
+    consumer_uuid: String,
+    #[serde(default)]
+    consumer_type: Option<String>,
+    project_id: String,
+    user_id: String,
+    allocations: Entries<ClaimProvider>,
+    #[serde(default, deserialize_with = "present")]
+    expires_in: Option<Option<i64>>,
+    #[serde(default)]
+    tag: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClaimProvider {
+    resources: Entries<u64>,
+}
+
+impl ClaimRequest {
+    /// Reads and checks the body, for a claim to be named `uuid`.
+    pub fn read(body: &JsonBody, uuid: Uuid) -> Result<Self, ApiError> {
+        Self::convert(body.read(&schemas::claim_create())?, uuid)
+    }
+
+    fn convert(body: CreateBody, uuid: Uuid) -> Result<Self, ApiError> {
+        let by_provider = body
+            .allocations
+            .0
+            .into_iter()
+            .map(|(provider, amounts)| (provider, amounts.resources))
+            .collect();
+        let claim = NewClaim {
+            uuid,
+            consumer: consumer_uuid(&body.consumer_uuid)?,
+            project_id: body.project_id,
+            user_id: body.user_id,
+            consumer_type: body.consumer_type,
+            tag: body.tag,
+            allocations: requested(by_provider),
+            expires_at: None,
+        };
+        Ok(ClaimRequest {
+            claim,
+            expiry: match body.expires_in {
+                None => Expiry::ServerDefault,
+                Some(None) => Expiry::Never,
+                Some(Some(seconds)) => Expiry::After(seconds),
+            },
+        })
+    }
+}
+
+/// The body of `POST /claims/{uuid}/confirm`, optional: whether the claim replaces
+/// what the consumer holds (else it is added).
+pub fn read_confirm(body: &JsonBody) -> Result<bool, ApiError> {
+    #[derive(Deserialize)]
+    struct Confirm {
+        #[serde(default)]
+        replace: bool,
+    }
+    if body.is_empty() {
+        return Ok(false);
+    }
+    let confirm: Confirm = body.read(&schemas::claim_confirm())?;
+    Ok(confirm.replace)
+}
+
+/// A claim named in a path: a uuid that is not spelled canonically names no claim,
+/// as a provider's does not (404).
+pub fn claim_in_path(raw: &str) -> Result<Uuid, ApiError> {
+    canonical_uuid(raw)
+        .ok_or_else(|| ApiError::not_found(format!("No claim with uuid {raw} found.")))
+}
+
+/// The query string of `GET /claims`: the filters, and the page.
+#[derive(Debug)]
+pub struct ClaimsQuery {
+    /// What a claim must be to be listed.
+    pub filter: ClaimFilter,
+    /// The last claim of the page before, as read and as given.
+    pub marker: Option<(Uuid, String)>,
+    /// The most claims to list.
+    pub limit: Option<usize>,
+}
+
+impl ClaimsQuery {
+    /// Reads and checks the query string.
+    pub fn read(raw: Option<&str>) -> Result<Self, ApiError> {
+        let q = QueryParams::checked(raw, &schemas::claims_query())?;
+        let filter = ClaimFilter {
+            consumer: q.uuid("consumer_uuid")?,
+            provider: q.uuid("resource_provider_uuid")?,
+            project_id: q.owned("project_id"),
+            consumer_type: q.owned("consumer_type"),
+            tag: q.owned("tag"),
+            // The schema's enum admits only the states' names.
+            state: q.text("state").and_then(ClaimState::parse),
+        };
+        let marker = q.uuid("marker")?.zip(q.owned("marker"));
+        // The schema's pattern admits only positive integers; one past usize asks for
+        // more than any list holds, which is no limit.
+        let limit = q
+            .text("limit")
+            .map(|l| l.parse::<usize>().unwrap_or(usize::MAX));
+        Ok(ClaimsQuery {
+            filter,
+            marker,
+            limit,
+        })
+    }
+}
+
+/// The query string of `DELETE /claims`: the consumer whose live claims go.
+pub fn read_release_query(raw: Option<&str>) -> Result<Uuid, ApiError> {
+    let q = QueryParams::checked(raw, &schemas::claims_release_query())?;
+    q.uuid("consumer_uuid")?
+        .ok_or_else(|| invalid_query("'consumer_uuid' is a required property"))
+}
+
+/// The query string of `GET /resource_providers/{uuid}/pending`: whether the answer
+/// details each consumer's part.
+pub fn read_provider_pending_query(raw: Option<&str>) -> Result<bool, ApiError> {
+    let q = QueryParams::checked(raw, &schemas::provider_pending_query())?;
+    Ok(q.text("detail") == Some("consumers"))
+}
+
+/// The query string of `GET /pending`: a consumer, a project, or both.
+#[derive(Debug)]
+pub struct PendingQuery {
+    /// The consumer.
+    pub consumer: Option<Uuid>,
+    /// The project.
+    pub project_id: Option<String>,
+}
+
+impl PendingQuery {
+    /// Reads and checks the query string.
+    pub fn read(raw: Option<&str>) -> Result<Self, ApiError> {
+        let q = QueryParams::checked(raw, &schemas::pending_query())?;
+        let query = PendingQuery {
+            consumer: q.uuid("consumer_uuid")?,
+            project_id: q.owned("project_id"),
+        };
+        if query.consumer.is_none() && query.project_id.is_none() {
+            return Err(invalid_query(
+                "one of 'consumer_uuid' and 'project_id' is required",
+            ));
+        }
+        Ok(query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allot_client::{ClaimExpiry, ClaimResources};
+    use std::collections::BTreeMap;
+
+    /// The request stays the server's own type (it keeps the request's order and
+    /// spellings, which decide the answer), so what the client sends is checked
+    /// here instead: every body `allot-client` writes passes the schema and reads
+    /// as the client meant it, `expires_in` left out, `null` or seconds included.
+    #[test]
+    fn the_clients_new_claim_is_a_valid_body() {
+        let provider = Uuid::from_u128(7);
+        for (expiry, expected) in [
+            (ClaimExpiry::ServerDefault, Expiry::ServerDefault),
+            (ClaimExpiry::Never, Expiry::Never),
+            (ClaimExpiry::After(90), Expiry::After(90)),
+        ] {
+            let new = allot_client::NewClaim {
+                consumer_uuid: Uuid::from_u128(100),
+                consumer_type: Some("INSTANCE".into()),
+                project_id: "p".into(),
+                user_id: "u".into(),
+                allocations: BTreeMap::from([(
+                    provider,
+                    ClaimResources {
+                        resources: BTreeMap::from([("VCPU".into(), 2)]),
+                    },
+                )]),
+                expires_in: expiry,
+                tag: Some("t".into()),
+            };
+            let body = serde_json::to_value(&new).unwrap();
+            crate::schema::validate(&body, &schemas::claim_create()).unwrap();
+            let read =
+                ClaimRequest::convert(serde_json::from_value(body).unwrap(), Uuid::from_u128(9))
+                    .unwrap();
+            assert_eq!(read.expiry, expected, "{expiry:?}");
+            let read = read.claim;
+            assert_eq!(read.uuid, Uuid::from_u128(9));
+            assert_eq!(read.consumer, new.consumer_uuid);
+            assert_eq!(read.consumer_type.as_deref(), Some("INSTANCE"));
+            assert_eq!(read.tag.as_deref(), Some("t"));
+            let amount = &read.allocations[0];
+            assert_eq!(amount.provider.uuid(), Some(provider));
+            assert_eq!((amount.class.as_str(), amount.used), ("VCPU", 2));
+        }
+    }
+}
