@@ -307,26 +307,20 @@ impl Client {
     /// `DELETE /claims/{uuid}`: releases a pending claim (harmless on one that
     /// already ended; 404 only for a uuid that never was a claim).
     pub async fn release_claim(&self, uuid: Uuid) -> Result<()> {
-        self.expect(
-            Method::DELETE,
-            &format!("/claims/{uuid}"),
-            None,
-            &[StatusCode::NO_CONTENT],
-        )
-        .await
-        .map(drop)
+        self.delete(&format!("/claims/{uuid}")).await
     }
 
     /// `DELETE /claims?consumer_uuid=...`: releases every pending claim of a consumer.
     pub async fn release_consumer_claims(&self, consumer: Uuid) -> Result<()> {
-        self.expect(
-            Method::DELETE,
-            &format!("/claims?consumer_uuid={consumer}"),
-            None,
-            &[StatusCode::NO_CONTENT],
-        )
-        .await
-        .map(drop)
+        self.delete(&format!("/claims?consumer_uuid={consumer}"))
+            .await
+    }
+
+    /// A `DELETE` that answers 204 with no body.
+    async fn delete(&self, path: &str) -> Result<()> {
+        self.expect(Method::DELETE, path, None, &[StatusCode::NO_CONTENT])
+            .await
+            .map(drop)
     }
 
     /// `GET /resource_providers/{uuid}/pending`: the provider's pending totals, per
@@ -408,6 +402,19 @@ mod tests {
         Client::new(&Config::new(url)).unwrap()
     }
 
+    /// A claim with every optional field left to the server, and nothing in it.
+    fn bare_claim() -> NewClaim {
+        NewClaim {
+            consumer_uuid: Uuid::nil(),
+            consumer_type: None,
+            project_id: "p".into(),
+            user_id: "u".into(),
+            allocations: BTreeMap::new(),
+            expires_in: ClaimExpiry::ServerDefault,
+            tag: None,
+        }
+    }
+
     #[tokio::test]
     async fn create_sends_the_contract_body_and_reads_the_claim() {
         let mut answer = claim_json(1);
@@ -448,13 +455,8 @@ mod tests {
     #[test]
     fn expiry_is_left_out_null_or_seconds() {
         let mut new = NewClaim {
-            consumer_uuid: Uuid::nil(),
-            consumer_type: None,
-            project_id: "p".into(),
-            user_id: "u".into(),
-            allocations: BTreeMap::new(),
-            expires_in: ClaimExpiry::ServerDefault,
             tag: Some("t".into()),
+            ..bare_claim()
         };
         let body = serde_json::to_value(&new).unwrap();
         assert!(body.get("expires_in").is_none(), "{body}");
@@ -563,16 +565,7 @@ mod tests {
             "code": "allot.claim.does_not_fit",
             "detail": "Claim does not fit: VCPU on provider cn1"}]});
         let (url, _server) = stub(vec![("409 Conflict", envelope.to_string())]).await;
-        let new = NewClaim {
-            consumer_uuid: Uuid::nil(),
-            consumer_type: None,
-            project_id: "p".into(),
-            user_id: "u".into(),
-            allocations: BTreeMap::new(),
-            expires_in: ClaimExpiry::ServerDefault,
-            tag: None,
-        };
-        let error = client(&url).create_claim(&new).await.unwrap_err();
+        let error = client(&url).create_claim(&bare_claim()).await.unwrap_err();
         assert_eq!(error.status(), Some(StatusCode::CONFLICT));
         let text = error.to_string();
         assert!(text.contains("allot.claim.does_not_fit"), "{text}");
