@@ -661,4 +661,99 @@ mod tests {
         assert_eq!(minor("latest"), u32::MAX);
         assert_eq!(minor("1.12"), 12);
     }
+
+    /// Whether `text` holds a request's head and the body its content-length names.
+    fn request_complete(text: &str) -> bool {
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        let length = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        });
+        body.len() >= length.unwrap_or(0)
+    }
+
+    /// A server that answers each of `statuses` in turn, one connection each, with
+    /// the error envelope `code` (an empty body when `code` is empty).
+    async fn answering(statuses: Vec<(&'static str, &'static str)>) -> Client {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let config =
+            allot_client::Config::new(format!("http://{}", listener.local_addr().unwrap()));
+        tokio::spawn(async move {
+            for (status, code) in statuses {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                // The whole request is read before answering: closing on unread
+                // bytes would reset the connection under the answer.
+                let mut seen = String::new();
+                let mut buf = [0u8; 4096];
+                while !request_complete(&seen) {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+                let body = if code.is_empty() {
+                    String::new()
+                } else {
+                    json!({"errors": [{"status": 409, "code": code, "detail": "x"}]}).to_string()
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                socket.write_all(answer.as_bytes()).await.unwrap();
+            }
+        });
+        Client::new(&config).unwrap()
+    }
+
+    #[test]
+    fn only_a_2xx_answer_is_an_accepted_claim() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = answering(vec![
+                ("204 No Content", ""),
+                ("500 Internal Server Error", ""),
+                ("409 Conflict", "placement.concurrent_update"),
+                ("409 Conflict", "placement.undefined_code"),
+                ("503 Service Unavailable", ""),
+                ("400 Bad Request", ""),
+            ])
+            .await;
+            let claim_as = ClaimAs {
+                minor: 39,
+                project: "p-run".into(),
+            };
+            let allocations = json!({"rp": {"resources": {"VCPU": 2}}});
+            let mut tally = Tally::default();
+            let mut decided = Vec::new();
+            for _ in 0..6 {
+                decided.push(claim(&client, &allocations, &claim_as, &mut tally).await);
+            }
+            // Accepted and the two refusals were decided; the errors were not.
+            assert_eq!(decided, [true, false, true, true, false, false]);
+            assert_eq!(tally.attempts, 6);
+            assert_eq!(tally.ledger.accepted, 1);
+            assert_eq!(tally.ledger.accepted_amounts["VCPU"], 2);
+            assert_eq!(tally.refused_generation, 1);
+            assert_eq!(tally.refused_capacity, 1);
+            let errors: Vec<(&str, u64)> =
+                tally.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            assert_eq!(errors, [("400", 1), ("500", 1), ("503", 1)]);
+            // Nothing answered 5xx is taken as held or as possibly held.
+            assert_eq!(tally.ledger.unanswered, 0);
+            // The listener is gone: no answer at all leaves the claim's fate open.
+            assert!(!claim(&client, &allocations, &claim_as, &mut tally).await);
+            assert_eq!(tally.ledger.unanswered, 1);
+            assert_eq!(tally.ledger.unanswered_amounts["VCPU"], 2);
+            assert_eq!(tally.errors["transport"], 1);
+        });
+    }
 }
