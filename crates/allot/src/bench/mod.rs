@@ -34,7 +34,8 @@ enum BenchCommand {
     /// kept).
     Seed(seed::SeedArgs),
     /// Time the shape's allocation candidate queries (p50, p99), optionally against a
-    /// second endpoint request by request.
+    /// second endpoint request by request (a ratio only where both return as many
+    /// candidates).
     Query(query::QueryArgs),
     /// Concurrent claims on a seeded flat shape: a write storm, or scheduler loops
     /// (candidates, pick, claim); throughput, p50/p99, refusals; then checks that the

@@ -46,7 +46,9 @@ pub struct QueryArgs {
     path: Vec<String>,
     #[command(flatten)]
     endpoint: Endpoint,
-    /// A second endpoint to time side by side (same shape seeded there).
+    /// A second endpoint to time side by side (same shape seeded there). A query
+    /// whose two servers return different candidate counts gets no ratio, and the
+    /// command then exits non-zero.
     #[arg(long)]
     compare: Option<String>,
     /// The second endpoint's token (default: --token).
