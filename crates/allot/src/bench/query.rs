@@ -5,6 +5,10 @@
 //! then parsed as JSON and its `allocation_requests` counted (outside the clock, so
 //! the client's parsing is not charged to the server). With `--compare` the two
 //! servers alternate request by request, so a noisy neighbour slows both alike.
+//! Reports candidates, p50 and p99 (nearest rank) as a table on stdout and, with
+//! `--json`, as a file; with `--pid` (and `--compare-pid`), the server's current and
+//! peak RSS afterwards, summed over the processes given (a pre-forking server such as
+//! gunicorn answers from several).
 //!
 //! A ratio compares like with like only when both servers did the same work, so
 //! every answer's candidate count is kept (the warm-up's too), and a query whose two
@@ -13,10 +17,6 @@
 //! returned, and the command exits non-zero once the table (and the JSON, with
 //! `ratio_p50` null) is out. A user who asked for a comparison learns it was not one
 //! from the exit status as well as from the table; the timings stay readable.
-//! Reports candidates, p50 and p99 (nearest rank) as a table on stdout and, with
-//! `--json`, as a file; with `--pid` (and `--compare-pid`), the server's current and
-//! peak RSS afterwards, summed over the processes given (a pre-forking server such as
-//! gunicorn answers from several).
 //!
 //! With `--timeout`, a request unanswered within that bound marks the query as timed
 //! out on that server: it is reported as such (no percentiles) and not asked again of
@@ -281,14 +281,13 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         }
         println!("{line}");
     }
-    let unequal: Vec<&str> = results
-        .iter()
-        .filter_map(|(name, _, _, _, comparison)| {
-            let why = comparison.as_ref()?.unequal()?;
+    let mut unequal = Vec::new();
+    for (name, _, _, _, comparison) in &results {
+        if let Some(why) = comparison.as_ref().and_then(Comparison::unequal) {
             println!("{name}: no ratio: {why}; the two servers did different work");
-            Some(name.as_str())
-        })
-        .collect();
+            unequal.push(name.as_str());
+        }
+    }
     for (label, pids, rss) in [
         ("server", &args.pid, rss),
         ("B server", &args.compare_pid, b_rss),
