@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+pub use allot_core::ClaimState;
+
 use crate::{path_segment, Client, Error, Method, Result, StatusCode};
 
 /// What one claim promises on one provider: `{"resources": {CLASS: amount}}`, the
@@ -25,59 +27,6 @@ use crate::{path_segment, Client, Error, Method, Result, StatusCode};
 pub struct ClaimResources {
     /// Amount per resource class.
     pub resources: BTreeMap<String, u64>,
-}
-
-/// Where a claim is in its life, as the API names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClaimState {
-    /// Counts against capacity until it expires.
-    Pending,
-    /// Became allocations of its consumer.
-    Confirmed,
-    /// Released by its owner.
-    Released,
-    /// Expired before it was confirmed or released.
-    Expired,
-}
-
-impl ClaimState {
-    /// Every state, in the order of a claim's life.
-    pub const ALL: [ClaimState; 4] = [
-        ClaimState::Pending,
-        ClaimState::Confirmed,
-        ClaimState::Released,
-        ClaimState::Expired,
-    ];
-
-    /// The name the API uses (`pending`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaimState::Pending => "pending",
-            ClaimState::Confirmed => "confirmed",
-            ClaimState::Released => "released",
-            ClaimState::Expired => "expired",
-        }
-    }
-}
-
-impl std::fmt::Display for ClaimState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ClaimState {
-    type Err = String;
-
-    fn from_str(text: &str) -> std::result::Result<Self, String> {
-        ClaimState::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text)
-            .ok_or_else(|| {
-                format!("{text:?} is no claim state (pending, confirmed, released, expired)")
-            })
-    }
 }
 
 /// A claim as the server answers it, and the type the server writes it through
@@ -102,7 +51,8 @@ pub struct Claim {
     pub expires_at: Option<String>,
     /// The consumer's project.
     pub project_id: String,
-    /// Where the claim is in its life.
+    /// Where the claim is in its life (by its API name, `pending`, ...).
+    #[serde(with = "state_name")]
     pub state: ClaimState,
     /// Free text the caller interprets.
     pub tag: Option<String>,
@@ -113,6 +63,23 @@ pub struct Claim {
     /// Any field the server has beyond these, kept as it came.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A claim's state on the wire: its API name. The core's own serde form is the
+/// variant's name, which its change log keeps; the API has always said `pending`.
+mod state_name {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
+
+    use super::ClaimState;
+
+    pub fn serialize<S: Serializer>(state: &ClaimState, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(state.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ClaimState, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(D::Error::custom)
+    }
 }
 
 /// When a new claim expires.
@@ -307,26 +274,20 @@ impl Client {
     /// `DELETE /claims/{uuid}`: releases a pending claim (harmless on one that
     /// already ended; 404 only for a uuid that never was a claim).
     pub async fn release_claim(&self, uuid: Uuid) -> Result<()> {
-        self.expect(
-            Method::DELETE,
-            &format!("/claims/{uuid}"),
-            None,
-            &[StatusCode::NO_CONTENT],
-        )
-        .await
-        .map(drop)
+        self.delete(&format!("/claims/{uuid}")).await
     }
 
     /// `DELETE /claims?consumer_uuid=...`: releases every pending claim of a consumer.
     pub async fn release_consumer_claims(&self, consumer: Uuid) -> Result<()> {
-        self.expect(
-            Method::DELETE,
-            &format!("/claims?consumer_uuid={consumer}"),
-            None,
-            &[StatusCode::NO_CONTENT],
-        )
-        .await
-        .map(drop)
+        self.delete(&format!("/claims?consumer_uuid={consumer}"))
+            .await
+    }
+
+    /// A `DELETE` that answers 204 with no body.
+    async fn delete(&self, path: &str) -> Result<()> {
+        self.expect(Method::DELETE, path, None, &[StatusCode::NO_CONTENT])
+            .await
+            .map(drop)
     }
 
     /// `GET /resource_providers/{uuid}/pending`: the provider's pending totals, per
@@ -408,6 +369,19 @@ mod tests {
         Client::new(&Config::new(url)).unwrap()
     }
 
+    /// A claim with every optional field left to the server, and nothing in it.
+    fn bare_claim() -> NewClaim {
+        NewClaim {
+            consumer_uuid: Uuid::nil(),
+            consumer_type: None,
+            project_id: "p".into(),
+            user_id: "u".into(),
+            allocations: BTreeMap::new(),
+            expires_in: ClaimExpiry::ServerDefault,
+            tag: None,
+        }
+    }
+
     #[tokio::test]
     async fn create_sends_the_contract_body_and_reads_the_claim() {
         let mut answer = claim_json(1);
@@ -448,13 +422,8 @@ mod tests {
     #[test]
     fn expiry_is_left_out_null_or_seconds() {
         let mut new = NewClaim {
-            consumer_uuid: Uuid::nil(),
-            consumer_type: None,
-            project_id: "p".into(),
-            user_id: "u".into(),
-            allocations: BTreeMap::new(),
-            expires_in: ClaimExpiry::ServerDefault,
             tag: Some("t".into()),
+            ..bare_claim()
         };
         let body = serde_json::to_value(&new).unwrap();
         assert!(body.get("expires_in").is_none(), "{body}");
@@ -563,16 +532,7 @@ mod tests {
             "code": "allot.claim.does_not_fit",
             "detail": "Claim does not fit: VCPU on provider cn1"}]});
         let (url, _server) = stub(vec![("409 Conflict", envelope.to_string())]).await;
-        let new = NewClaim {
-            consumer_uuid: Uuid::nil(),
-            consumer_type: None,
-            project_id: "p".into(),
-            user_id: "u".into(),
-            allocations: BTreeMap::new(),
-            expires_in: ClaimExpiry::ServerDefault,
-            tag: None,
-        };
-        let error = client(&url).create_claim(&new).await.unwrap_err();
+        let error = client(&url).create_claim(&bare_claim()).await.unwrap_err();
         assert_eq!(error.status(), Some(StatusCode::CONFLICT));
         let text = error.to_string();
         assert!(text.contains("allot.claim.does_not_fit"), "{text}");

@@ -9,8 +9,8 @@
 //! are already built for the server, so the client adds next to nothing to the build.
 //! Plain `http://` only; a TLS endpoint is out of scope for a loopback benchmark.
 //!
-//! The typed methods cover what seeding and querying need; [`Client::request`] is the
-//! way out for anything else. A refusal becomes [`Error::Status`] with the HTTP status,
+//! The typed methods cover what seeding, querying and reading usages back need;
+//! [`Client::request`] is the way out for anything else. A refusal becomes [`Error::Status`] with the HTTP status,
 //! Placement's error `code` and `detail` (from its error envelope) when the body has
 //! them, so callers can branch on "409, already exists" without parsing text.
 //!
@@ -34,11 +34,13 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+mod usages;
 
 pub use claims::{
     Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim,
     ProviderPending,
 };
+pub use usages::ProjectUsages;
 
 /// How to reach a Placement endpoint.
 #[derive(Debug, Clone)]
@@ -365,31 +367,19 @@ impl Client {
 
     /// `GET /resource_providers/{uuid}/traits`: (generation, trait names).
     pub async fn traits(&self, uuid: Uuid) -> Result<(u64, Vec<String>)> {
-        let path = format!("/resource_providers/{uuid}/traits");
-        let value = self.json(Method::GET, &path, None).await?;
-        Ok((
-            generation_of(Method::GET, &path, &value)?,
-            strings(&value["traits"]),
-        ))
+        self.provider_names(uuid, "traits").await
     }
 
     /// `PUT /resource_providers/{uuid}/traits`; returns the new generation.
     pub async fn put_traits(&self, uuid: Uuid, generation: u64, traits: &[&str]) -> Result<u64> {
-        let body = json!({"resource_provider_generation": generation, "traits": traits});
-        let path = format!("/resource_providers/{uuid}/traits");
-        let value = self.json(Method::PUT, &path, Some(&body)).await?;
-        generation_of(Method::PUT, &path, &value)
+        self.put_provider_names(uuid, "traits", generation, json!(traits))
+            .await
     }
 
     /// `GET /resource_providers/{uuid}/aggregates` (1.19+): (generation, aggregate uuids
     /// as written).
     pub async fn aggregates(&self, uuid: Uuid) -> Result<(u64, Vec<String>)> {
-        let path = format!("/resource_providers/{uuid}/aggregates");
-        let value = self.json(Method::GET, &path, None).await?;
-        Ok((
-            generation_of(Method::GET, &path, &value)?,
-            strings(&value["aggregates"]),
-        ))
+        self.provider_names(uuid, "aggregates").await
     }
 
     /// `PUT /resource_providers/{uuid}/aggregates` (1.19+); returns the new generation.
@@ -399,31 +389,51 @@ impl Client {
         generation: u64,
         aggregates: &[Uuid],
     ) -> Result<u64> {
-        let body = json!({"resource_provider_generation": generation, "aggregates": aggregates});
-        let path = format!("/resource_providers/{uuid}/aggregates");
+        self.put_provider_names(uuid, "aggregates", generation, json!(aggregates))
+            .await
+    }
+
+    /// A provider's traits or aggregates (`list` names both the sub-resource and its
+    /// key in the body, as Placement spells them alike): (generation, the names).
+    async fn provider_names(&self, uuid: Uuid, list: &str) -> Result<(u64, Vec<String>)> {
+        let path = format!("/resource_providers/{uuid}/{list}");
+        let value = self.json(Method::GET, &path, None).await?;
+        Ok((
+            generation_of(Method::GET, &path, &value)?,
+            strings(&value[list]),
+        ))
+    }
+
+    /// Replaces a provider's traits or aggregates with `names` at `generation`;
+    /// returns the new generation.
+    async fn put_provider_names(
+        &self,
+        uuid: Uuid,
+        list: &str,
+        generation: u64,
+        names: Value,
+    ) -> Result<u64> {
+        let body = json!({"resource_provider_generation": generation, list: names});
+        let path = format!("/resource_providers/{uuid}/{list}");
         let value = self.json(Method::PUT, &path, Some(&body)).await?;
         generation_of(Method::PUT, &path, &value)
     }
 
     /// `PUT /traits/{name}`: makes sure a custom trait exists (201 or 204).
     pub async fn ensure_trait(&self, name: &str) -> Result<()> {
-        let path = format!("/traits/{name}");
-        self.expect(
-            Method::PUT,
-            &path,
-            None,
-            &[StatusCode::CREATED, StatusCode::NO_CONTENT],
-        )
-        .await
-        .map(drop)
+        self.ensure(&format!("/traits/{name}")).await
     }
 
     /// `PUT /resource_classes/{name}` (1.7+): makes sure a custom class exists.
     pub async fn ensure_class(&self, name: &str) -> Result<()> {
-        let path = format!("/resource_classes/{name}");
+        self.ensure(&format!("/resource_classes/{name}")).await
+    }
+
+    /// A bodiless `PUT` that creates what `path` names or finds it there (201 or 204).
+    async fn ensure(&self, path: &str) -> Result<()> {
         self.expect(
             Method::PUT,
-            &path,
+            path,
             None,
             &[StatusCode::CREATED, StatusCode::NO_CONTENT],
         )

@@ -322,6 +322,14 @@ pub enum ClaimState {
 }
 
 impl ClaimState {
+    /// Every state, in the order of a claim's life.
+    pub const ALL: [ClaimState; 4] = [
+        ClaimState::Pending,
+        ClaimState::Confirmed,
+        ClaimState::Released,
+        ClaimState::Expired,
+    ];
+
     /// The name the API shows and the store keeps.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -334,14 +342,25 @@ impl ClaimState {
 
     /// The state a name stands for.
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            ClaimState::Pending,
-            ClaimState::Confirmed,
-            ClaimState::Released,
-            ClaimState::Expired,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == text)
+        ClaimState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for ClaimState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state from its API name, with a refusal that lists the names (for command-line
+/// parsers).
+impl std::str::FromStr for ClaimState {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        ClaimState::parse(text).ok_or_else(|| {
+            format!("{text:?} is no claim state (pending, confirmed, released, expired)")
+        })
     }
 }
 

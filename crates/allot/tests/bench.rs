@@ -1,12 +1,15 @@
 //! `allot bench` end to end: the real binary seeds `flat` into a real `allot serve`
 //! through the API (twice: the second run must create nothing), the result is checked
 //! through the API, and `allot bench query` reports candidate counts equal to what a
-//! direct request returns. Then `allot bench claims` storms and schedules on the
-//! seeded shape (the storm beside a reader repeating `nolimit`, whose queries must be
-//! reported): what it reports accepted must be exactly what the server now holds, and
-//! no provider may end up over its capacity.
+//! direct request returns (and a ratio against a peer doing the same work, but none
+//! against a peer seeded differently). Then `allot bench claims` storms and schedules
+//! on the seeded shape (the storm beside a reader repeating `nolimit`, whose queries
+//! must be reported): what it reports accepted must be exactly what the server now
+//! holds, and no provider may end up over its capacity.
 
 mod support;
+
+use std::process::Command;
 
 use serde_json::Value;
 use support::{bench, Server};
@@ -102,8 +105,19 @@ fn seed_is_resumable_and_query_counts_match_the_api() {
 
     let report = dir.path().join("query.json");
     let report_arg = report.to_str().unwrap();
+    // Compared with itself: the same work on both sides, so a ratio is given.
     let table = bench(&[
-        "query", "--shape", "flat", "--url", &url, "--runs", "3", "--json", report_arg,
+        "query",
+        "--shape",
+        "flat",
+        "--url",
+        &url,
+        "--runs",
+        "3",
+        "--json",
+        report_arg,
+        "--compare",
+        &url,
     ]);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let queries = report["queries"].as_array().unwrap();
@@ -120,17 +134,21 @@ fn seed_is_resumable_and_query_counts_match_the_api() {
         let direct = get(&server, query["path"].as_str().unwrap());
         let count = direct["allocation_requests"].as_array().unwrap().len() as u64;
         assert_eq!(reported, count, "{}", query["name"]);
+        assert_eq!(query["b"]["candidates"], reported, "{query}");
+        assert!(query["ratio_p50"].as_f64().unwrap() > 0.0, "{query}");
+        assert_eq!(query["unequal"], Value::Null, "{query}");
         assert!(table.contains(query["name"].as_str().unwrap()), "{table}");
     }
+    assert!(!table.contains("unequal"), "{table}");
 
     claims_match_the_server(&server, &url, dir.path());
 }
 
-/// The project's load as `GET /usages` reports it: (consumers, VCPU, MEMORY_MB).
-fn load(server: &Server) -> (u64, u64, u64) {
-    let usages = get(server, "/usages?project_id=p-bench");
+/// A project's load as `GET /usages` reports it: (consumers, VCPU, MEMORY_MB).
+fn load(server: &Server, project: &str) -> (u64, u64, u64) {
+    let usages = get(server, &format!("/usages?project_id={project}"));
     let instance = &usages["usages"]["INSTANCE"];
-    let field = |f: &str| instance[f].as_u64().unwrap_or_else(|| panic!("{usages}"));
+    let field = |f: &str| instance[f].as_u64().unwrap_or(0);
     (field("consumer_count"), field("VCPU"), field("MEMORY_MB"))
 }
 
@@ -166,21 +184,39 @@ fn claims(url: &str, dir: &std::path::Path, mode: &str, extra: &[&str]) -> Value
     assert_eq!(report["errors"], serde_json::json!({}), "{report}");
     assert!(report["p50_ms"].as_f64().unwrap() > 0.0, "{report}");
     assert!(table.contains(mode), "{table}");
+    // The bench read back what it was granted and found it held.
+    assert!(table.contains("held: the server holds exactly"), "{table}");
+    assert_eq!(
+        report["held"]["consumer_count"], report["accepted"],
+        "{report}"
+    );
     report
+}
+
+/// The run's own project (where its claims went), from its report.
+fn project(report: &Value) -> &str {
+    let project = report["project_id"].as_str().unwrap();
+    assert!(project.starts_with("p-bench-"), "{report}");
+    project
 }
 
 fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
     // Schedule first: 20 roots fill up within seconds, and the scheduler's query
     // only lands on AVX2 roots, so the storm after it still finds room elsewhere.
-    let (consumers, _, _) = load(server);
+    let seeded = load(server, "p-bench");
     let schedule = claims(url, dir, "schedule", &[]);
     assert_eq!(schedule["readers"], Value::Null, "{schedule}");
     let accepted = schedule["accepted"].as_u64().unwrap();
-    assert_eq!(load(server).0, consumers + accepted, "{schedule}");
+    // Each accepted loop claimed `small`'s VCPU:2, MEMORY_MB:4096 for a new consumer
+    // of the run's project; the seeded load is untouched.
+    assert_eq!(
+        load(server, project(&schedule)),
+        (accepted, 2 * accepted, 4096 * accepted),
+        "{schedule}"
+    );
+    assert_eq!(load(server, "p-bench"), seeded);
     let rate = schedule["conflict_rate"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&rate), "{schedule}");
-
-    let (consumers, vcpu, memory) = load(server);
     // The storm runs beside a client repeating `nolimit` (a mixed load): the reader's
     // queries are reported apart, and the claims' figures keep their meaning.
     let storm = claims(
@@ -209,13 +245,10 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
     );
     // Every accepted claim is one new consumer with VCPU 1 and MEMORY_MB 512; a
     // refused one left nothing behind.
+    assert_ne!(project(&storm), project(&schedule));
     assert_eq!(
-        load(server),
-        (
-            consumers + accepted,
-            vcpu + accepted,
-            memory + 512 * accepted
-        ),
+        load(server, project(&storm)),
+        (accepted, accepted, 512 * accepted),
         "{storm}"
     );
 
@@ -234,6 +267,61 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
             assert!(
                 used <= (total - reserved) * ratio,
                 "{uuid} {class}: {used} used of {inventory}"
+            );
+        }
+    }
+}
+
+#[test]
+fn query_gives_no_ratio_for_unequal_work() {
+    let dir = tempfile::tempdir().unwrap();
+    // Twenty roots against ten: `member_of` (racks 0 to 4) finds cn0..cn4 on both,
+    // every other query finds more on the larger.
+    let servers: Vec<(Server, String)> = [("a", "20"), ("b", "10")]
+        .into_iter()
+        .map(|(name, roots)| {
+            let server = Server::start(&dir.path().join(format!("{name}.db")));
+            let url = format!("http://{}", server.addr);
+            bench(&["seed", "--shape", "flat", "--roots", roots, "--url", &url]);
+            (server, url)
+        })
+        .collect();
+    let report = dir.path().join("query.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["bench", "query", "--shape", "flat", "--runs", "2"])
+        .args(["--url", &servers[0].1, "--compare", &servers[1].1])
+        .args(["--json", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{table}\n{stderr}");
+    assert!(
+        stderr.contains("different candidate counts for small, nolimit, gold"),
+        "{stderr}"
+    );
+    // The timings are still out, with the refusal where the ratio would be.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for query in report["queries"].as_array().unwrap() {
+        let name = query["name"].as_str().unwrap();
+        let (a, b) = (&query["a"]["candidates"], &query["b"]["candidates"]);
+        let row = table
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("{table}"));
+        if name == "member_of" {
+            assert_eq!((a, b), (&5.into(), &5.into()), "{query}");
+            assert!(query["ratio_p50"].as_f64().is_some(), "{query}");
+            assert!(!row.contains("unequal"), "{row}");
+        } else {
+            assert!(a.as_u64().unwrap() > b.as_u64().unwrap(), "{query}");
+            assert_eq!(query["ratio_p50"], Value::Null, "{query}");
+            let why = format!("A returned {a} candidates, B {b}");
+            assert_eq!(query["unequal"], why.as_str(), "{query}");
+            assert!(row.ends_with("unequal"), "{row}");
+            assert!(
+                table.contains(&format!("{name}: no ratio: {why}")),
+                "{table}"
             );
         }
     }

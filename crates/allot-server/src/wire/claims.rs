@@ -36,21 +36,11 @@ pub fn claim_body(claim: &allot_core::Claim, now: Timestamp) -> Claim {
         ended_at: claim.ended_at(now).map(rfc3339),
         expires_at: claim.expires_at.map(rfc3339),
         project_id: claim.project_id.to_string(),
-        state: state(claim.state_at(now)),
+        state: claim.state_at(now),
         tag: claim.tag.as_deref().map(str::to_owned),
         user_id: claim.user_id.to_string(),
         uuid: claim.uuid,
         extra: serde_json::Map::new(),
-    }
-}
-
-/// The core's state under the API's name for it.
-fn state(state: allot_core::ClaimState) -> ClaimState {
-    match state {
-        allot_core::ClaimState::Pending => ClaimState::Pending,
-        allot_core::ClaimState::Confirmed => ClaimState::Confirmed,
-        allot_core::ClaimState::Released => ClaimState::Released,
-        allot_core::ClaimState::Expired => ClaimState::Expired,
     }
 }
 

@@ -19,13 +19,20 @@
 //! from a small xorshift seeded with `--seed` and the client's index, so the choices
 //! are repeatable without a new dependency.
 //!
-//! Latency percentiles cover every attempt that got an HTTP answer (accepted or
-//! refused); throughput is accepted claims (or loops) over the measured wall time,
-//! from the start until the last claiming client is done (a reader's last query,
-//! which may end later, does not stretch it).
+//! Only a 2xx answer is an accepted claim, in every mode: a scheduler's loop is
+//! finished when its claim is accepted, not when anything came back. A 409 is a
+//! refusal (capacity, or a generation that moved); any other status, or no answer,
+//! is an error, counted by kind. Latency percentiles cover the claims the server
+//! decided (accepted or refused with 409); throughput is accepted claims over the
+//! measured wall time, from the start until the last claiming client is done (a
+//! reader's last query, which may end later, does not stretch it).
+//!
+//! Afterwards the run reads back what the server holds for it and fails unless that
+//! is exactly what it accepted (`held`: the run claims for a project of its own).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use allot_client::{Client, Method, StatusCode};
@@ -33,6 +40,7 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::held::{self, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
 use super::shapes::{named, Shape, PROJECT, USER};
 use super::Endpoint;
@@ -131,8 +139,8 @@ impl Rng {
 /// What one client saw.
 #[derive(Debug, Default)]
 struct Tally {
-    /// Claims the server accepted (204).
-    accepted: u64,
+    /// Claims the server accepted (2xx) or never answered, and what they add up to.
+    ledger: Ledger,
     /// Claims attempted (PUTs sent).
     attempts: u64,
     /// 409s on the claim: not enough capacity.
@@ -143,13 +151,14 @@ struct Tally {
     no_candidates: u64,
     /// Anything else, by status (`transport`, `timeout` for no answer).
     errors: BTreeMap<String, u64>,
-    /// One per finished unit of work: a claim (storm) or a loop (schedule).
+    /// One per claim the server decided (2xx or 409): the claim alone (storm), or
+    /// the loop that led to it (schedule).
     latencies: Vec<Duration>,
 }
 
 impl Tally {
     fn merge(&mut self, other: Tally) {
-        self.accepted += other.accepted;
+        self.ledger.merge(other.ledger);
         self.attempts += other.attempts;
         self.refused_capacity += other.refused_capacity;
         self.refused_generation += other.refused_generation;
@@ -228,12 +237,13 @@ fn minor(microversion: &str) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
-/// The PUT body claiming `allocations` for a fresh consumer, in the form the
-/// microversion wants: a null generation from 1.28, a consumer type from 1.38.
-fn claim_body(allocations: Value, minor: u32) -> Value {
+/// The PUT body claiming `allocations` for a fresh consumer of `project`, in the
+/// form the microversion wants: a null generation from 1.28, a consumer type from
+/// 1.38.
+fn claim_body(allocations: &Value, minor: u32, project: &str) -> Value {
     let mut body = json!({
         "allocations": allocations,
-        "project_id": PROJECT,
+        "project_id": project,
         "user_id": USER,
     });
     if minor >= 28 {
@@ -245,13 +255,29 @@ fn claim_body(allocations: Value, minor: u32) -> Value {
     body
 }
 
-/// Sends one claim and records its outcome; `true` when it got an HTTP answer.
-async fn claim(client: &Client, body: &Value, tally: &mut Tally) -> bool {
+/// What a run's claims share.
+#[derive(Debug, Clone)]
+struct ClaimAs {
+    /// The minor version of the microversion spoken.
+    minor: u32,
+    /// The run's own project.
+    project: Arc<str>,
+}
+
+/// Sends one claim of `allocations` for a fresh consumer and records its outcome;
+/// `true` when the server decided it (2xx or 409).
+async fn claim(
+    client: &Client,
+    allocations: &Value,
+    claim_as: &ClaimAs,
+    tally: &mut Tally,
+) -> bool {
     let path = format!("/allocations/{}", Uuid::new_v4());
+    let body = claim_body(allocations, claim_as.minor, &claim_as.project);
     tally.attempts += 1;
-    match send(client, Method::PUT, &path, Some(body)).await {
-        Ok(response) if response.status == StatusCode::NO_CONTENT => {
-            tally.accepted += 1;
+    match send(client, Method::PUT, &path, Some(&body)).await {
+        Ok(response) if response.status.is_success() => {
+            tally.ledger.accept(allocations);
             true
         }
         Ok(response) if response.status == StatusCode::CONFLICT => {
@@ -265,9 +291,10 @@ async fn claim(client: &Client, body: &Value, tally: &mut Tally) -> bool {
         }
         Ok(response) => {
             tally.error(response.status.as_u16().to_string());
-            true
+            false
         }
         Err(why) => {
+            tally.ledger.unanswered(allocations);
             tally.error(why);
             false
         }
@@ -280,7 +307,7 @@ async fn client_loop(
     mode: Mode,
     roots: u64,
     mut rng: Rng,
-    minor: u32,
+    claim_as: ClaimAs,
     deadline: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
@@ -292,7 +319,7 @@ async fn client_loop(
                 let root = named(&format!("cn{}", rng.below(roots)));
                 let allocations =
                     json!({root.to_string(): {"resources": {"VCPU": 1, "MEMORY_MB": 512}}});
-                if claim(&client, &claim_body(allocations, minor), &mut tally).await {
+                if claim(&client, &allocations, &claim_as, &mut tally).await {
                     tally.latencies.push(started.elapsed());
                 }
             }
@@ -318,8 +345,8 @@ async fn client_loop(
                     continue;
                 }
                 let pick = rng.below(requests.len() as u64) as usize;
-                let allocations = requests[pick]["allocations"].clone();
-                if claim(&client, &claim_body(allocations, minor), &mut tally).await {
+                let allocations = &requests[pick]["allocations"];
+                if claim(&client, allocations, &claim_as, &mut tally).await {
                     tally.latencies.push(started.elapsed());
                 }
             }
@@ -354,6 +381,18 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         clients.push(endpoint.client(url, &endpoint.token)?);
     }
     let minor = minor(&endpoint.microversion);
+    if minor < 9 {
+        bail!(
+            "--microversion {}: the run reads its usage back through GET /usages, \
+             which needs 1.9 or later",
+            endpoint.microversion
+        );
+    }
+    // A project of the run's own: what it holds afterwards is this run's claims alone.
+    let claim_as = ClaimAs {
+        minor,
+        project: format!("{PROJECT}-{}", Uuid::new_v4().simple()).into(),
+    };
     // One request to each node first, so that a wrong URL or token fails loudly
     // instead of as a table full of errors.
     for client in &clients {
@@ -387,7 +426,7 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
                 args.mode,
                 args.roots,
                 rng,
-                minor,
+                claim_as.clone(),
                 deadline,
             ))
         })
@@ -402,8 +441,16 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         reader_tally.merge(reader.await.context("a reader panicked")?);
     }
     let rss = read_rss_sum(&args.pid)?;
+    // Every client has its answers: a single node shows its writes at once, other
+    // nodes follow the shared log and get a moment to catch up.
+    let patience = if args.also_url.is_empty() {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(5)
+    };
+    let held = held::verify(&clients[0], &claim_as.project, &tally.ledger, patience).await;
 
-    let report = Report::new(&args, &tally, wall);
+    let report = Report::new(&tally, wall);
     let bases = clients
         .iter()
         .map(Client::base)
@@ -433,8 +480,23 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
             args.pid
         );
     }
+    match &held {
+        Ok(_) => println!(
+            "  held: the server holds exactly what it accepted (project {})",
+            claim_as.project
+        ),
+        Err(why) => println!("  NOT HELD: {why:#}"),
+    }
     if let Some(file) = &args.json {
         let mut value = report.json(&args, &bases, &tally);
+        value["project_id"] = json!(&*claim_as.project);
+        value["ledger"] = tally.ledger.json();
+        value["held"] = match &held {
+            Ok(usages) => {
+                json!({"usages": usages.classes, "consumer_count": usages.consumer_count})
+            }
+            Err(why) => json!({"error": format!("{why:#}")}),
+        };
         value["rss_kb"] = rss_json(rss);
         value["readers"] = if args.readers > 0 {
             json!({
@@ -451,7 +513,8 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }
-    Ok(())
+    // Last, so that the figures are out before the run fails on them.
+    held.map(drop)
 }
 
 /// The figures derived from a run.
@@ -464,14 +527,11 @@ struct Report {
 }
 
 impl Report {
-    fn new(args: &ClaimsArgs, tally: &Tally, wall: Duration) -> Report {
+    fn new(tally: &Tally, wall: Duration) -> Report {
         let wall_s = wall.as_secs_f64();
-        // Storm counts accepted claims; schedule counts loops that ended in a claim
-        // attempt with an answer (accepted or refused), as a scheduler would retry.
-        let done = match args.mode {
-            Mode::Storm => tally.accepted,
-            Mode::Schedule => tally.latencies.len() as u64,
-        };
+        // A claim (storm) or a loop (schedule) is done when its claim is accepted:
+        // a refused one is retried by a scheduler, and an error is no work done.
+        let done = tally.ledger.accepted;
         let refused = tally.refused_capacity + tally.refused_generation;
         Report {
             wall_s,
@@ -517,7 +577,7 @@ impl Report {
         println!(
             "{:>10.1} {:>10} {:>10} {:>10.3} {:>10.3} {:>10} {:>9} {:>9.4} {:>8}",
             self.per_second,
-            tally.accepted,
+            tally.ledger.accepted,
             tally.attempts,
             ms(self.p50),
             ms(self.p99),
@@ -548,7 +608,7 @@ impl Report {
             "url": base,
             "wall_s": self.wall_s,
             "per_second": self.per_second,
-            "accepted": tally.accepted,
+            "accepted": tally.ledger.accepted,
             "attempts": tally.attempts,
             "refused_capacity": tally.refused_capacity,
             "refused_generation": tally.refused_generation,
@@ -587,18 +647,113 @@ mod tests {
     #[test]
     fn claim_body_follows_the_microversion() {
         let allocations = json!({"x": {"resources": {"VCPU": 1}}});
-        let latest = claim_body(allocations.clone(), minor("1.39"));
+        let latest = claim_body(&allocations, minor("1.39"), "p-run");
         assert_eq!(latest["consumer_generation"], Value::Null);
         assert!(latest
             .as_object()
             .unwrap()
             .contains_key("consumer_generation"));
         assert_eq!(latest["consumer_type"], "INSTANCE");
-        assert_eq!(latest["project_id"], PROJECT);
-        let old = claim_body(allocations, minor("1.28"));
+        assert_eq!(latest["project_id"], "p-run");
+        let old = claim_body(&allocations, minor("1.28"), "p-run");
         assert!(old.as_object().unwrap().contains_key("consumer_generation"));
         assert!(!old.as_object().unwrap().contains_key("consumer_type"));
         assert_eq!(minor("latest"), u32::MAX);
         assert_eq!(minor("1.12"), 12);
+    }
+
+    /// Whether `text` holds a request's head and the body its content-length names.
+    fn request_complete(text: &str) -> bool {
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        let length = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        });
+        body.len() >= length.unwrap_or(0)
+    }
+
+    /// A server that answers each of `statuses` in turn, one connection each, with
+    /// the error envelope `code` (an empty body when `code` is empty).
+    async fn answering(statuses: Vec<(&'static str, &'static str)>) -> Client {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let config =
+            allot_client::Config::new(format!("http://{}", listener.local_addr().unwrap()));
+        tokio::spawn(async move {
+            for (status, code) in statuses {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                // The whole request is read before answering: closing on unread
+                // bytes would reset the connection under the answer.
+                let mut seen = String::new();
+                let mut buf = [0u8; 4096];
+                while !request_complete(&seen) {
+                    let n = socket.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+                let body = if code.is_empty() {
+                    String::new()
+                } else {
+                    json!({"errors": [{"status": 409, "code": code, "detail": "x"}]}).to_string()
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                socket.write_all(answer.as_bytes()).await.unwrap();
+            }
+        });
+        Client::new(&config).unwrap()
+    }
+
+    #[test]
+    fn only_a_2xx_answer_is_an_accepted_claim() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let client = answering(vec![
+                ("204 No Content", ""),
+                ("500 Internal Server Error", ""),
+                ("409 Conflict", "placement.concurrent_update"),
+                ("409 Conflict", "placement.undefined_code"),
+                ("503 Service Unavailable", ""),
+                ("400 Bad Request", ""),
+            ])
+            .await;
+            let claim_as = ClaimAs {
+                minor: 39,
+                project: "p-run".into(),
+            };
+            let allocations = json!({"rp": {"resources": {"VCPU": 2}}});
+            let mut tally = Tally::default();
+            let mut decided = Vec::new();
+            for _ in 0..6 {
+                decided.push(claim(&client, &allocations, &claim_as, &mut tally).await);
+            }
+            // Accepted and the two refusals were decided; the errors were not.
+            assert_eq!(decided, [true, false, true, true, false, false]);
+            assert_eq!(tally.attempts, 6);
+            assert_eq!(tally.ledger.accepted, 1);
+            assert_eq!(tally.ledger.accepted_amounts["VCPU"], 2);
+            assert_eq!(tally.refused_generation, 1);
+            assert_eq!(tally.refused_capacity, 1);
+            let errors: Vec<(&str, u64)> =
+                tally.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            assert_eq!(errors, [("400", 1), ("500", 1), ("503", 1)]);
+            // Nothing answered 5xx is taken as held or as possibly held.
+            assert_eq!(tally.ledger.unanswered, 0);
+            // The listener is gone: no answer at all leaves the claim's fate open.
+            assert!(!claim(&client, &allocations, &claim_as, &mut tally).await);
+            assert_eq!(tally.ledger.unanswered, 1);
+            assert_eq!(tally.ledger.unanswered_amounts["VCPU"], 2);
+            assert_eq!(tally.errors["transport"], 1);
+        });
     }
 }

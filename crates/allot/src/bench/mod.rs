@@ -8,10 +8,13 @@
 //!   second server request by request, and the server's RSS.
 //! - `claims`: concurrent claims on a seeded `flat` (a write storm, or scheduler
 //!   loops); throughput, p50/p99, refusals.
+//! - `held`: the claims run's read-back: the server must hold exactly what it
+//!   accepted.
 //!
 //! The commands run their own tokio runtime: they share nothing with `allot serve`.
 
 mod claims;
+mod held;
 mod query;
 mod seed;
 pub mod shapes;
@@ -31,10 +34,12 @@ enum BenchCommand {
     /// kept).
     Seed(seed::SeedArgs),
     /// Time the shape's allocation candidate queries (p50, p99), optionally against a
-    /// second endpoint request by request.
+    /// second endpoint request by request (a ratio only where both return as many
+    /// candidates).
     Query(query::QueryArgs),
     /// Concurrent claims on a seeded flat shape: a write storm, or scheduler loops
-    /// (candidates, pick, claim); throughput, p50/p99, refusals.
+    /// (candidates, pick, claim); throughput, p50/p99, refusals; then checks that the
+    /// server holds exactly the claims it accepted.
     Claims(claims::ClaimsArgs),
 }
 

@@ -10,6 +10,14 @@
 //! peak RSS afterwards, summed over the processes given (a pre-forking server such as
 //! gunicorn answers from several).
 //!
+//! A ratio compares like with like only when both servers did the same work, so
+//! every answer's candidate count is kept (the warm-up's too), and a query whose two
+//! servers returned different counts, or one whose count changed between runs, gets
+//! no ratio: its row says `unequal`, a line under the table says what each server
+//! returned, and the command exits non-zero once the table (and the JSON, with
+//! `ratio_p50` null) is out. A user who asked for a comparison learns it was not one
+//! from the exit status as well as from the table; the timings stay readable.
+//!
 //! With `--timeout`, a request unanswered within that bound marks the query as timed
 //! out on that server: it is reported as such (no percentiles) and not asked again of
 //! that server, while the other server's runs go on. A peer that needs minutes for
@@ -38,7 +46,9 @@ pub struct QueryArgs {
     path: Vec<String>,
     #[command(flatten)]
     endpoint: Endpoint,
-    /// A second endpoint to time side by side (same shape seeded there).
+    /// A second endpoint to time side by side (same shape seeded there). A query
+    /// whose two servers return different candidate counts gets no ratio, and the
+    /// command then exits non-zero.
     #[arg(long)]
     compare: Option<String>,
     /// The second endpoint's token (default: --token).
@@ -66,7 +76,9 @@ pub struct QueryArgs {
 /// One server's results for one query.
 #[derive(Debug)]
 struct Stats {
-    candidates: usize,
+    /// Every candidate count the server answered with, in the order first seen: one
+    /// entry when its answer is steady.
+    counts: Vec<usize>,
     samples: Vec<Duration>,
     /// A request went unanswered within `--timeout`: no figures for this query.
     timed_out: bool,
@@ -75,10 +87,24 @@ struct Stats {
 impl Stats {
     fn new() -> Stats {
         Stats {
-            candidates: 0,
+            counts: Vec::new(),
             samples: Vec::new(),
             timed_out: false,
         }
+    }
+
+    /// The candidate count, when every answer had the same.
+    fn candidates(&self) -> Option<usize> {
+        match self.counts[..] {
+            [n] => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The counts as the table shows them: `1000`, or `1000/999` when they changed.
+    fn counts_text(&self) -> String {
+        let counts: Vec<String> = self.counts.iter().map(usize::to_string).collect();
+        counts.join("/")
     }
 
     /// Times one more request unless this server already timed out on the query.
@@ -93,11 +119,14 @@ impl Stats {
             return Ok(());
         }
         match time_one(client, path, timeout).await? {
-            Some((t, n)) if counted => {
-                self.samples.push(t);
-                self.candidates = n;
+            Some((t, n)) => {
+                if !self.counts.contains(&n) {
+                    self.counts.push(n);
+                }
+                if counted {
+                    self.samples.push(t);
+                }
             }
-            Some(_) => {}
             None => self.timed_out = true,
         }
         Ok(())
@@ -111,6 +140,7 @@ impl Stats {
         if self.timed_out {
             return json!({
                 "candidates": null,
+                "candidate_counts": self.counts,
                 "p50_ms": null,
                 "p99_ms": null,
                 "runs": self.samples.len(),
@@ -118,7 +148,8 @@ impl Stats {
             });
         }
         json!({
-            "candidates": self.candidates,
+            "candidates": self.candidates(),
+            "candidate_counts": self.counts,
             "p50_ms": ms(self.percentile(0.50)),
             "p99_ms": ms(self.percentile(0.99)),
             "runs": self.samples.len(),
@@ -203,7 +234,8 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
                 sb.run(b, path, timeout, counted).await?;
             }
         }
-        results.push((name.clone(), path.clone(), sa, sb));
+        let comparison = sb.as_ref().map(|sb| Comparison::of(&sa, sb));
+        results.push((name.clone(), path.clone(), sa, sb, comparison));
     }
     let rss = read_rss_sum(&args.pid)?;
     let b_rss = read_rss_sum(&args.compare_pid)?;
@@ -236,18 +268,25 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         } else {
             format!(
                 "{:>10} {:>10.3} {:>10.3}",
-                s.candidates,
+                s.counts_text(),
                 ms(s.percentile(0.5)),
                 ms(s.percentile(0.99))
             )
         }
     };
-    for (name, _, sa, sb) in &results {
+    for (name, _, sa, sb, comparison) in &results {
         let mut line = format!("{:<12} {}", name, cells(sa));
-        if let Some(sb) = sb {
-            line.push_str(&format!(" | {} {:>9.2}", cells(sb), ratio(sa, sb)));
+        if let (Some(sb), Some(comparison)) = (sb, comparison) {
+            line.push_str(&format!(" | {} {}", cells(sb), comparison.cell()));
         }
         println!("{line}");
+    }
+    let mut unequal = Vec::new();
+    for (name, _, _, _, comparison) in &results {
+        if let Some(why) = comparison.as_ref().and_then(Comparison::unequal) {
+            println!("{name}: no ratio: {why}; the two servers did different work");
+            unequal.push(name.as_str());
+        }
     }
     for (label, pids, rss) in [
         ("server", &args.pid, rss),
@@ -261,13 +300,14 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
     if let Some(file) = &args.json {
         let queries: Vec<Value> = results
             .iter()
-            .map(|(name, path, sa, sb)| {
+            .map(|(name, path, sa, sb, comparison)| {
                 json!({
                     "name": name,
                     "path": path,
                     "a": sa.json(),
                     "b": sb.as_ref().map(Stats::json),
-                    "ratio_p50": sb.as_ref().map(|sb| ratio(sa, sb)).filter(|r| r.is_finite()),
+                    "ratio_p50": comparison.as_ref().and_then(Comparison::ratio),
+                    "unequal": comparison.as_ref().and_then(Comparison::unequal),
                 })
             })
             .collect();
@@ -284,16 +324,71 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         std::fs::write(file, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }
+    if !unequal.is_empty() {
+        bail!(
+            "the two servers returned different candidate counts for {}: \
+             their timings compare unequal work, so no ratio is given",
+            unequal.join(", ")
+        );
+    }
     Ok(())
 }
 
-/// B's p50 over A's: how many times longer the peer takes (NaN when either timed out).
-fn ratio(a: &Stats, b: &Stats) -> f64 {
-    let a = a.percentile(0.5).as_secs_f64();
-    if a == 0.0 || b.timed_out {
-        return f64::NAN;
+/// What may be said of server B against server A on one query.
+#[derive(Debug, PartialEq)]
+enum Comparison {
+    /// B's p50 over A's: how many times longer the peer takes.
+    Ratio(f64),
+    /// A side timed out (or A's p50 was too short to measure): no figure, which is
+    /// the run's normal outcome for a peer that cannot answer in time.
+    NoFigure,
+    /// The two did different work, in words: a ratio would mislead.
+    Unequal(String),
+}
+
+impl Comparison {
+    fn of(a: &Stats, b: &Stats) -> Comparison {
+        if a.timed_out || b.timed_out {
+            return Comparison::NoFigure;
+        }
+        match (a.candidates(), b.candidates()) {
+            (Some(x), Some(y)) if x == y => {}
+            _ => {
+                return Comparison::Unequal(format!(
+                    "A returned {} candidates, B {}",
+                    a.counts_text(),
+                    b.counts_text()
+                ))
+            }
+        }
+        let a = a.percentile(0.5).as_secs_f64();
+        if a == 0.0 {
+            return Comparison::NoFigure;
+        }
+        Comparison::Ratio(b.percentile(0.5).as_secs_f64() / a)
     }
-    b.percentile(0.5).as_secs_f64() / a
+
+    fn cell(&self) -> String {
+        match self {
+            Comparison::Ratio(r) => format!("{r:>9.2}"),
+            Comparison::NoFigure => format!("{:>9}", "-"),
+            Comparison::Unequal(_) => format!("{:>9}", "unequal"),
+        }
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        match self {
+            Comparison::Ratio(r) => Some(*r),
+            _ => None,
+        }
+    }
+
+    fn unequal(&self) -> Option<&str> {
+        match self {
+            Comparison::Unequal(why) => Some(why),
+            _ => None,
+        }
+    }
 }
 
 /// (VmRSS, VmHWM) in kB summed over `pids`; `None` when none are given. The sum of
@@ -382,12 +477,47 @@ mod tests {
             assert!(report["p50_ms"].is_null());
             // Nor is it compared with anything.
             let answered = Stats {
-                candidates: 1,
+                counts: vec![1],
                 samples: vec![Duration::from_millis(1)],
                 timed_out: false,
             };
-            assert!(ratio(&answered, &stats).is_nan());
+            assert_eq!(Comparison::of(&answered, &stats), Comparison::NoFigure);
         });
+    }
+
+    fn answered(counts: &[usize], p50_ms: u64) -> Stats {
+        Stats {
+            counts: counts.to_vec(),
+            samples: vec![Duration::from_millis(p50_ms)],
+            timed_out: false,
+        }
+    }
+
+    #[test]
+    fn a_ratio_needs_the_same_candidate_count_on_both_sides() {
+        let a = answered(&[1000], 2);
+        assert_eq!(
+            Comparison::of(&a, &answered(&[1000], 6)),
+            Comparison::Ratio(3.0)
+        );
+        let fewer = Comparison::of(&a, &answered(&[999], 6));
+        assert_eq!(
+            fewer,
+            Comparison::Unequal("A returned 1000 candidates, B 999".into())
+        );
+        assert_eq!(fewer.ratio(), None);
+        assert_eq!(fewer.cell().trim(), "unequal");
+        // A count that moved between runs is no steady amount of work either.
+        let moved = answered(&[1000, 998], 6);
+        assert_eq!(moved.candidates(), None);
+        assert_eq!(
+            Comparison::of(&a, &moved).unequal(),
+            Some("A returned 1000 candidates, B 1000/998")
+        );
+        assert_eq!(
+            Comparison::of(&moved, &a).unequal(),
+            Some("A returned 1000/998 candidates, B 1000")
+        );
     }
 
     #[test]
