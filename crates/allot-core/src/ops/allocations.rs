@@ -349,7 +349,7 @@ impl State {
 
         // What each consumer asks for, merged by provider and class (first position
         // kept), zero amounts dropped. An empty list empties the consumer.
-        let asked: Vec<Vec<((Uuid, &RequestedName<ResourceClass>), u64)>> = writes
+        let asked: Vec<Vec<_>> = writes
             .iter()
             .map(|w| {
                 let named = w
