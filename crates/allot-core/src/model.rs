@@ -60,6 +60,7 @@ impl Inventory {
     }
 
     /// The limits the inventory puts on one allocation.
+    #[inline]
     pub fn units(&self) -> Units {
         Units {
             min_unit: self.min_unit,
@@ -70,6 +71,7 @@ impl Inventory {
 
     /// Whether one allocation of `amount` respects `min_unit`, `max_unit` and
     /// `step_size` (what is already used is [`Self::fits`]'s question).
+    #[inline]
     pub fn admits(&self, amount: u64) -> Result<(), Misfit> {
         self.units().admits(amount)
     }

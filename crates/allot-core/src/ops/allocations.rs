@@ -268,9 +268,7 @@ impl State {
         endpoint: Endpoint,
         now: Timestamp,
     ) -> Plan<()> {
-        self.plan_refusable(writes, now)
-            .map(|changes| ((), changes))
-            .map_err(|refusal| refusal.word(endpoint))
+        worded(self.plan_refusable(writes, now), endpoint)
     }
 
     /// The first checks of [`State::plan_allocations`] (1 and 2: consumer
@@ -294,9 +292,7 @@ impl State {
         endpoint: Endpoint,
         now: Timestamp,
     ) -> Plan<()> {
-        self.plan_checked(writes, now)
-            .map(|changes| ((), changes))
-            .map_err(|refusal| refusal.word(endpoint))
+        worded(self.plan_checked(writes, now), endpoint)
     }
 
     /// Every check and the changes, with a refusal not yet worded.
@@ -575,6 +571,13 @@ impl State {
             })
             .collect()
     }
+}
+
+/// A plan whose refusal, if any, is worded as `endpoint` words it.
+fn worded(planned: Result<Vec<Change>, Refusal>, endpoint: Endpoint) -> Plan<()> {
+    planned
+        .map(|changes| ((), changes))
+        .map_err(|refusal| refusal.word(endpoint))
 }
 
 /// The consumer's row after the write.
