@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
+use std::num::NonZeroU64;
 
 use allot_core::metadata::{self, ClassMetadata};
 use allot_core::names::{is_custom_name, is_well_formed_name};
@@ -368,7 +369,7 @@ pub fn export(state: &State, exported_at: Timestamp) -> Dump {
                     reserved: inv.reserved,
                     min_unit: inv.min_unit,
                     max_unit: inv.max_unit,
-                    step_size: inv.step_size,
+                    step_size: inv.step_size.get(),
                     allocation_ratio: format!("{:?}", inv.allocation_ratio),
                 })
                 .collect();
@@ -720,19 +721,19 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                     continue;
                 }
             };
-            if inv.step_size == 0 {
+            let Some(step_size) = NonZeroU64::new(inv.step_size) else {
                 problems.add(format!(
                     "provider {}: step_size of {} is 0",
                     p.uuid, inv.resource_class
                 ));
                 continue;
-            }
+            };
             let inventory = Inventory {
                 total: inv.total,
                 reserved: inv.reserved,
                 min_unit: inv.min_unit,
                 max_unit: inv.max_unit,
-                step_size: inv.step_size,
+                step_size,
                 allocation_ratio: ratio,
             };
             if inventories

@@ -129,14 +129,14 @@ impl State {
         )
     }
 
-    /// The inventories of a provider after replacing one class's, as a
-    /// [`Change::SetInventories`], with the generation bump.
+    /// The inventories of a provider after replacing one class's, planned by
+    /// [`Self::inventories_written`].
     fn inventory_changes(
         provider: &Provider,
         replace: Option<(&ResourceClass, Inventory)>,
         remove: Option<&ResourceClass>,
         now: Timestamp,
-    ) -> Vec<Change> {
+    ) -> (u64, Vec<Change>) {
         let mut all = provider.inventories.clone();
         if let Some(class) = remove {
             all.remove(class);
@@ -144,10 +144,23 @@ impl State {
         if let Some((class, inv)) = replace {
             all.insert(class.clone(), inv);
         }
-        vec![
-            Change::SetInventories(provider.id(), all.into_iter().collect()),
-            bump(provider, now),
-        ]
+        Self::inventories_written(provider, all.into_iter().collect(), now)
+    }
+
+    /// What a write that leaves `provider` with `inventories` answers (the
+    /// provider's new generation) and changes: the inventories, and the bump.
+    fn inventories_written(
+        provider: &Provider,
+        inventories: Vec<(ResourceClass, Inventory)>,
+        now: Timestamp,
+    ) -> (u64, Vec<Change>) {
+        (
+            bumped_generation(provider),
+            vec![
+                Change::SetInventories(provider.id(), inventories),
+                bump(provider, now),
+            ],
+        )
     }
 
     /// Adds an inventory of a class the provider has none of (`POST .../inventories`,
@@ -179,8 +192,12 @@ impl State {
                 ),
             ));
         }
-        let changes = Self::inventory_changes(p, Some((class, inventory)), None, now);
-        Ok((bumped_generation(p), changes))
+        Ok(Self::inventory_changes(
+            p,
+            Some((class, inventory)),
+            None,
+            now,
+        ))
     }
 
     /// Replaces the inventory of a class the provider already has
@@ -208,8 +225,12 @@ impl State {
                  No inventory of class {class} found."
             )));
         };
-        let changes = Self::inventory_changes(p, Some((existing, inventory)), None, now);
-        Ok((bumped_generation(p), changes))
+        Ok(Self::inventory_changes(
+            p,
+            Some((existing, inventory)),
+            None,
+            now,
+        ))
     }
 
     /// Replaces all of a provider's inventories (`PUT .../inventories`). Classes not in
@@ -247,13 +268,7 @@ impl State {
                 format!("update conflict: {}", Self::in_use_message(p, &in_use)),
             ));
         }
-        Ok((
-            bumped_generation(p),
-            vec![
-                Change::SetInventories(p.id(), all.into_iter().collect()),
-                bump(p, now),
-            ],
-        ))
+        Ok(Self::inventories_written(p, all.into_iter().collect(), now))
     }
 
     /// Deletes one class's inventory (`DELETE .../inventories/{class}`, which takes no
@@ -290,8 +305,7 @@ impl State {
                 "No inventory of class {class} found for delete"
             )));
         }
-        let changes = Self::inventory_changes(p, None, Some(class), now);
-        Ok((bumped_generation(p), changes))
+        Ok(Self::inventory_changes(p, None, Some(class), now))
     }
 
     /// Deletes all of a provider's inventories (`DELETE .../inventories`, 1.5, which
@@ -306,10 +320,7 @@ impl State {
                 Self::in_use_message(p, &in_use),
             ));
         }
-        Ok((
-            bumped_generation(p),
-            vec![Change::SetInventories(p.id(), vec![]), bump(p, now)],
-        ))
+        Ok(Self::inventories_written(p, Vec::new(), now))
     }
 }
 

@@ -8,6 +8,8 @@
 //! entry is refused here, as the unknown class it is, in the words of the endpoint
 //! (rather than handed on with a made-up inventory for the core to refuse).
 
+use std::num::NonZeroU64;
+
 use allot_core::{Inventory, RequestedName, ResourceClass};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -24,7 +26,8 @@ struct Fields {
     reserved: Option<u64>,
     min_unit: Option<u64>,
     max_unit: Option<u64>,
-    step_size: Option<u64>,
+    /// Never 0: the schema's minimum is 1, and an `Inventory` cannot hold 0.
+    step_size: Option<NonZeroU64>,
     allocation_ratio: Option<f64>,
 }
 

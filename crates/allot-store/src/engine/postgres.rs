@@ -71,6 +71,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::task::Poll;
@@ -803,7 +804,8 @@ fn read(tx: &Tx<'_>) -> Result<State, StoreError> {
                     reserved: unsigned(r, 3)?,
                     min_unit: unsigned(r, 4)?,
                     max_unit: unsigned(r, 5)?,
-                    step_size: unsigned(r, 6)?,
+                    step_size: NonZeroU64::new(unsigned(r, 6)?)
+                        .ok_or_else(|| StoreError::Corrupt("column 6: step_size of 0".into()))?,
                     allocation_ratio: get(r, 7)?,
                 },
             ))
@@ -1088,7 +1090,7 @@ impl<'a> Pipeline<'a> {
                             inv.reserved as i64,
                             inv.min_unit as i64,
                             inv.max_unit as i64,
-                            inv.step_size as i64,
+                            inv.step_size.get() as i64,
                             &inv.allocation_ratio,
                         ],
                     );

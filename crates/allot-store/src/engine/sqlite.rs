@@ -10,6 +10,7 @@
 //! at open.
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::mpsc::{self, SyncSender};
 
@@ -670,7 +671,9 @@ fn read(conn: &Connection, out: SyncSender<Vec<Step>>) -> Result<(), StoreError>
                         reserved: i.get::<_, i64>(3)? as u64,
                         min_unit: i.get::<_, i64>(4)? as u64,
                         max_unit: i.get::<_, i64>(5)? as u64,
-                        step_size: i.get::<_, i64>(6)? as u64,
+                        step_size: NonZeroU64::new(i.get::<_, i64>(6)? as u64).ok_or_else(
+                            || StoreError::Corrupt("column 6: step_size of 0".into()),
+                        )?,
                         allocation_ratio: i.get(7)?,
                     },
                 ));
@@ -1007,7 +1010,7 @@ fn write_change(tx: &Transaction<'_>, change: &Change) -> Result<(), StoreError>
                     inv.reserved as i64,
                     inv.min_unit as i64,
                     inv.max_unit as i64,
-                    inv.step_size as i64,
+                    inv.step_size.get() as i64,
                     inv.allocation_ratio
                 ])?;
             }

@@ -5,8 +5,8 @@
 //! search) run on it and never touch the store.
 
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::BuildHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasher, Hash};
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 
@@ -17,11 +17,15 @@ use crate::compact::IdTable;
 use crate::metadata::ClassMetadata;
 use crate::model::{
     Allocation, Claim, ClassRecord, Consumer, ConsumerRow, Inventory, PendingAmount, Provider,
-    ProviderId, ProviderRow, Timestamp, TraitRecord, NEVER,
+    ProviderId, ProviderRow, TraitRecord, NEVER,
 };
-use crate::names::{ResourceClass, Text, TraitName};
+use crate::names::{ResourceClass, TraitName};
 use crate::persistent::PHashTable;
-use crate::standard;
+
+mod interned;
+mod lookups;
+
+use interned::{lock, Interned};
 
 /// Everything allot knows, in memory.
 ///
@@ -67,136 +71,6 @@ pub struct State {
     /// interner for all the versions of a view: interning is the same whichever
     /// version asks, and only the writer (one at a time) applies changes.
     interned: Arc<Mutex<Interned>>,
-}
-
-/// The view's one copy of each name and text that many records carry: the resource
-/// classes of inventories and allocations, the traits of providers, and the projects,
-/// users and types of consumers. A change arrives with its own copies (parsed from a
-/// request or read from the store); `apply` swaps them for these, so that a million
-/// allocations of `VCPU` share one string instead of holding a million.
-///
-/// Texts no record holds any more are forgotten by a sweep when the set has doubled
-/// since the last one: a release at the moment a record lets go could not tell whether
-/// an older version of the view, still read, holds the text too.
-#[derive(Debug, Default)]
-struct Interned {
-    classes: HashSet<ResourceClass>,
-    traits: HashSet<TraitName>,
-    texts: HashSet<Text>,
-    /// How many texts the last sweep kept.
-    swept: usize,
-    /// Classes, traits and texts of the sets handed out lately (see [`Recent`]).
-    recent_classes: Recent,
-    recent_traits: Recent,
-    recent_texts: Recent,
-}
-
-/// The addresses of a few values of an interner's set handed out lately. A caller
-/// passing one of these very allocations again (a store loading millions of rows
-/// that share a handful of names passes the view's own copies back) is answered
-/// without hashing the text. Sound because a value in the set is alive, so no other
-/// allocation can have its address; a sweep, which may free some, forgets them all.
-#[derive(Debug, Default)]
-struct Recent {
-    addresses: [usize; 8],
-    next: usize,
-}
-
-impl Recent {
-    fn address(text: &str) -> usize {
-        text.as_ptr() as usize
-    }
-
-    fn holds(&self, text: &str) -> bool {
-        let a = Self::address(text);
-        self.addresses.contains(&a)
-    }
-
-    fn note(&mut self, text: &str) {
-        self.addresses[self.next] = Self::address(text);
-        self.next = (self.next + 1) % self.addresses.len();
-    }
-}
-
-/// The set's copy of `name` (adding `name` if it has none), answered without hashing
-/// when `name` is one of the copies handed out lately.
-fn intern<T>(set: &mut HashSet<T>, recent: &mut Recent, name: &T) -> T
-where
-    T: Clone + Eq + std::hash::Hash + std::borrow::Borrow<str>,
-{
-    if recent.holds(name.borrow()) {
-        return name.clone();
-    }
-    let held = match set.get(name.borrow()) {
-        Some(held) => held.clone(),
-        None => {
-            set.insert(name.clone());
-            name.clone()
-        }
-    };
-    recent.note(held.borrow());
-    held
-}
-
-impl Interned {
-    fn class(&mut self, name: &ResourceClass) -> ResourceClass {
-        intern(&mut self.classes, &mut self.recent_classes, name)
-    }
-
-    fn trait_name(&mut self, name: &TraitName) -> TraitName {
-        intern(&mut self.traits, &mut self.recent_traits, name)
-    }
-
-    fn text(&mut self, text: &Text) -> Text {
-        if self.recent_texts.holds(text) {
-            return text.clone();
-        }
-        if let Some(held) = self.texts.get(text) {
-            let held = held.clone();
-            self.recent_texts.note(&held);
-            return held;
-        }
-        self.texts.insert(text.clone());
-        if self.texts.len() > 2 * self.swept.max(1024) {
-            // Only the set's own copy left: no record in any version holds it. (The
-            // caller still holds the text just added, so it stays.) Classes and
-            // traits are never forgotten: they are few, and records of their own.
-            // (A static text, the empty one, has no count and is kept.)
-            self.texts
-                .retain(|t| Text::strong_count(t).is_none_or(|n| n > 1));
-            self.swept = self.texts.len();
-            self.recent_texts = Recent::default();
-        }
-        self.recent_texts.note(text);
-        text.clone()
-    }
-
-    fn claim(&mut self, claim: &Claim) -> Claim {
-        Claim {
-            project_id: self.text(&claim.project_id),
-            user_id: self.text(&claim.user_id),
-            consumer_type: claim.consumer_type.as_ref().map(|t| self.text(t)),
-            tag: claim.tag.as_ref().map(|t| self.text(t)),
-            allocations: claim
-                .allocations
-                .iter()
-                .map(|a| crate::model::ClaimAmount {
-                    class: self.class(&a.class),
-                    ..a.clone()
-                })
-                .collect(),
-            ..claim.clone()
-        }
-    }
-
-    fn consumer_row(&mut self, row: &ConsumerRow) -> ConsumerRow {
-        ConsumerRow {
-            project_id: self.text(&row.project_id),
-            user_id: self.text(&row.user_id),
-            consumer_type: row.consumer_type.as_ref().map(|t| self.text(t)),
-            ..row.clone()
-        }
-    }
 }
 
 pub use crate::model::ProviderUsage;
@@ -536,42 +410,36 @@ impl State {
 
     /// Adds provider `id` (already in `providers`) to the uuid index.
     fn index_uuid(&mut self, id: ProviderId) {
-        let (providers, hasher) = (&self.providers, &self.hasher);
-        let hash = hasher.hash_one(uuid_key(providers, &index_slot(id)));
-        self.by_uuid.insert_unique(hash, index_slot(id), |i| {
-            hasher.hash_one(uuid_key(providers, i))
+        let providers = &self.providers;
+        index(&mut self.by_uuid, &self.hasher, id, |i| {
+            uuid_key(providers, i)
         });
     }
 
     /// Adds provider `id` (already in `providers`) to the name index.
     fn index_name(&mut self, id: ProviderId) {
-        let (providers, hasher) = (&self.providers, &self.hasher);
-        let hash = hasher.hash_one(name_key(providers, &index_slot(id)));
-        self.by_name.insert_unique(hash, index_slot(id), |i| {
-            hasher.hash_one(name_key(providers, i))
+        let providers = &self.providers;
+        index(&mut self.by_name, &self.hasher, id, |i| {
+            name_key(providers, i)
         });
     }
 
     /// Removes provider `id` from the uuid index (its record still there: the
     /// entries after it that move back are hashed by theirs).
     fn unindex_uuid(&mut self, uuid: &Uuid, id: ProviderId) {
-        let (providers, hasher) = (&self.providers, &self.hasher);
-        self.by_uuid.remove(
-            hasher.hash_one(uuid),
-            |i| *i == index_slot(id),
-            |i| hasher.hash_one(uuid_key(providers, i)),
-        );
+        let providers = &self.providers;
+        unindex(&mut self.by_uuid, &self.hasher, id, *uuid, |i| {
+            uuid_key(providers, i)
+        });
     }
 
     /// Removes provider `id` from the name index, `name` being the one it was
     /// indexed under.
     fn unindex_name(&mut self, name: &str, id: ProviderId) {
-        let (providers, hasher) = (&self.providers, &self.hasher);
-        self.by_name.remove(
-            hasher.hash_one(name),
-            |i| *i == index_slot(id),
-            |i| hasher.hash_one(name_key(providers, i)),
-        );
+        let providers = &self.providers;
+        unindex(&mut self.by_name, &self.hasher, id, name, |i| {
+            name_key(providers, i)
+        });
     }
 
     /// Carries a renamed class's inventories, allocations and usage over to the new
@@ -779,158 +647,6 @@ impl State {
             }
         }
     }
-
-    // ----- lookups -----
-
-    /// A provider by internal id.
-    pub fn provider(&self, id: ProviderId) -> Option<&Provider> {
-        self.providers.get(&id)
-    }
-
-    fn provider_at(&self, id: &NonZeroU64) -> Option<&Provider> {
-        self.providers.get(&ProviderId(id.get()))
-    }
-
-    /// A provider by uuid.
-    pub fn provider_by_uuid(&self, uuid: &Uuid) -> Option<&Provider> {
-        let hash = self.hasher.hash_one(uuid);
-        let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.uuid == *uuid);
-        self.by_uuid
-            .find(hash, found)
-            .and_then(|id| self.provider_at(id))
-    }
-
-    /// A provider by name.
-    pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
-        let hash = self.hasher.hash_one(name);
-        let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.name == name);
-        self.by_name
-            .find(hash, found)
-            .and_then(|id| self.provider_at(id))
-    }
-
-    /// All providers, in creation order.
-    pub fn providers(&self) -> impl Iterator<Item = &Provider> {
-        self.providers.values()
-    }
-
-    /// The providers with the `MISC_SHARES_VIA_AGGREGATE` trait, in creation order.
-    pub fn sharing_providers(&self) -> impl Iterator<Item = &Provider> {
-        self.sharing.iter().filter_map(|id| self.providers.get(id))
-    }
-
-    /// The uuid of a provider known to exist (parents and roots of existing providers).
-    pub fn uuid_of(&self, id: ProviderId) -> Uuid {
-        self.providers
-            .get(&id)
-            .map(|p| p.row.uuid)
-            .unwrap_or_default()
-    }
-
-    /// The id the next new provider gets.
-    pub fn next_provider_id(&self) -> ProviderId {
-        ProviderId(self.next_provider_id.max(1))
-    }
-
-    /// Whether a resource class exists (standard or custom).
-    pub fn class_exists(&self, name: &ResourceClass) -> bool {
-        standard::RESOURCE_CLASSES.contains(&name.as_str()) || self.classes.contains_key(name)
-    }
-
-    /// A custom resource class's record.
-    pub fn custom_class(&self, name: &ResourceClass) -> Option<&ClassRecord> {
-        self.classes.get(name)
-    }
-
-    /// All resource class names: the standard ones in their release order, then the
-    /// custom ones by name.
-    pub fn class_names(&self) -> impl Iterator<Item = &str> {
-        standard::RESOURCE_CLASSES
-            .iter()
-            .copied()
-            .chain(self.classes.keys().map(|c| c.as_str()))
-    }
-
-    /// All custom resource classes.
-    pub fn custom_classes(&self) -> impl Iterator<Item = &ClassRecord> {
-        self.classes.values()
-    }
-
-    /// Whether a trait exists (standard or custom).
-    pub fn trait_exists(&self, name: &TraitName) -> bool {
-        standard::TRAITS.binary_search(&name.as_str()).is_ok() || self.traits.contains_key(name)
-    }
-
-    /// A custom trait's record.
-    pub fn custom_trait(&self, name: &TraitName) -> Option<&TraitRecord> {
-        self.traits.get(name)
-    }
-
-    /// All trait names, sorted.
-    pub fn trait_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = standard::TRAITS
-            .iter()
-            .copied()
-            .chain(self.traits.keys().map(|t| t.as_str()))
-            .collect();
-        names.sort_unstable();
-        names
-    }
-
-    /// All custom traits.
-    pub fn custom_traits(&self) -> impl Iterator<Item = &TraitRecord> {
-        self.traits.values()
-    }
-
-    /// How much of `class` the allocations against `provider` use in all.
-    pub fn usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
-        self.providers
-            .get(&provider)
-            .and_then(|p| p.usage.by_class.get(class))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// How much of `class` is taken on `provider` at `now`: allocations plus live
-    /// pending claims (see [`Provider::used`]). What capacity decisions count.
-    pub fn used(&self, provider: ProviderId, class: &ResourceClass, now: Timestamp) -> u64 {
-        self.providers
-            .get(&provider)
-            .map_or(0, |p| p.used(class.as_str(), now))
-    }
-
-    /// A claim by uuid (live or ended, until purged).
-    pub fn claim(&self, uuid: &Uuid) -> Option<&Claim> {
-        self.claims
-            .find(self.hasher.hash_one(uuid), |c| c.uuid == *uuid)
-            .map(|c| &**c)
-    }
-
-    /// Every claim the view holds, in no particular order.
-    pub fn claims(&self) -> impl Iterator<Item = &Claim> {
-        self.claims.iter().map(|c| &**c)
-    }
-
-    /// Everything allocated on a provider (None if nothing is).
-    pub fn provider_usage_index(&self, provider: ProviderId) -> Option<&ProviderUsage> {
-        self.providers
-            .get(&provider)
-            .map(|p| &p.usage)
-            .filter(|u| !u.is_empty())
-    }
-
-    /// A consumer by uuid.
-    pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
-        let hash = self.hasher.hash_one(uuid);
-        self.consumers
-            .find(hash, |c| c.row.uuid == *uuid)
-            .map(|c| &**c)
-    }
-
-    /// All consumers, in no particular order.
-    pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
-        self.consumers.iter().map(|c| &**c)
-    }
 }
 
 /// Adds `allocations` (sorted, so by provider) of `consumer` to the usage index,
@@ -952,6 +668,35 @@ fn index_slot(id: ProviderId) -> NonZeroU64 {
     NonZeroU64::new(id.0).expect("provider ids start at 1")
 }
 
+/// Adds provider `id` to `table`, an index of providers by the key `key` reads from
+/// a provider's record (its uuid or its name).
+fn index<K: Hash>(
+    table: &mut PHashTable<NonZeroU64>,
+    hasher: &RandomState,
+    id: ProviderId,
+    key: impl Fn(&NonZeroU64) -> K,
+) {
+    let slot = index_slot(id);
+    table.insert_unique(hasher.hash_one(key(&slot)), slot, |i| {
+        hasher.hash_one(key(i))
+    });
+}
+
+/// Removes provider `id`, indexed under `old`, from `table` (see [`index`]).
+fn unindex<K: Hash>(
+    table: &mut PHashTable<NonZeroU64>,
+    hasher: &RandomState,
+    id: ProviderId,
+    old: K,
+    key: impl Fn(&NonZeroU64) -> K,
+) {
+    table.remove(
+        hasher.hash_one(old),
+        |i| *i == index_slot(id),
+        |i| hasher.hash_one(key(i)),
+    );
+}
+
 /// The key `by_uuid` hashes an id by: its provider's uuid. Every id in the index is
 /// a provider's, so the default is never hashed.
 fn uuid_key(providers: &IdTable<Provider>, id: &NonZeroU64) -> Uuid {
@@ -968,14 +713,11 @@ fn name_key<'a>(providers: &'a IdTable<Provider>, id: &NonZeroU64) -> &'a str {
         .map_or("", |p| p.row.name.as_str())
 }
 
-/// The interner, whoever held it last: a panic while it was held left it usable
-/// (every entry is whole).
-fn lock(interned: &Mutex<Interned>) -> std::sync::MutexGuard<'_, Interned> {
-    interned.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::names::Text;
+    use crate::standard;
     use crate::testing::{new_provider, rc, tn};
 
     fn row(id: u64, parent: Option<u64>) -> Change {
@@ -1045,8 +787,6 @@ mod tests {
         assert_eq!(children, vec![1, 3]);
         assert!(s.provider(ProviderId(1)).unwrap().children.is_empty());
     }
-
-    use super::*;
 
     /// Loading a view record by record (`load_provider`, `load_consumer`) builds the
     /// same view as applying the equivalent changes: a consumer met twice, one with
