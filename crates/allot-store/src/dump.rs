@@ -557,6 +557,40 @@ pub struct Plan {
 
 /// Checks a dump's integrity and turns it into the changes that recreate it.
 ///
+/// The inventory a dump's record describes, or why it describes none: an allocation
+/// ratio that is not a finite number, or a step size of 0.
+fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
+    let allocation_ratio = match inv.allocation_ratio.parse::<f64>() {
+        Ok(r) if r.is_finite() => r,
+        _ => {
+            return Err(format!(
+                "allocation_ratio {:?} of {} is not a finite number",
+                inv.allocation_ratio, inv.resource_class
+            ))
+        }
+    };
+    if inv.step_size == 0 {
+        return Err(format!("step_size of {} is 0", inv.resource_class));
+    }
+    Ok(Inventory {
+        total: inv.total,
+        reserved: inv.reserved,
+        min_unit: inv.min_unit,
+        max_unit: inv.max_unit,
+        step_size: inv.step_size,
+        allocation_ratio,
+    })
+}
+
+/// Whether one allocation of `amount` keeps to `inventory`'s min_unit, max_unit and
+/// step_size: the core's rule of fit for an amount (`Inventory::admits`, once the
+/// core has it; until then, its words here).
+fn admits(inventory: &Inventory, amount: u64) -> bool {
+    amount >= inventory.min_unit
+        && amount <= inventory.max_unit
+        && amount % inventory.step_size == 0
+}
+
 /// Refused (every problem named): duplicate uuids or names; a parent missing, or a
 /// cycle of parents; a custom class or trait whose name is not `CUSTOM_*`; an
 /// inventory, allocation or pending claim on a class that is neither standard nor in
@@ -710,30 +744,12 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 ));
                 continue;
             }
-            let ratio = match inv.allocation_ratio.parse::<f64>() {
-                Ok(r) if r.is_finite() => r,
-                _ => {
-                    problems.add(format!(
-                        "provider {}: allocation_ratio {:?} of {} is not a finite number",
-                        p.uuid, inv.allocation_ratio, inv.resource_class
-                    ));
+            let inventory = match inventory(inv) {
+                Ok(inventory) => inventory,
+                Err(problem) => {
+                    problems.add(format!("provider {}: {problem}", p.uuid));
                     continue;
                 }
-            };
-            if inv.step_size == 0 {
-                problems.add(format!(
-                    "provider {}: step_size of {} is 0",
-                    p.uuid, inv.resource_class
-                ));
-                continue;
-            }
-            let inventory = Inventory {
-                total: inv.total,
-                reserved: inv.reserved,
-                min_unit: inv.min_unit,
-                max_unit: inv.max_unit,
-                step_size: inv.step_size,
-                allocation_ratio: ratio,
             };
             if inventories
                 .insert((p.uuid, &inv.resource_class), inventory)
@@ -827,7 +843,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 problems.add(format!("{at}: the provider has no inventory of the class"));
                 continue;
             };
-            if a.used < inv.min_unit || a.used > inv.max_unit || a.used % inv.step_size != 0 {
+            if !admits(inv, a.used) {
                 warnings.push(format!(
                     "{at}: {} is outside the inventory's min_unit {}, max_unit {}, step_size {} \
                      (kept: the inventory changed after the allocation was made)",

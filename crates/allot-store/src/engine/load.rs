@@ -399,10 +399,13 @@ impl Repeat {
 
 /// How many rows a table has.
 fn count(source: &impl Source, table: &str) -> Result<usize, StoreError> {
-    source.rows(&format!("SELECT count(*) FROM {table}"), |rows| match rows.next()? {
-        Some(r) => Ok(r.int(0)? as usize),
-        None => Err(StoreError::Corrupt(format!("no count of {table}"))),
-    })
+    source.rows(
+        &format!("SELECT count(*) FROM {table}"),
+        |rows| match rows.next()? {
+            Some(r) => Ok(r.int(0)? as usize),
+            None => Err(StoreError::Corrupt(format!("no count of {table}"))),
+        },
+    )
 }
 
 /// Every row of `sql` through `each` (for the small tables: a call through `dyn`

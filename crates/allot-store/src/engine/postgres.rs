@@ -39,14 +39,18 @@
 //!
 //! # Schema
 //!
-//! The tables mirror the SQLite engine's, row for row, with what PostgreSQL does
-//! naturally where SQLite needed a workaround: uuids (providers, consumers,
-//! aggregates, claims) are the native `uuid` type, so one uuid has one spelling and
-//! the load never needs to look for duplicates; integers are `bigint`, allocation
-//! ratios `double precision`; upserts are `INSERT ... ON CONFLICT` instead of
-//! `INSERT OR REPLACE`. The schema version is the one row of `schema_version`;
-//! [`MIGRATIONS`] lists the scripts, each run in a transaction of its own under an
-//! advisory lock, so nodes starting together migrate once.
+//! The tables, the statements each change writes and the load are the SQLite
+//! engine's too (`super::sql`, `super::load`); [`Postgres`] spells them with what
+//! PostgreSQL does naturally where SQLite needed a workaround: uuids (providers,
+//! consumers, aggregates, claims) are the native `uuid` type, so one uuid has one
+//! spelling and the load never needs to look for duplicates; integers are `bigint`,
+//! allocation ratios `double precision`; upserts are `INSERT ... ON CONFLICT`
+//! instead of `INSERT OR REPLACE`; the rows a change inserts into one table go as
+//! one statement over arrays. The load reads each query through a portal, a chunk
+//! at a time, so that the providers' four queries (and the consumers' two) are open
+//! side by side. The schema version is the one row of `schema_version`;
+//! [`MIGRATIONS`] lists what each version creates, each run in a transaction of its
+//! own under an advisory lock, so nodes starting together migrate once.
 //!
 //! # The change log
 //!
@@ -140,20 +144,8 @@ pub(crate) struct Postgres;
 impl Dialect for Postgres {
     const SLOT: usize = 1;
     const CLUSTERED: &'static str = "";
-
-    fn type_name(ty: Type) -> &'static str {
-        match ty {
-            Type::Int => "bigint",
-            Type::Float => "double precision",
-            Type::Text => "text",
-            Type::Uuid => "uuid",
-            Type::Bytes => "bytea",
-        }
-    }
-
-    fn placeholder(n: usize) -> String {
-        format!("${n}")
-    }
+    const TYPES: [&'static str; 5] = ["bigint", "double precision", "text", "uuid", "bytea"];
+    const PARAMETER: char = '$';
 
     fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String {
         let insert = format!("INSERT INTO {} ({columns}) VALUES ({values})", table.name);
@@ -589,7 +581,11 @@ impl PgEngine {
             "WITH logged AS (INSERT INTO allot_log (seq, at, changes) VALUES ($1, $2, $3)),
                   moved AS (UPDATE allot_log_head SET seq = $1)
              SELECT pg_notify('allot_log', $1::bigint::text)",
-            vec![Box::new(seq), Box::new(now), Box::new(crate::log::encode(&changes))],
+            vec![
+                Box::new(seq),
+                Box::new(now),
+                Box::new(crate::log::encode(&changes)),
+            ],
         );
         if seq % LOG_PRUNE_EVERY == 0 {
             pipeline.push(
@@ -614,11 +610,13 @@ fn commits_after(
     first: usize,
 ) -> Result<Vec<Commit>, StoreError> {
     // A row without a commit is the head's alone (the log's join found nothing).
-    let read = rows.iter().filter_map(|row| match get::<Option<i64>>(row, first) {
-        Ok(None) => None,
-        Ok(Some(seq)) => Some(get::<&[u8]>(row, first + 1).map(|record| (seq, record))),
-        Err(e) => Some(Err(e)),
-    });
+    let read = rows
+        .iter()
+        .filter_map(|row| match get::<Option<i64>>(row, first) {
+            Ok(None) => None,
+            Ok(Some(seq)) => Some(get::<&[u8]>(row, first + 1).map(|record| (seq, record))),
+            Err(e) => Some(Err(e)),
+        });
     read_log(after, head, read, || StoreError::Behind(after))
 }
 
@@ -660,19 +658,23 @@ fn param(value: Value<'_>) -> Param<'_> {
 /// The values of column `i` of `rows` as one array parameter, if every one is a
 /// value of the first one's kind (not NULL).
 fn array<'a>(rows: &[Op<'a>], i: usize) -> Option<Param<'a>> {
-    fn gather<'a, T: ToSql + Sync + 'a>(
-        rows: &[Op<'a>],
-        i: usize,
-        pick: impl Fn(Value<'a>) -> Option<T>,
-    ) -> Option<Param<'a>> {
-        let values: Option<Vec<T>> = rows.iter().map(|op| pick(op.params[i])).collect();
-        Some(Box::new(values?))
+    macro_rules! gather {
+        ($kind:ident) => {{
+            let values: Option<Vec<_>> = rows
+                .iter()
+                .map(|op| match op.params[i] {
+                    Value::$kind(value) => Some(value),
+                    _ => None,
+                })
+                .collect();
+            Some(Box::new(values?) as Param<'a>)
+        }};
     }
     match rows[0].params[i] {
-        Value::Int(_) => gather(rows, i, |v| if let Value::Int(n) = v { Some(n) } else { None }),
-        Value::Float(_) => gather(rows, i, |v| if let Value::Float(x) = v { Some(x) } else { None }),
-        Value::Text(_) => gather(rows, i, |v| if let Value::Text(t) = v { Some(t) } else { None }),
-        Value::Uuid(_) => gather(rows, i, |v| if let Value::Uuid(u) = v { Some(u) } else { None }),
+        Value::Int(_) => gather!(Int),
+        Value::Float(_) => gather!(Float),
+        Value::Text(_) => gather!(Text),
+        Value::Uuid(_) => gather!(Uuid),
         Value::Null(_) => None,
     }
 }

@@ -24,16 +24,16 @@ use allot_core::{Change, Uuid};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Type {
     /// A 64-bit signed integer (counts and ids are stored as `u64 as i64`).
-    Int,
+    Int = 0,
     /// A double.
-    Float,
+    Float = 1,
     /// UTF-8 text.
-    Text,
+    Text = 2,
     /// A uuid: text in its hyphenated lower-case spelling where there is no native
     /// type for it.
-    Uuid,
+    Uuid = 3,
     /// Bytes (the change log's records).
-    Bytes,
+    Bytes = 4,
 }
 
 /// One column of a table.
@@ -94,7 +94,11 @@ use Type::{Float, Int, Text};
 
 pub(crate) static RESOURCE_CLASSES: Table = Table {
     name: "resource_classes",
-    columns: &[col("name", Text), col("created_at", Int), col("updated_at", Int)],
+    columns: &[
+        col("name", Text),
+        col("created_at", Int),
+        col("updated_at", Int),
+    ],
     key: &["name"],
     clustered: false,
 };
@@ -246,11 +250,8 @@ pub(crate) static CLAIM_ALLOCATIONS: Table = Table {
 };
 
 /// The change log's columns (each engine names its log table: see its docs).
-pub(crate) const LOG_COLUMNS: &[Column] = &[
-    col("seq", Int),
-    col("at", Int),
-    col("changes", Type::Bytes),
-];
+pub(crate) const LOG_COLUMNS: &[Column] =
+    &[col("seq", Int), col("at", Int), col("changes", Type::Bytes)];
 
 /// One step of a migration script.
 #[derive(Debug)]
@@ -269,10 +270,21 @@ pub(crate) trait Dialect {
     /// What `CREATE TABLE` follows a table's closing parenthesis with when its key
     /// is the row.
     const CLUSTERED: &'static str;
+    /// The column type each [`Type`] is stored as, in the order of its variants.
+    const TYPES: [&'static str; 5];
+    /// What a numbered parameter's number follows (`?1` or `$1`).
+    const PARAMETER: char;
+
     /// The column type a [`Type`] is stored as.
-    fn type_name(ty: Type) -> &'static str;
+    fn type_name(ty: Type) -> &'static str {
+        Self::TYPES[ty as usize]
+    }
+
     /// The `n`th parameter of a statement (from 1).
-    fn placeholder(n: usize) -> String;
+    fn placeholder(n: usize) -> String {
+        format!("{}{n}", Self::PARAMETER)
+    }
+
     /// An insert of one row into `table`, with `columns` and `values` already
     /// spelled (comma-separated), and what to do about a row with the same key.
     fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String;

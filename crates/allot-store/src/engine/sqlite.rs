@@ -5,9 +5,8 @@
 //! loss) keeps every acknowledged write. One connection is enough: the host serialises
 //! writes, and reads are served from the in-memory view, never from here.
 //!
-//! Schema versions are kept in `PRAGMA user_version`; [`MIGRATIONS`] lists the scripts
-//! that bring a database from one version to the next, applied in one transaction each
-//! at open.
+//! Schema versions are kept in `PRAGMA user_version`; [`MIGRATIONS`] lists what brings
+//! a database from one version to the next, applied in one transaction each at open.
 //!
 //! The tables, the statements each change writes and the load are `super::sql`'s
 //! and `super::load`'s; this file says how SQLite spells them ([`Sqlite`]) and which
@@ -19,7 +18,7 @@ use rusqlite::types::ToSqlOutput;
 use rusqlite::{params, Connection, Transaction};
 
 use super::load::{self, Cells, Key, Rows, Source};
-use super::sql::{self, Conflict, Ddl, Dialect, Table, Type, Value};
+use super::sql::{self, Conflict, Ddl, Dialect, Table, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
 use allot_core::State;
 
@@ -68,19 +67,8 @@ pub(crate) struct Sqlite;
 impl Dialect for Sqlite {
     const SLOT: usize = 0;
     const CLUSTERED: &'static str = " WITHOUT ROWID";
-
-    fn type_name(ty: Type) -> &'static str {
-        match ty {
-            Type::Int => "INTEGER",
-            Type::Float => "REAL",
-            Type::Text | Type::Uuid => "TEXT",
-            Type::Bytes => "BLOB",
-        }
-    }
-
-    fn placeholder(n: usize) -> String {
-        format!("?{n}")
-    }
+    const TYPES: [&'static str; 5] = ["INTEGER", "REAL", "TEXT", "TEXT", "BLOB"];
+    const PARAMETER: char = '?';
 
     fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String {
         let verb = match conflict {
@@ -141,7 +129,6 @@ impl SqliteEngine {
         conn.set_prepared_statement_cache_capacity(64);
         Ok(SqliteEngine { conn })
     }
-
 
     /// Reads the whole database into a view (see `super::load`).
     pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
@@ -229,7 +216,11 @@ fn log_head(conn: &Connection) -> Result<Cursor, StoreError> {
     Ok(Cursor(seq.unwrap_or(0)))
 }
 
-fn commits_after(conn: &Connection, after: Cursor, head: Cursor) -> Result<Vec<Commit>, StoreError> {
+fn commits_after(
+    conn: &Connection,
+    after: Cursor,
+    head: Cursor,
+) -> Result<Vec<Commit>, StoreError> {
     let mut stmt =
         conn.prepare_cached("SELECT seq, changes FROM change_log WHERE seq > ?1 ORDER BY seq")?;
     let mut rows = stmt.query([after.0])?;
