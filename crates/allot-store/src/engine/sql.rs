@@ -811,3 +811,92 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::postgres::Postgres;
+    use crate::engine::sqlite::Sqlite;
+    use allot_core::{ProviderId, ResourceClass, TraitName};
+
+    #[test]
+    fn each_dialect_spells_upserts_and_placeholders_its_way() {
+        assert_eq!(
+            PUT_CLASS.sql::<Sqlite>(),
+            "INSERT OR REPLACE INTO resource_classes (name, created_at, updated_at) \
+             VALUES (?1, ?2, ?3)"
+        );
+        assert_eq!(
+            PUT_CLASS.sql::<Postgres>(),
+            "INSERT INTO resource_classes (name, created_at, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET created_at = excluded.created_at, \
+             updated_at = excluded.updated_at"
+        );
+        assert_eq!(
+            CREATE_CONSUMER.sql::<Postgres>(),
+            "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
+        );
+        assert_eq!(
+            UPDATE_PROVIDER.sql::<Sqlite>(),
+            "UPDATE providers SET uuid = ?1, name = ?2, generation = ?3, parent_id = ?4, \
+             root_id = ?5, updated_at = ?6 WHERE id = ?7 AND generation = ?8"
+        );
+        assert_eq!(
+            INSERT_ALLOCATION.rendered::<Postgres>().rows.as_deref(),
+            Some(
+                "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used) \
+                 SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[])"
+            )
+        );
+        assert_eq!(INSERT_ALLOCATION.rendered::<Sqlite>().rows, None);
+        assert_eq!(INSERT_CLAIM_AMOUNT.rendered::<Postgres>().rows, None);
+    }
+
+    /// The highest parameter number in `sql` after `mark`.
+    fn parameters(sql: &str, mark: char) -> usize {
+        sql.split(mark)
+            .skip(1)
+            .filter_map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn every_statement_gets_as_many_values_as_it_has_parameters() {
+        let mut changes = crate::log::tests::every_kind();
+        let class = ResourceClass::new_unchecked("CUSTOM_GOLD");
+        changes.extend([
+            Change::DeleteClass(class.clone()),
+            Change::SetClassMetadata(class, None),
+            Change::DeleteTrait(TraitName::new_unchecked("CUSTOM_T")),
+            Change::SetTraits(ProviderId(7), vec![TraitName::new_unchecked("CUSTOM_T")]),
+            Change::DeleteClaim(Uuid::from_u128(11)),
+            Change::DeleteConsumer(Uuid::from_u128(5)),
+        ]);
+        let mut written = Vec::new();
+        for change in &changes {
+            ops(change, &mut written);
+        }
+        assert!(written.len() > changes.len());
+        for op in &written {
+            assert_eq!(
+                parameters(op.statement.sql::<Sqlite>(), '?'),
+                op.params.len()
+            );
+            assert_eq!(
+                parameters(op.statement.sql::<Postgres>(), '$'),
+                op.params.len()
+            );
+        }
+        // Those that check a precondition are the generation-checked puts.
+        let checked: Vec<_> = written.iter().filter_map(|op| op.one_row_of).collect();
+        assert!(checked
+            .iter()
+            .all(|c| matches!(c, Change::PutProvider { .. } | Change::PutConsumer { .. })));
+        assert_eq!(checked.len(), 2);
+    }
+}
