@@ -555,8 +555,6 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
-/// Checks a dump's integrity and turns it into the changes that recreate it.
-///
 /// The inventory a dump's record describes, or why it describes none: an allocation
 /// ratio that is not a finite number, or a step size of 0.
 fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
@@ -588,9 +586,11 @@ fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
 fn admits(inventory: &Inventory, amount: u64) -> bool {
     amount >= inventory.min_unit
         && amount <= inventory.max_unit
-        && amount % inventory.step_size == 0
+        && amount.is_multiple_of(inventory.step_size)
 }
 
+/// Checks a dump's integrity and turns it into the changes that recreate it.
+///
 /// Refused (every problem named): duplicate uuids or names; a parent missing, or a
 /// cycle of parents; a custom class or trait whose name is not `CUSTOM_*`; an
 /// inventory, allocation or pending claim on a class that is neither standard nor in

@@ -395,8 +395,6 @@ impl Repeat {
     }
 }
 
-/// The load's reader: every row, decoded, in the order the view is built in.
-
 /// How many rows a table has.
 fn count(source: &impl Source, table: &str) -> Result<usize, StoreError> {
     source.rows(
