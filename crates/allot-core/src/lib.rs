@@ -35,7 +35,7 @@ pub use error::{ConflictCode, Error, Result};
 pub use metadata::ClassMetadata;
 pub use model::{
     Allocation, Claim, ClaimAmount, ClaimState, ClassRecord, Consumer, ConsumerRow, Inventory,
-    PendingAmount, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord,
+    Misfit, PendingAmount, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord, Units,
 };
 pub use names::{ProviderRef, RequestedName, ResourceClass, Text, TraitName};
 pub use state::State;

@@ -1,5 +1,7 @@
 //! The records of the domain: providers, their inventories, custom classes and traits.
 
+use std::num::NonZeroU64;
+
 use uuid::Uuid;
 
 use crate::compact::{VecMap, VecSet};
@@ -37,8 +39,9 @@ pub struct Inventory {
     pub min_unit: u64,
     /// The largest amount one allocation may take.
     pub max_unit: u64,
-    /// Allocations must be multiples of this.
-    pub step_size: u64,
+    /// Allocations must be multiples of this. Never 0: every way an inventory comes
+    /// in (a request body, a store's rows, a dump) refuses 0 before one is built.
+    pub step_size: NonZeroU64,
     /// Overcommit factor: capacity is `(total - reserved) * allocation_ratio`.
     pub allocation_ratio: f64,
 }
@@ -51,9 +54,24 @@ impl Inventory {
             reserved: 0,
             min_unit: 1,
             max_unit: i32::MAX as u64,
-            step_size: 1,
+            step_size: NonZeroU64::MIN,
             allocation_ratio: 1.0,
         }
+    }
+
+    /// The limits the inventory puts on one allocation.
+    pub fn units(&self) -> Units {
+        Units {
+            min_unit: self.min_unit,
+            max_unit: self.max_unit,
+            step_size: self.step_size,
+        }
+    }
+
+    /// Whether one allocation of `amount` respects `min_unit`, `max_unit` and
+    /// `step_size` (what is already used is [`Self::fits`]'s question).
+    pub fn admits(&self, amount: u64) -> Result<(), Misfit> {
+        self.units().admits(amount)
     }
 
     /// `(total - reserved) * allocation_ratio` computed the way Placement computes it:
@@ -98,6 +116,47 @@ impl Inventory {
     pub fn fits(&self, used: u64, amount: u64) -> bool {
         i128::from(used) + i128::from(amount) <= self.capacity()
     }
+}
+
+/// The limits an inventory puts on the amount of one allocation: the one home of the
+/// rule, which allocation writes, claims, listings and the candidate search all ask
+/// (the search keeps a copy of these beside each provider's free room).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Units {
+    /// The smallest amount one allocation may take.
+    pub min_unit: u64,
+    /// The largest amount one allocation may take.
+    pub max_unit: u64,
+    /// Allocations must be multiples of this.
+    pub step_size: NonZeroU64,
+}
+
+impl Units {
+    /// Whether one allocation of `amount` is allowed; if not, the first limit it
+    /// breaks, in the order `min_unit`, `max_unit`, `step_size`.
+    #[inline]
+    pub fn admits(&self, amount: u64) -> Result<(), Misfit> {
+        if amount < self.min_unit {
+            Err(Misfit::BelowMinUnit)
+        } else if amount > self.max_unit {
+            Err(Misfit::AboveMaxUnit)
+        } else if amount % self.step_size != 0 {
+            Err(Misfit::OffStep)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Which limit of [`Units`] an amount breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misfit {
+    /// Less than `min_unit`.
+    BelowMinUnit,
+    /// More than `max_unit`.
+    AboveMaxUnit,
+    /// Not a multiple of `step_size`.
+    OffStep,
 }
 
 /// The persisted row of a provider, without its inventories, traits and aggregates
@@ -485,6 +544,60 @@ mod tests {
                 assert!(inv.fits(floor, 0) && inv.fits(0, floor), "{case}");
                 assert!(!inv.fits(floor, 1), "{case}");
             }
+        }
+    }
+
+    fn units(min_unit: u64, max_unit: u64, step_size: u64) -> Inventory {
+        Inventory {
+            min_unit,
+            max_unit,
+            step_size: crate::testing::step(step_size),
+            ..Inventory::with_total(u64::MAX)
+        }
+    }
+
+    #[test]
+    fn admits_names_the_first_limit_broken() {
+        use Misfit::*;
+        let cases: &[(Inventory, u64, Result<(), Misfit>)] = &[
+            // Every misfit, and the bounds themselves.
+            (units(4, 12, 4), 3, Err(BelowMinUnit)),
+            (units(4, 12, 4), 4, Ok(())),
+            (units(4, 12, 4), 12, Ok(())),
+            (units(4, 12, 4), 16, Err(AboveMaxUnit)),
+            (units(4, 12, 4), 6, Err(OffStep)),
+            // In order: min_unit, then max_unit, then step_size.
+            (units(4, 12, 4), 1, Err(BelowMinUnit)),
+            (units(4, 12, 4), 13, Err(AboveMaxUnit)),
+            (units(10, 2, 1), 5, Err(BelowMinUnit)),
+            (units(10, 2, 1), 11, Err(AboveMaxUnit)),
+            // Zero is judged like any amount.
+            (units(0, 5, 3), 0, Ok(())),
+            (units(1, 5, 1), 0, Err(BelowMinUnit)),
+            // Step sizes at their bounds: 1 admits everything in range, u64::MAX only
+            // 0 and itself.
+            (units(0, u64::MAX, 1), u64::MAX, Ok(())),
+            (units(0, u64::MAX, 1), u64::MAX - 1, Ok(())),
+            (units(0, u64::MAX, u64::MAX), u64::MAX, Ok(())),
+            (units(0, u64::MAX, u64::MAX), u64::MAX - 1, Err(OffStep)),
+            (units(0, u64::MAX, u64::MAX), 1, Err(OffStep)),
+            (units(0, u64::MAX, u64::MAX), 0, Ok(())),
+            // Amounts at the edges of u64.
+            (units(u64::MAX, u64::MAX, 1), u64::MAX, Ok(())),
+            (
+                units(u64::MAX, u64::MAX, 1),
+                u64::MAX - 1,
+                Err(BelowMinUnit),
+            ),
+            (units(0, u64::MAX - 1, 1), u64::MAX, Err(AboveMaxUnit)),
+            (units(0, u64::MAX, 2), u64::MAX, Err(OffStep)),
+            (units(0, u64::MAX, 2), u64::MAX - 1, Ok(())),
+            (units(0, 0, 7), 0, Ok(())),
+        ];
+        for (inv, amount, expected) in cases {
+            let case = format!("{:?} of {amount}", inv.units());
+            assert_eq!(inv.admits(*amount), *expected, "{case}");
+            assert_eq!(inv.units().admits(*amount), *expected, "{case}");
         }
     }
 

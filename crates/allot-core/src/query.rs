@@ -125,10 +125,7 @@ impl State {
         let Some(inv) = provider.inventories.get(class) else {
             return false;
         };
-        inv.fits(provider.used(class.as_str(), now), amount)
-            && inv.min_unit <= amount
-            && amount <= inv.max_unit
-            && amount.checked_rem(inv.step_size) == Some(0)
+        inv.fits(provider.used(class.as_str(), now), amount) && inv.admits(amount).is_ok()
     }
 
     /// How much of `class` the allocations against `provider` use.
@@ -205,7 +202,7 @@ mod tests {
             reserved: 10,
             min_unit: 5,
             max_unit: 50,
-            step_size: 5,
+            step_size: crate::testing::step(5),
             ..Inventory::with_total(100)
         };
         let vcpu3 = Inventory {

@@ -33,3 +33,8 @@ pub(crate) fn rc(name: &str) -> crate::names::ResourceClass {
 pub(crate) fn tn(name: &str) -> crate::names::TraitName {
     crate::names::TraitName::parse(name).expect("well-formed trait")
 }
+
+/// A step size for a test, which must not be 0.
+pub(crate) fn step(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).expect("a step size is never 0")
+}

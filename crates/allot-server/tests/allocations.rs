@@ -33,7 +33,7 @@ fn app_at(dir: &std::path::Path, fresh: bool) -> axum::Router {
                         (
                             "DISK_GB",
                             Inventory {
-                                step_size: 10,
+                                step_size: std::num::NonZeroU64::new(10).unwrap(),
                                 ..Inventory::with_total(100)
                             },
                         ),

@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
+use std::num::NonZeroU64;
 
 use allot_core::metadata::{self, ClassMetadata};
 use allot_core::names::{is_custom_name, is_well_formed_name};
@@ -368,7 +369,7 @@ pub fn export(state: &State, exported_at: Timestamp) -> Dump {
                     reserved: inv.reserved,
                     min_unit: inv.min_unit,
                     max_unit: inv.max_unit,
-                    step_size: inv.step_size,
+                    step_size: inv.step_size.get(),
                     allocation_ratio: format!("{:?}", inv.allocation_ratio),
                 })
                 .collect();
@@ -567,26 +568,18 @@ fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
             ))
         }
     };
-    if inv.step_size == 0 {
+    // An inventory cannot be built with a step size of 0: named here as the dump's.
+    let Some(step_size) = NonZeroU64::new(inv.step_size) else {
         return Err(format!("step_size of {} is 0", inv.resource_class));
-    }
+    };
     Ok(Inventory {
         total: inv.total,
         reserved: inv.reserved,
         min_unit: inv.min_unit,
         max_unit: inv.max_unit,
-        step_size: inv.step_size,
+        step_size,
         allocation_ratio,
     })
-}
-
-/// Whether one allocation of `amount` keeps to `inventory`'s min_unit, max_unit and
-/// step_size: the core's rule of fit for an amount (`Inventory::admits`, once the
-/// core has it; until then, its words here).
-fn admits(inventory: &Inventory, amount: u64) -> bool {
-    amount >= inventory.min_unit
-        && amount <= inventory.max_unit
-        && amount.is_multiple_of(inventory.step_size)
 }
 
 /// Checks a dump's integrity and turns it into the changes that recreate it.
@@ -843,7 +836,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 problems.add(format!("{at}: the provider has no inventory of the class"));
                 continue;
             };
-            if !admits(inv, a.used) {
+            if inv.admits(a.used).is_err() {
                 warnings.push(format!(
                     "{at}: {} is outside the inventory's min_unit {}, max_unit {}, step_size {} \
                      (kept: the inventory changed after the allocation was made)",

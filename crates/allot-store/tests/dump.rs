@@ -161,7 +161,7 @@ fn world() -> Vec<Change> {
                     rc("MEMORY_MB"),
                     Inventory {
                         min_unit: 256,
-                        step_size: 256,
+                        step_size: std::num::NonZeroU64::new(256).unwrap(),
                         max_unit: 65536,
                         ..inv(131072, 1.5)
                     },

@@ -98,7 +98,7 @@ fn inv(total: u64, reserved: u64, max_unit: u64, ratio: f64) -> Inventory {
         reserved,
         min_unit: 1,
         max_unit,
-        step_size: 1,
+        step_size: std::num::NonZeroU64::MIN,
         allocation_ratio: ratio,
     }
 }

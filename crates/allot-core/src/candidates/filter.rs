@@ -25,10 +25,11 @@
 //! is the search's business (`super::search`).
 
 use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU64;
 
 use uuid::Uuid;
 
-use crate::model::{Provider, ProviderId};
+use crate::model::{Provider, ProviderId, Units};
 use crate::names::{RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
@@ -106,29 +107,25 @@ pub(super) struct Capacity {
     ///
     /// [`Inventory::capacity`]: crate::model::Inventory::capacity
     pub free: i64,
-    /// The inventory's `max_unit`.
-    pub max_unit: u64,
-    /// The inventory's `min_unit`.
-    pub min_unit: u64,
-    /// The inventory's `step_size`.
-    pub step_size: u64,
+    /// The inventory's limits on one allocation.
+    pub units: Units,
 }
 
 impl Capacity {
+    /// No inventory of the class: no amount fits (`min_unit` above `max_unit`).
     const NONE: Capacity = Capacity {
         free: i64::MIN,
-        max_unit: 0,
-        min_unit: u64::MAX,
-        step_size: 0,
+        units: Units {
+            min_unit: u64::MAX,
+            max_unit: 0,
+            step_size: NonZeroU64::MIN,
+        },
     };
 
     /// Whether one more allocation of `amount` fits (Placement's per-class test:
-    /// room, `min_unit`, `max_unit`, `step_size`).
+    /// room, then [`Units::admits`]).
     pub fn admits(&self, amount: u64) -> bool {
-        i128::from(amount) <= i128::from(self.free)
-            && self.min_unit <= amount
-            && amount <= self.max_unit
-            && amount.checked_rem(self.step_size) == Some(0)
+        i128::from(amount) <= i128::from(self.free) && self.units.admits(amount).is_ok()
     }
 }
 
@@ -264,9 +261,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
                     let used = p.used(class.as_str(), self.query.now);
                     Capacity {
                         free: capacity.saturating_sub(i64::try_from(used).unwrap_or(i64::MAX)),
-                        max_unit: inv.max_unit,
-                        min_unit: inv.min_unit,
-                        step_size: inv.step_size,
+                        units: inv.units(),
                     }
                 }
             });

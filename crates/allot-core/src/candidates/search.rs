@@ -206,7 +206,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             let p = providers[i];
             let capacity = capacity[i * width..(i + 1) * width]
                 .iter()
-                .map(|c| (c.free, c.max_unit))
+                .map(|c| (c.free, c.units.max_unit))
                 .collect();
             let mut traits = vec![0u64; trait_words];
             for (t, any) in unsuffixed_required.iter().enumerate() {

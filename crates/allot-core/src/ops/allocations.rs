@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use uuid::Uuid;
 
+use super::placing::{merged, place, Unfit};
 use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -324,11 +325,7 @@ impl State {
             }
         }
         for r in writes.iter().flat_map(|w| &w.allocations) {
-            if r.provider
-                .uuid()
-                .and_then(|u| self.provider_by_uuid(&u))
-                .is_none()
-            {
+            if self.provider_by_ref(&r.provider).is_none() {
                 return Err(Refusal::UnknownProvider(r.provider.clone()));
             }
         }
@@ -344,57 +341,41 @@ impl State {
         // The providers named, by uuid (all exist: checked).
         let mut providers: HashMap<Uuid, &Provider> = HashMap::new();
         for r in writes.iter().flat_map(|w| &w.allocations) {
-            let found = r
-                .provider
-                .uuid()
-                .and_then(|u| Some((u, self.provider_by_uuid(&u)?)));
-            let (uuid, p) = found.ok_or_else(|| Refusal::UnknownProvider(r.provider.clone()))?;
-            providers.insert(uuid, p);
+            let p = self
+                .provider_by_ref(&r.provider)
+                .ok_or_else(|| Refusal::UnknownProvider(r.provider.clone()))?;
+            providers.insert(p.uuid(), p);
         }
 
         // What each consumer asks for, merged by provider and class (first position
         // kept), zero amounts dropped. An empty list empties the consumer.
-        let asked: Vec<Vec<(Uuid, &RequestedName<ResourceClass>, u64)>> = writes
+        let asked: Vec<Vec<((Uuid, &RequestedName<ResourceClass>), u64)>> = writes
             .iter()
             .map(|w| {
-                let mut merged: Vec<(Uuid, &RequestedName<ResourceClass>, u64)> = Vec::new();
-                for r in w.allocations.iter().filter(|r| r.used > 0) {
-                    let Some(uuid) = r.provider.uuid() else {
-                        continue;
-                    };
-                    match merged
-                        .iter_mut()
-                        .find(|(p, c, _)| *p == uuid && *c == &r.class)
-                    {
-                        Some(m) => m.2 = m.2.saturating_add(r.used),
-                        None => merged.push((uuid, &r.class, r.used)),
-                    }
-                }
-                merged
+                let named = w
+                    .allocations
+                    .iter()
+                    .filter_map(|r| Some(((r.provider.uuid()?, &r.class), r.used)));
+                merged(named, |a, b| a == b)
             })
             .collect();
 
-        // 3. Classes (text that is no class name names none).
+        // 3. Classes. Every class is a known name from here on.
+        let mut known: Vec<Vec<(Uuid, &ResourceClass, u64)>> = Vec::with_capacity(asked.len());
         for (write, list) in writes.iter().zip(&asked) {
-            if let Some((_, class, _)) = list
-                .iter()
-                .find(|(_, c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
-            {
-                return Err(Refusal::UnknownClass {
-                    consumer: write.consumer,
-                    class: (*class).clone(),
-                });
+            let mut classes = Vec::with_capacity(list.len());
+            for &((provider, class), used) in list {
+                let Some(name) = self.known_class(class) else {
+                    return Err(Refusal::UnknownClass {
+                        consumer: write.consumer,
+                        class: class.clone(),
+                    });
+                };
+                classes.push((provider, name, used));
             }
+            known.push(classes);
         }
-        // Every class is a name from here on.
-        let asked: Vec<Vec<(Uuid, &ResourceClass, u64)>> = asked
-            .iter()
-            .map(|list| {
-                list.iter()
-                    .filter_map(|&(p, c, used)| Some((p, c.name()?, used)))
-                    .collect()
-            })
-            .collect();
+        let asked = known;
 
         // What the written consumers hold now, and what the emptied ones release
         // (Placement carries those as zero amounts through its checks).
@@ -459,33 +440,23 @@ impl State {
         let mut needed: HashMap<(ProviderId, &str), u64> = HashMap::new();
         for &(uuid, class, used) in asked.iter().flatten() {
             let provider = providers[&uuid];
-            let Some(inv) = provider.inventories.get(class.as_str()) else {
-                return Err(Refusal::MissingInventory {
-                    class: class.clone(),
-                    provider: uuid,
-                });
-            };
-            if used < inv.min_unit || used > inv.max_unit || used % inv.step_size.max(1) != 0 {
-                return Err(Refusal::ConstraintsViolated {
-                    class: class.clone(),
-                    provider: uuid,
-                });
-            }
             let key = (provider.id(), class.as_str());
-            // Live pending claims count as used (see `super::claims`).
-            let before = provider.used(class.as_str(), now);
-            let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
-            let all = needed.entry(key).or_insert(0);
-            *all = all.saturating_add(used);
-            let after = others.saturating_add(*all);
-            // Over capacity is allowed only when nothing gets worse: there was usage
-            // of the class here before, and no less than there will be.
-            if i128::from(after) > inv.capacity() && (before == 0 || after > before) {
-                return Err(Refusal::CapacityExceeded {
-                    class: class.clone(),
-                    provider: uuid,
-                });
-            }
+            // What is used now counts live pending claims (see `super::claims`); what
+            // the written consumers held is replaced, what they ask for is added.
+            let after = |before: u64| {
+                let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
+                let all = needed.entry(key).or_insert(0);
+                *all = all.saturating_add(used);
+                i128::from(others.saturating_add(*all))
+            };
+            place(provider, class, used, now, after).map_err(|unfit| {
+                let (class, provider) = (class.clone(), uuid);
+                match unfit {
+                    Unfit::NoInventory => Refusal::MissingInventory { class, provider },
+                    Unfit::Misfit(_) => Refusal::ConstraintsViolated { class, provider },
+                    Unfit::OverCapacity { .. } => Refusal::CapacityExceeded { class, provider },
+                }
+            })?;
         }
 
         // The changes.
@@ -837,7 +808,7 @@ mod tests {
                 Inventory {
                     min_unit: 2,
                     max_unit: 6,
-                    step_size: 2,
+                    step_size: crate::testing::step(2),
                     ..Inventory::with_total(8)
                 },
             )],

@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
+use super::placing::{merged, place, Unfit};
 use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -115,7 +116,26 @@ pub struct Swept {
 /// Amounts by class.
 pub type ByClass = BTreeMap<ResourceClass, u64>;
 
-fn does_not_fit(message: String) -> Error {
+/// A claim's refusal of an amount the provider cannot take: the checks are an
+/// allocation's, the wording (and the code) the claim's own.
+fn does_not_fit(unfit: Unfit, amount: u64, class: &ResourceClass, provider: Uuid) -> Error {
+    let start = format!("Unable to claim {amount} '{class}' on resource provider '{provider}'");
+    let message = match unfit {
+        Unfit::NoInventory => format!(
+            "Unable to claim '{class}' on resource provider '{provider}': it has no inventory \
+             of that class."
+        ),
+        Unfit::Misfit(units) => format!(
+            "{start}: the amount would violate inventory constraints (min_unit {}, max_unit {}, \
+             step_size {}).",
+            units.min_unit, units.max_unit, units.step_size
+        ),
+        Unfit::OverCapacity { capacity, used } => format!(
+            "{start}: the amount would exceed the capacity ({} in all, {used} allocated or \
+             promised).",
+            capacity.max(0)
+        ),
+    };
     Error::conflict(ConflictCode::ClaimDoesNotFit, message)
 }
 
@@ -133,71 +153,39 @@ impl State {
                 format!("A claim with uuid {} already exists.", new.uuid),
             ));
         }
-        // Merged by provider and class, zero amounts dropped.
-        let mut merged: Vec<(&Provider, &ResourceClass, u64)> = Vec::new();
+        // Each amount's provider and class must exist, in request order (a zero
+        // amount's too); then merged by provider and class, zero amounts dropped.
+        let mut named = Vec::with_capacity(new.allocations.len());
         for r in &new.allocations {
-            let provider = r
-                .provider
-                .uuid()
-                .and_then(|u| self.provider_by_uuid(&u))
-                .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "Claim on resource provider '{}' that does not exist.",
-                        r.provider
-                    ))
-                })?;
-            let Some(class) = r.class.name().filter(|c| self.class_exists(c)) else {
-                return Err(Error::invalid(format!(
+            let provider = self.provider_by_ref(&r.provider).ok_or_else(|| {
+                Error::invalid(format!(
+                    "Claim on resource provider '{}' that does not exist.",
+                    r.provider
+                ))
+            })?;
+            let class = self.known_class(&r.class).ok_or_else(|| {
+                Error::invalid(format!(
                     "Unable to claim inventory: No such resource class {}.",
                     r.class
-                )));
-            };
-            if r.used == 0 {
-                continue;
-            }
-            match merged
-                .iter_mut()
-                .find(|(p, c, _)| p.id() == provider.id() && *c == class)
-            {
-                Some(m) => m.2 = m.2.saturating_add(r.used),
-                None => merged.push((provider, class, r.used)),
-            }
+                ))
+            })?;
+            named.push(((provider, class), r.used));
         }
+        let merged = merged(named, |(p, c), (q, d)| p.id() == q.id() && c == d);
         if merged.is_empty() {
             return Err(Error::invalid(
                 "A claim must promise a positive amount of at least one class.",
             ));
         }
-        for &(provider, class, amount) in &merged {
-            let uuid = provider.uuid();
-            let Some(inv) = provider.inventories.get(class.as_str()) else {
-                return Err(does_not_fit(format!(
-                    "Unable to claim '{class}' on resource provider '{uuid}': it has no \
-                     inventory of that class."
-                )));
-            };
-            if amount < inv.min_unit || amount > inv.max_unit || amount % inv.step_size.max(1) != 0
-            {
-                return Err(does_not_fit(format!(
-                    "Unable to claim {amount} '{class}' on resource provider '{uuid}': the \
-                     amount would violate inventory constraints (min_unit {}, max_unit {}, \
-                     step_size {}).",
-                    inv.min_unit, inv.max_unit, inv.step_size
-                )));
-            }
-            let used = provider.used(class.as_str(), now);
-            if !inv.fits(used, amount) {
-                return Err(does_not_fit(format!(
-                    "Unable to claim {amount} '{class}' on resource provider '{uuid}': the \
-                     amount would exceed the capacity ({} in all, {used} allocated or \
-                     promised).",
-                    inv.capacity().max(0)
-                )));
-            }
+        for &((provider, class), amount) in &merged {
+            // A claim always adds to what is used.
+            let after = |used: u64| i128::from(used) + i128::from(amount);
+            place(provider, class, amount, now, after)
+                .map_err(|unfit| does_not_fit(unfit, amount, class, provider.uuid()))?;
         }
         let mut allocations: Vec<ClaimAmount> = merged
             .into_iter()
-            .map(|(p, class, amount)| ClaimAmount {
+            .map(|((p, class), amount)| ClaimAmount {
                 provider: p.uuid(),
                 class: class.clone(),
                 amount,

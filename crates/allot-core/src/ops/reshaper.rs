@@ -244,7 +244,7 @@ mod tests {
             (
                 "DISK_GB".to_string(),
                 Inventory {
-                    step_size: 10,
+                    step_size: crate::testing::step(10),
                     min_unit: 10,
                     max_unit: 1000,
                     ..inv(2048)
@@ -323,7 +323,7 @@ mod tests {
 
     fn disk() -> Inventory {
         Inventory {
-            step_size: 10,
+            step_size: crate::testing::step(10),
             min_unit: 10,
             max_unit: 1200,
             ..inv(2048)

@@ -54,7 +54,7 @@ impl InvSpec {
             reserved: self.reserved,
             min_unit: self.min_unit,
             max_unit: self.max_unit,
-            step_size: self.step_size,
+            step_size: std::num::NonZeroU64::new(self.step_size).expect("steps start at 1"),
             allocation_ratio: self.allocation_ratio,
         }
     }

@@ -48,7 +48,7 @@ pub(crate) struct InventoryBody {
     reserved: Option<u64>,
     min_unit: Option<u64>,
     max_unit: Option<u64>,
-    step_size: Option<u64>,
+    step_size: Option<std::num::NonZeroU64>,
     allocation_ratio: Option<f64>,
     /// Required by the PUTs, accepted and ignored by the POST.
     resource_provider_generation: Option<Value>,

@@ -242,7 +242,7 @@ mod tests {
         assert_eq!(
             disk.1,
             Inventory {
-                step_size: 10,
+                step_size: std::num::NonZeroU64::new(10).unwrap(),
                 ..Inventory::with_total(2048)
             }
         );

@@ -30,7 +30,7 @@ impl From<&Inventory> for InventoryFields {
             max_unit: inv.max_unit,
             min_unit: inv.min_unit,
             reserved: inv.reserved,
-            step_size: inv.step_size,
+            step_size: inv.step_size.get(),
             total: inv.total,
         }
     }
@@ -69,7 +69,7 @@ impl InventoryBody {
             min_unit: inv.min_unit,
             reserved: inv.reserved,
             resource_provider_generation: generation,
-            step_size: inv.step_size,
+            step_size: inv.step_size.get(),
             total: inv.total,
         }
     }

@@ -22,6 +22,7 @@
 //! row by row.
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::sync::mpsc::{self, SyncSender};
 
 use allot_core::{
@@ -611,7 +612,9 @@ fn read_providers(
                         reserved: i.count(3)?,
                         min_unit: i.count(4)?,
                         max_unit: i.count(5)?,
-                        step_size: i.count(6)?,
+                        step_size: NonZeroU64::new(i.count(6)?).ok_or_else(|| {
+                            StoreError::Corrupt("column 6: step_size of 0".into())
+                        })?,
                         allocation_ratio: i.float(7)?,
                     },
                 ));

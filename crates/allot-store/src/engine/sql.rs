@@ -693,7 +693,7 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
                         Value::count(inv.reserved),
                         Value::count(inv.min_unit),
                         Value::count(inv.max_unit),
-                        Value::count(inv.step_size),
+                        Value::count(inv.step_size.get()),
                         Value::Float(inv.allocation_ratio),
                     ],
                 );
