@@ -559,19 +559,14 @@ pub struct Plan {
 /// The inventory a dump's record describes, or why it describes none: an allocation
 /// ratio that is not a finite number, or a step size of 0.
 fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
-    let allocation_ratio = match inv.allocation_ratio.parse::<f64>() {
-        Ok(r) if r.is_finite() => r,
-        _ => {
-            return Err(format!(
-                "allocation_ratio {:?} of {} is not a finite number",
-                inv.allocation_ratio, inv.resource_class
-            ))
-        }
-    };
-    // An inventory cannot be built with a step size of 0: named here as the dump's.
-    let Some(step_size) = NonZeroU64::new(inv.step_size) else {
-        return Err(format!("step_size of {} is 0", inv.resource_class));
-    };
+    let class = &inv.resource_class;
+    let ratio = &inv.allocation_ratio;
+    let allocation_ratio = (ratio.parse::<f64>().ok())
+        .filter(|r| r.is_finite())
+        .ok_or_else(|| format!("allocation_ratio {ratio:?} of {class} is not a finite number"))?;
+    // An inventory cannot be built with a step size of 0.
+    let step_size =
+        NonZeroU64::new(inv.step_size).ok_or_else(|| format!("step_size of {class} is 0"))?;
     Ok(Inventory {
         total: inv.total,
         reserved: inv.reserved,
