@@ -556,6 +556,27 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// The inventory a dump's record describes, or why it describes none: an allocation
+/// ratio that is not a finite number, or a step size of 0.
+fn inventory(inv: &DumpInventory) -> Result<Inventory, String> {
+    let class = &inv.resource_class;
+    let ratio = &inv.allocation_ratio;
+    let allocation_ratio = (ratio.parse::<f64>().ok())
+        .filter(|r| r.is_finite())
+        .ok_or_else(|| format!("allocation_ratio {ratio:?} of {class} is not a finite number"))?;
+    // An inventory cannot be built with a step size of 0.
+    let step_size =
+        NonZeroU64::new(inv.step_size).ok_or_else(|| format!("step_size of {class} is 0"))?;
+    Ok(Inventory {
+        total: inv.total,
+        reserved: inv.reserved,
+        min_unit: inv.min_unit,
+        max_unit: inv.max_unit,
+        step_size,
+        allocation_ratio,
+    })
+}
+
 /// Checks a dump's integrity and turns it into the changes that recreate it.
 ///
 /// Refused (every problem named): duplicate uuids or names; a parent missing, or a
@@ -711,30 +732,12 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 ));
                 continue;
             }
-            let ratio = match inv.allocation_ratio.parse::<f64>() {
-                Ok(r) if r.is_finite() => r,
-                _ => {
-                    problems.add(format!(
-                        "provider {}: allocation_ratio {:?} of {} is not a finite number",
-                        p.uuid, inv.allocation_ratio, inv.resource_class
-                    ));
+            let inventory = match inventory(inv) {
+                Ok(inventory) => inventory,
+                Err(problem) => {
+                    problems.add(format!("provider {}: {problem}", p.uuid));
                     continue;
                 }
-            };
-            let Some(step_size) = NonZeroU64::new(inv.step_size) else {
-                problems.add(format!(
-                    "provider {}: step_size of {} is 0",
-                    p.uuid, inv.resource_class
-                ));
-                continue;
-            };
-            let inventory = Inventory {
-                total: inv.total,
-                reserved: inv.reserved,
-                min_unit: inv.min_unit,
-                max_unit: inv.max_unit,
-                step_size,
-                allocation_ratio: ratio,
             };
             if inventories
                 .insert((p.uuid, &inv.resource_class), inventory)
@@ -828,7 +831,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
                 problems.add(format!("{at}: the provider has no inventory of the class"));
                 continue;
             };
-            if a.used < inv.min_unit || a.used > inv.max_unit || a.used % inv.step_size != 0 {
+            if inv.admits(a.used).is_err() {
                 warnings.push(format!(
                     "{at}: {} is outside the inventory's min_unit {}, max_unit {}, step_size {} \
                      (kept: the inventory changed after the allocation was made)",

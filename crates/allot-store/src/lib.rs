@@ -110,6 +110,13 @@ fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
+/// The file a `sqlite:PATH` (or `sqlite://PATH`) URL names (empty if it names
+/// none); `None` for a URL of another engine.
+pub fn sqlite_path(url: &str) -> Option<&str> {
+    url.strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+}
+
 /// A database URL fit for logs and messages: its password, if any, replaced by `***`.
 pub fn redacted(url: &str) -> String {
     engine::postgres::redact(url)
@@ -149,10 +156,7 @@ impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
     /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`.
     pub fn open(url: &str) -> Result<Store, StoreError> {
-        if let Some(path) = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-        {
+        if let Some(path) = sqlite_path(url) {
             if path.is_empty() {
                 return Err(StoreError::BadUrl {
                     url: url.into(),

@@ -50,14 +50,15 @@ pub fn decode(record: &[u8]) -> Result<Vec<Change>, StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use allot_core::{
         Allocation, Claim, ClaimAmount, ClaimState, ClassMetadata, ClassRecord, ConsumerRow,
         Inventory, ProviderId, ProviderRow, ResourceClass, Text, TraitName, TraitRecord, Uuid,
     };
 
-    fn every_kind() -> Vec<Change> {
+    /// One change of most kinds (the statements' tests use them too).
+    pub(crate) fn every_kind() -> Vec<Change> {
         let class = ResourceClass::new_unchecked("CUSTOM_GOLD");
         let provider = ProviderRow {
             id: ProviderId(7),

@@ -87,7 +87,7 @@ pub fn run_import(args: ImportArgs) -> anyhow::Result<()> {
 fn export(args: &ExportArgs) -> anyhow::Result<()> {
     // Opening a SQLite file that is not there would create an empty database and
     // export nothing from it: a typo in the path must not look like an empty dump.
-    if let Some(path) = sqlite_path(&args.database) {
+    if let Some(path) = allot_store::sqlite_path(&args.database).filter(|p| !p.is_empty()) {
         if !Path::new(path).exists() {
             return Err(anyhow!("no database at {path}"));
         }
@@ -176,11 +176,4 @@ fn open(url: &str) -> anyhow::Result<Store> {
         };
         anyhow!("opening database {url}: {e}{hint}")
     })
-}
-
-/// The file a `sqlite:` URL names.
-fn sqlite_path(url: &str) -> Option<&str> {
-    url.strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-        .filter(|p| !p.is_empty())
 }

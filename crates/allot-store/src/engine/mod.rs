@@ -1,10 +1,20 @@
 //! The storage engines. Each one implements the same operations (`load`, `head`,
 //! `changes_since`, `write`) that [`crate::Store`] dispatches to, and checks the same
 //! preconditions in its writes.
+//!
+//! What they store and how is described once, for both: the tables and the
+//! statements each change writes in [`sql`], the load in [`load`], the reading of
+//! the change log in [`read_log`]. An engine keeps only its dialect (types,
+//! placeholders, upserts), its connection and transactions, its migrations' list,
+//! and its log table.
 
 use allot_core::Change;
 
+use crate::{Commit, Cursor, StoreError};
+
+pub(crate) mod load;
 pub mod postgres;
+pub(crate) mod sql;
 pub mod sqlite;
 
 /// How many of the newest commits the change log keeps, in every engine: a node
@@ -39,4 +49,45 @@ pub(crate) fn lost_race(change: &Change) -> String {
         } => format!("consumer {} is not at generation {previous}", row.uuid),
         other => format!("a write changed no row: {other:?}"),
     }
+}
+
+/// The commits of the log after `after`, from its rows (number and record, in
+/// order, from the first after `after`), checked to be exactly `after + 1 ..= head`.
+/// A gap at the start means the log was pruned past `after`
+/// ([`StoreError::Behind`]); a cursor ahead of the head is `ahead`'s error (each
+/// engine says what that means for it).
+pub(crate) fn read_log<B: AsRef<[u8]>>(
+    after: i64,
+    head: i64,
+    rows: impl IntoIterator<Item = Result<(i64, B), StoreError>>,
+    ahead: impl FnOnce() -> StoreError,
+) -> Result<Vec<Commit>, StoreError> {
+    if after > head {
+        return Err(ahead());
+    }
+    let mut commits = Vec::new();
+    let mut expected = after + 1;
+    for row in rows {
+        let (seq, record) = row?;
+        if seq != expected {
+            return Err(if commits.is_empty() {
+                StoreError::Behind(after)
+            } else {
+                StoreError::Corrupt(format!("the change log has no commit {expected}"))
+            });
+        }
+        expected += 1;
+        commits.push(Commit {
+            cursor: Cursor(seq),
+            changes: crate::log::decode(record.as_ref())?,
+        });
+    }
+    if expected <= head {
+        return Err(if commits.is_empty() {
+            StoreError::Behind(after)
+        } else {
+            StoreError::Corrupt(format!("the change log ends before its head {head}"))
+        });
+    }
+    Ok(commits)
 }

@@ -39,14 +39,18 @@
 //!
 //! # Schema
 //!
-//! The tables mirror the SQLite engine's, row for row, with what PostgreSQL does
-//! naturally where SQLite needed a workaround: uuids (providers, consumers,
-//! aggregates, claims) are the native `uuid` type, so one uuid has one spelling and
-//! the load never needs to look for duplicates; integers are `bigint`, allocation
-//! ratios `double precision`; upserts are `INSERT ... ON CONFLICT` instead of
-//! `INSERT OR REPLACE`. The schema version is the one row of `schema_version`;
-//! [`MIGRATIONS`] lists the scripts, each run in a transaction of its own under an
-//! advisory lock, so nodes starting together migrate once.
+//! The tables, the statements each change writes and the load are the SQLite
+//! engine's too (`super::sql`, `super::load`); [`Postgres`] spells them with what
+//! PostgreSQL does naturally where SQLite needed a workaround: uuids (providers,
+//! consumers, aggregates, claims) are the native `uuid` type, so one uuid has one
+//! spelling and the load never needs to look for duplicates; integers are `bigint`,
+//! allocation ratios `double precision`; upserts are `INSERT ... ON CONFLICT`
+//! instead of `INSERT OR REPLACE`; the rows a change inserts into one table go as
+//! one statement over arrays. The load reads each query through a portal, a chunk
+//! at a time, so that the providers' four queries (and the consumers' two) are open
+//! side by side. The schema version is the one row of `schema_version`;
+//! [`MIGRATIONS`] lists what each version creates, each run in a transaction of its
+//! own under an advisory lock, so nodes starting together migrate once.
 //!
 //! # The change log
 //!
@@ -69,133 +73,115 @@
 //! every node's writer takes (SQLite's single writer lock does that job there, and
 //! its head is `max(seq)`).
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use allot_core::{
-    Allocation, Change, Claim, ClaimAmount, ClaimState, ClassMetadata, ClassRecord, ConsumerRow,
-    Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
-};
+use allot_core::{Change, State, Uuid};
 use futures_util::future::MaybeDone;
-use futures_util::TryStreamExt;
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{FromSql, ToSql};
 use postgres::{IsolationLevel, NoTls, Row, Statement};
+use std::collections::HashMap;
 use tokio::runtime::Runtime;
-use tokio_postgres::{Client, Config, Transaction};
+use tokio_postgres::{Client, Config, Portal, Transaction};
 
-use super::{lost_race, LOG_KEEP, LOG_PRUNE_EVERY};
+use super::load::{self, Cells, Key, Rows, Source};
+use super::sql::{self, col, Conflict, Ddl, Dialect, Op, Table, Type, Value};
+use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
-/// The parameters of one statement of a write ([`Param`]s), boxed. (A macro must
-/// come before its uses.)
-macro_rules! params {
-    ($($p:expr),* $(,)?) => { vec![$(Box::new($p) as Param<'_>),*] };
+/// The change log: every commit's changes, numbered.
+static ALLOT_LOG: Table = Table {
+    name: "allot_log",
+    columns: sql::LOG_COLUMNS,
+    key: &["seq"],
+    clustered: false,
+};
+
+/// The log's head: one row, the newest `seq` (0 before the first commit), which is
+/// also the lock that every node's writer takes.
+static ALLOT_LOG_HEAD: Table = Table {
+    name: "allot_log_head",
+    columns: &[col("seq", Type::Int)],
+    key: &[],
+    clustered: false,
+};
+
+/// Schema migrations, in order: the tables (and indexes) each version created.
+/// `schema_version.version` is how many have run.
+static MIGRATIONS: &[&[Ddl]] = {
+    use sql::*;
+    &[&[
+        Ddl::Table(&RESOURCE_CLASSES),
+        Ddl::Table(&CLASS_METADATA),
+        Ddl::Table(&TRAITS),
+        Ddl::Table(&PROVIDERS),
+        Ddl::Table(&INVENTORIES),
+        Ddl::Table(&PROVIDER_TRAITS),
+        Ddl::Table(&PROVIDER_AGGREGATES),
+        Ddl::Table(&CONSUMERS),
+        Ddl::Table(&ALLOCATIONS),
+        Ddl::Index(&ALLOCATIONS_BY_PROVIDER),
+        Ddl::Index(&ALLOCATIONS_BY_CLASS),
+        Ddl::Index(&INVENTORIES_BY_CLASS),
+        Ddl::Table(&CLAIMS),
+        Ddl::Table(&CLAIM_ALLOCATIONS),
+        Ddl::Table(&ALLOT_LOG),
+        Ddl::Table(&ALLOT_LOG_HEAD),
+        Ddl::Raw("INSERT INTO allot_log_head (seq) VALUES (0);"),
+    ]]
+};
+
+/// PostgreSQL's spelling of the statements: native uuids, `bigint`s, upserts as
+/// `INSERT ... ON CONFLICT`, and an insert of many rows as one statement over
+/// arrays (`unnest`), so that a write's pipeline stays short.
+pub(crate) struct Postgres;
+
+impl Dialect for Postgres {
+    const SLOT: usize = 1;
+    const CLUSTERED: &'static str = "";
+    const TYPES: [&'static str; 5] = ["bigint", "double precision", "text", "uuid", "bytea"];
+    const PARAMETER: char = '$';
+
+    fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String {
+        let insert = format!("INSERT INTO {} ({columns}) VALUES ({values})", table.name);
+        match conflict {
+            Conflict::Fail => insert,
+            Conflict::Ignore => format!("{insert} ON CONFLICT DO NOTHING"),
+            Conflict::Replace => {
+                let set: Vec<String> = table
+                    .columns
+                    .iter()
+                    .filter(|c| !table.key.contains(&c.name))
+                    .map(|c| format!("{0} = excluded.{0}", c.name))
+                    .collect();
+                format!(
+                    "{insert} ON CONFLICT ({}) DO UPDATE SET {}",
+                    table.key.join(", "),
+                    set.join(", ")
+                )
+            }
+        }
+    }
+
+    fn insert_rows(table: &Table, columns: &str) -> Option<String> {
+        let arrays: Vec<String> = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("${}::{}[]", i + 1, Self::type_name(c.ty)))
+            .collect();
+        Some(format!(
+            "INSERT INTO {} ({columns}) SELECT * FROM unnest({})",
+            table.name,
+            arrays.join(", ")
+        ))
+    }
 }
-
-/// Schema migrations, in order; `schema_version.version` is how many have run.
-pub const MIGRATIONS: &[&str] = &[r#"
-CREATE TABLE resource_classes (
-    name       text PRIMARY KEY,
-    created_at bigint NOT NULL,
-    updated_at bigint NOT NULL
-);
-CREATE TABLE class_metadata (
-    name         text PRIMARY KEY,
-    units        text,
-    display_name text,
-    description  text
-);
-CREATE TABLE traits (
-    name       text PRIMARY KEY,
-    created_at bigint NOT NULL
-);
-CREATE TABLE providers (
-    id         bigint PRIMARY KEY,
-    uuid       uuid NOT NULL UNIQUE,
-    name       text NOT NULL UNIQUE,
-    generation bigint NOT NULL,
-    parent_id  bigint,
-    root_id    bigint NOT NULL,
-    created_at bigint NOT NULL,
-    updated_at bigint NOT NULL
-);
-CREATE TABLE inventories (
-    provider_id      bigint NOT NULL,
-    resource_class   text NOT NULL,
-    total            bigint NOT NULL,
-    reserved         bigint NOT NULL,
-    min_unit         bigint NOT NULL,
-    max_unit         bigint NOT NULL,
-    step_size        bigint NOT NULL,
-    allocation_ratio double precision NOT NULL,
-    PRIMARY KEY (provider_id, resource_class)
-);
-CREATE TABLE provider_traits (
-    provider_id bigint NOT NULL,
-    trait       text NOT NULL,
-    PRIMARY KEY (provider_id, trait)
-);
-CREATE TABLE provider_aggregates (
-    provider_id bigint NOT NULL,
-    aggregate   uuid NOT NULL,
-    PRIMARY KEY (provider_id, aggregate)
-);
-CREATE TABLE consumers (
-    uuid          uuid PRIMARY KEY,
-    project_id    text NOT NULL,
-    user_id       text NOT NULL,
-    consumer_type text,
-    generation    bigint NOT NULL,
-    created_at    bigint NOT NULL,
-    updated_at    bigint NOT NULL
-);
-CREATE TABLE allocations (
-    consumer_uuid  uuid NOT NULL,
-    provider_id    bigint NOT NULL,
-    resource_class text NOT NULL,
-    used           bigint NOT NULL,
-    PRIMARY KEY (consumer_uuid, provider_id, resource_class)
-);
-CREATE INDEX allocations_by_provider ON allocations (provider_id);
-CREATE INDEX allocations_by_class ON allocations (resource_class);
-CREATE INDEX inventories_by_class ON inventories (resource_class);
-CREATE TABLE claims (
-    uuid          uuid PRIMARY KEY,
-    consumer_uuid uuid NOT NULL,
-    project_id    text NOT NULL,
-    user_id       text NOT NULL,
-    consumer_type text,
-    tag           text,
-    state         text NOT NULL,
-    created_at    bigint NOT NULL,
-    expires_at    bigint,
-    ended_at      bigint
-);
-CREATE TABLE claim_allocations (
-    claim_uuid     uuid NOT NULL,
-    provider_uuid  uuid NOT NULL,
-    resource_class text NOT NULL,
-    amount         bigint NOT NULL,
-    PRIMARY KEY (claim_uuid, provider_uuid, resource_class)
-);
-CREATE TABLE allot_log (
-    seq     bigint PRIMARY KEY,
-    at      bigint NOT NULL,
-    changes bytea NOT NULL
-);
-CREATE TABLE allot_log_head (
-    seq bigint NOT NULL
-);
-INSERT INTO allot_log_head (seq) VALUES (0);
-"#];
-
 /// The advisory lock key that migrations take ("allot" in ASCII), so that nodes
 /// starting together do not migrate twice.
 const MIGRATION_LOCK: i64 = 0x616c6c6f74;
@@ -411,23 +397,6 @@ impl Tx<'_> {
         Ok(self.runtime.block_on(self.tx().batch_execute(sql))?)
     }
 
-    /// Runs every row of `sql` through `each`, streaming (a million rows are never
-    /// held at once).
-    fn each_row(
-        &self,
-        sql: &str,
-        mut each: impl FnMut(&Row) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        self.runtime.block_on(async {
-            let rows = self.tx().query_raw(sql, std::iter::empty::<i64>()).await?;
-            let mut rows = std::pin::pin!(rows);
-            while let Some(row) = rows.try_next().await? {
-                each(&row)?;
-            }
-            Ok(())
-        })
-    }
-
     /// Prepares, together, the statements among `sqls` that this connection has not
     /// prepared yet.
     fn prepare(&mut self, sqls: impl Iterator<Item = &'static str>) -> Result<(), StoreError> {
@@ -524,7 +493,7 @@ impl PgEngine {
     pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
         let tx = self.conn()?.begin_snapshot()?;
         let head: i64 = get(&tx.query_one("SELECT seq FROM allot_log_head", &[])?, 0)?;
-        let state = read(&tx)?;
+        let state = load::load(Reader(&tx))?;
         tx.commit()?;
         Ok((state, Cursor(head)))
     }
@@ -605,21 +574,23 @@ impl PgEngine {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let mut pipeline = Pipeline::default();
-        for change in &changes {
-            pipeline.change(change);
-        }
+        pipeline.changes(&changes);
         // The log row, the head and the announcement in one statement; the
         // announcement is delivered when (and only if) the transaction commits.
         pipeline.push(
             "WITH logged AS (INSERT INTO allot_log (seq, at, changes) VALUES ($1, $2, $3)),
                   moved AS (UPDATE allot_log_head SET seq = $1)
              SELECT pg_notify('allot_log', $1::bigint::text)",
-            params![seq, now, crate::log::encode(&changes)],
+            vec![
+                Box::new(seq),
+                Box::new(now),
+                Box::new(crate::log::encode(&changes)),
+            ],
         );
         if seq % LOG_PRUNE_EVERY == 0 {
             pipeline.push(
                 "DELETE FROM allot_log WHERE seq <= $1",
-                params![seq - LOG_KEEP],
+                vec![Box::new(seq - LOG_KEEP)],
             );
         }
         tx.run(&pipeline).map_err(stale_if_unique)?;
@@ -638,36 +609,15 @@ fn commits_after(
     rows: &[Row],
     first: usize,
 ) -> Result<Vec<Commit>, StoreError> {
-    if after > head {
-        return Err(StoreError::Behind(after));
-    }
-    let mut commits = Vec::with_capacity(rows.len());
-    let mut expected = after + 1;
-    for row in rows {
-        let Some(seq) = get::<Option<i64>>(row, first)? else {
-            continue;
-        };
-        if seq != expected {
-            return Err(if commits.is_empty() {
-                StoreError::Behind(after)
-            } else {
-                StoreError::Corrupt(format!("allot_log has no commit {expected}"))
-            });
-        }
-        expected += 1;
-        commits.push(Commit {
-            cursor: Cursor(seq),
-            changes: crate::log::decode(get(row, first + 1)?)?,
+    // A row without a commit is the head's alone (the log's join found nothing).
+    let read = rows
+        .iter()
+        .filter_map(|row| match get::<Option<i64>>(row, first) {
+            Ok(None) => None,
+            Ok(Some(seq)) => Some(get::<&[u8]>(row, first + 1).map(|record| (seq, record))),
+            Err(e) => Some(Err(e)),
         });
-    }
-    if expected <= head {
-        return Err(if commits.is_empty() {
-            StoreError::Behind(after)
-        } else {
-            StoreError::Corrupt(format!("allot_log ends before its head {head}"))
-        });
-    }
-    Ok(commits)
+    read_log(after, head, read, || StoreError::Behind(after))
 }
 
 /// A unique violation in a write is a lost race (another node created the same
@@ -687,246 +637,50 @@ fn get<'r, T: FromSql<'r>>(row: &'r Row, i: usize) -> Result<T, StoreError> {
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
 }
 
-/// A stored count (an amount, a generation) back as the unsigned number it was.
-fn unsigned(row: &Row, i: usize) -> Result<u64, StoreError> {
-    let n: i64 = get(row, i)?;
-    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("column {i}: negative {n}")))
-}
-
-/// Rows grouped by their provider id (column 0), in id order: `each` gets a
-/// provider's rows at a time.
-fn by_provider<T>(
-    tx: &Tx<'_>,
-    sql: &str,
-    mut item: impl FnMut(&Row) -> Result<T, StoreError>,
-    mut each: impl FnMut(ProviderId, Vec<T>),
-) -> Result<(), StoreError> {
-    let mut current: Option<(i64, Vec<T>)> = None;
-    tx.each_row(sql, |row| {
-        let id: i64 = get(row, 0)?;
-        match &mut current {
-            Some((held, list)) if *held == id => list.push(item(row)?),
-            _ => {
-                if let Some((held, list)) = current.take() {
-                    each(ProviderId(held as u64), list);
-                }
-                current = Some((id, vec![item(row)?]));
-            }
-        }
-        Ok(())
-    })?;
-    if let Some((held, list)) = current {
-        each(ProviderId(held as u64), list);
-    }
-    Ok(())
-}
-
-/// The load: every table, in the order the view is built in (classes before what
-/// names them, providers before what they hold).
-fn read(tx: &Tx<'_>) -> Result<State, StoreError> {
-    let mut state = State::new();
-    let count = |tx: &Tx<'_>, table: &str| -> Result<usize, StoreError> {
-        let n: i64 = get(
-            &tx.query_one(&format!("SELECT count(*) FROM {table}"), &[])?,
-            0,
-        )?;
-        Ok(n as usize)
-    };
-    let (providers, consumers) = (count(tx, "providers")?, count(tx, "consumers")?);
-    state.reserve(providers, consumers);
-
-    tx.each_row(
-        "SELECT name, created_at, updated_at FROM resource_classes",
-        |r| {
-            state.load_change(Change::PutClass {
-                record: ClassRecord {
-                    // Trusted: only names the core checked are ever written.
-                    name: ResourceClass::new_unchecked(get::<&str>(r, 0)?),
-                    created_at: get(r, 1)?,
-                    updated_at: get(r, 2)?,
-                },
-                old_name: None,
-            });
-            Ok(())
-        },
-    )?;
-    tx.each_row(
-        "SELECT name, units, display_name, description FROM class_metadata",
-        |r| {
-            state.load_change(Change::SetClassMetadata(
-                ResourceClass::new_unchecked(get::<&str>(r, 0)?),
-                Some(ClassMetadata {
-                    units: get(r, 1)?,
-                    display_name: get(r, 2)?,
-                    description: get(r, 3)?,
-                }),
-            ));
-            Ok(())
-        },
-    )?;
-    tx.each_row("SELECT name, created_at FROM traits", |r| {
-        state.load_change(Change::PutTrait(TraitRecord {
-            name: TraitName::new_unchecked(get::<&str>(r, 0)?),
-            created_at: get(r, 1)?,
-        }));
-        Ok(())
-    })?;
-    tx.each_row(
-        "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
-         FROM providers ORDER BY id",
-        |r| {
-            state.load_provider(ProviderRow {
-                id: ProviderId(unsigned(r, 0)?),
-                uuid: get(r, 1)?,
-                name: get(r, 2)?,
-                generation: unsigned(r, 3)?,
-                parent: get::<Option<i64>>(r, 4)?.map(|p| ProviderId(p as u64)),
-                root: ProviderId(unsigned(r, 5)?),
-                created_at: get(r, 6)?,
-                updated_at: get(r, 7)?,
-            });
-            Ok(())
-        },
-    )?;
-    state.relink_children();
-    // Class and trait names are shared within each list's provider here; the view
-    // interns what it keeps.
-    by_provider(
-        tx,
-        "SELECT provider_id, resource_class, total, reserved, min_unit, max_unit, step_size,
-                allocation_ratio
-         FROM inventories ORDER BY provider_id",
-        |r| {
-            Ok((
-                ResourceClass::new_unchecked(get::<&str>(r, 1)?),
-                Inventory {
-                    total: unsigned(r, 2)?,
-                    reserved: unsigned(r, 3)?,
-                    min_unit: unsigned(r, 4)?,
-                    max_unit: unsigned(r, 5)?,
-                    step_size: NonZeroU64::new(unsigned(r, 6)?)
-                        .ok_or_else(|| StoreError::Corrupt("column 6: step_size of 0".into()))?,
-                    allocation_ratio: get(r, 7)?,
-                },
-            ))
-        },
-        |id, list| state.load_change(Change::SetInventories(id, list)),
-    )?;
-    by_provider(
-        tx,
-        "SELECT provider_id, trait FROM provider_traits ORDER BY provider_id",
-        |r| Ok(TraitName::new_unchecked(get::<&str>(r, 1)?)),
-        |id, list| state.load_change(Change::SetTraits(id, list)),
-    )?;
-    by_provider(
-        tx,
-        "SELECT provider_id, aggregate FROM provider_aggregates ORDER BY provider_id",
-        |r| get::<Uuid>(r, 1),
-        |id, list| state.load_change(Change::SetAggregates(id, list)),
-    )?;
-
-    // Consumers with their allocations, one joined stream in uuid order.
-    let mut current: Option<(ConsumerRow, Vec<Allocation>)> = None;
-    let (mut project, mut user, mut kind): (Option<Text>, Option<Text>, Option<Text>) =
-        (None, None, None);
-    // Consecutive consumers mostly share their project, user and type: one copy.
-    fn shared(held: &mut Option<Text>, text: &str) -> Text {
-        match held {
-            Some(t) if t.as_str() == text => t.clone(),
-            _ => {
-                let t = Text::from(text);
-                *held = Some(t.clone());
-                t
-            }
-        }
-    }
-    tx.each_row(
-        "SELECT c.uuid, c.project_id, c.user_id, c.consumer_type, c.generation, c.created_at,
-                c.updated_at, a.provider_id, a.resource_class, a.used
-         FROM consumers c LEFT JOIN allocations a ON a.consumer_uuid = c.uuid
-         ORDER BY c.uuid",
-        |r| {
-            let uuid: Uuid = get(r, 0)?;
-            if current.as_ref().is_none_or(|(row, _)| row.uuid != uuid) {
-                if let Some((row, allocations)) = current.take() {
-                    // Native uuids are distinct keys: none is in the view yet.
-                    state.load_consumer(row, allocations, true);
-                }
-                let row = ConsumerRow {
-                    uuid,
-                    project_id: shared(&mut project, get(r, 1)?),
-                    user_id: shared(&mut user, get(r, 2)?),
-                    consumer_type: get::<Option<&str>>(r, 3)?.map(|t| shared(&mut kind, t)),
-                    generation: unsigned(r, 4)?,
-                    created_at: get(r, 5)?,
-                    updated_at: get(r, 6)?,
-                };
-                current = Some((row, Vec::new()));
-            }
-            if let (Some(provider), Some((_, list))) = (get::<Option<i64>>(r, 7)?, &mut current) {
-                list.push(Allocation {
-                    provider: ProviderId(provider as u64),
-                    class: ResourceClass::new_unchecked(get::<&str>(r, 8)?),
-                    used: unsigned(r, 9)?,
-                });
-            }
-            Ok(())
-        },
-    )?;
-    if let Some((row, allocations)) = current {
-        state.load_consumer(row, allocations, true);
-    }
-
-    // Pending claims (few: they live for minutes), after the providers they are
-    // indexed on.
-    let mut amounts: HashMap<Uuid, Vec<ClaimAmount>> = HashMap::new();
-    tx.each_row(
-        "SELECT claim_uuid, provider_uuid, resource_class, amount FROM claim_allocations",
-        |r| {
-            amounts.entry(get(r, 0)?).or_default().push(ClaimAmount {
-                provider: get(r, 1)?,
-                class: ResourceClass::new_unchecked(get::<&str>(r, 2)?),
-                amount: unsigned(r, 3)?,
-            });
-            Ok(())
-        },
-    )?;
-    tx.each_row(
-        "SELECT uuid, consumer_uuid, project_id, user_id, consumer_type, tag, state,
-                created_at, expires_at, ended_at
-         FROM claims",
-        |r| {
-            let uuid: Uuid = get(r, 0)?;
-            let state_text: &str = get(r, 6)?;
-            let claim_state = ClaimState::parse(state_text)
-                .ok_or_else(|| StoreError::Corrupt(format!("claim state {state_text:?}")))?;
-            let mut allocations = amounts.remove(&uuid).unwrap_or_default();
-            allocations.sort();
-            let claim = Claim {
-                uuid,
-                consumer: get(r, 1)?,
-                project_id: Text::from(get::<&str>(r, 2)?),
-                user_id: Text::from(get::<&str>(r, 3)?),
-                consumer_type: get::<Option<&str>>(r, 4)?.map(Text::from),
-                tag: get::<Option<&str>>(r, 5)?.map(Text::from),
-                allocations: allocations.into_boxed_slice(),
-                state: claim_state,
-                created_at: get(r, 7)?,
-                expires_at: get(r, 8)?,
-                ended_at: get(r, 9)?,
-            };
-            state.load_change(Change::PutClaim(Box::new(claim)));
-            Ok(())
-        },
-    )?;
-    Ok(state)
-}
-
 /// A statement parameter: borrowed from the changes being written, or owned.
 type Param<'a> = Box<dyn ToSql + Sync + 'a>;
 
+/// A neutral value as the driver's parameter (a NULL typed as its column is).
+fn param(value: Value<'_>) -> Param<'_> {
+    match value {
+        Value::Int(n) => Box::new(n),
+        Value::Float(x) => Box::new(x),
+        Value::Text(text) => Box::new(text),
+        Value::Uuid(uuid) => Box::new(uuid),
+        Value::Null(Type::Int) => Box::new(None::<i64>),
+        Value::Null(Type::Float) => Box::new(None::<f64>),
+        Value::Null(Type::Text) => Box::new(None::<&str>),
+        Value::Null(Type::Uuid) => Box::new(None::<Uuid>),
+        Value::Null(Type::Bytes) => Box::new(None::<&[u8]>),
+    }
+}
+
+/// The values of column `i` of `rows` as one array parameter, if every one is a
+/// value of the first one's kind (not NULL).
+fn array<'a>(rows: &[Op<'a>], i: usize) -> Option<Param<'a>> {
+    macro_rules! gather {
+        ($kind:ident) => {{
+            let values: Option<Vec<_>> = rows
+                .iter()
+                .map(|op| match op.params[i] {
+                    Value::$kind(value) => Some(value),
+                    _ => None,
+                })
+                .collect();
+            Some(Box::new(values?) as Param<'a>)
+        }};
+    }
+    match rows[0].params[i] {
+        Value::Int(_) => gather!(Int),
+        Value::Float(_) => gather!(Float),
+        Value::Text(_) => gather!(Text),
+        Value::Uuid(_) => gather!(Uuid),
+        Value::Null(_) => None,
+    }
+}
+
 /// One statement of a write.
-struct Op<'a> {
+struct Step<'a> {
     sql: &'static str,
     params: Vec<Param<'a>>,
     /// Set when the statement must change exactly one row: the change whose
@@ -937,303 +691,145 @@ struct Op<'a> {
 /// A write's statements, in order, to be sent in one go ([`Tx::run`]).
 #[derive(Default)]
 struct Pipeline<'a> {
-    ops: Vec<Op<'a>>,
+    ops: Vec<Step<'a>>,
 }
 
 impl<'a> Pipeline<'a> {
     fn push(&mut self, sql: &'static str, params: Vec<Param<'a>>) {
-        self.ops.push(Op {
+        self.ops.push(Step {
             sql,
             params,
             one_row_of: None,
         });
     }
 
-    /// As [`Pipeline::push`], for a statement that must change exactly one row.
-    fn push_one(&mut self, sql: &'static str, params: Vec<Param<'a>>, change: &'a Change) {
-        self.ops.push(Op {
-            sql,
-            params,
-            one_row_of: Some(change),
-        });
+    /// The statements of `changes` (`sql::ops`), where a run of rows inserted into
+    /// one table goes as one statement over arrays.
+    fn changes(&mut self, changes: &'a [Change]) {
+        let mut ops = Vec::new();
+        for change in changes {
+            sql::ops(change, &mut ops);
+        }
+        let mut ops = ops.into_iter().peekable();
+        while let Some(op) = ops.next() {
+            let rendered = op.statement.rendered::<Postgres>();
+            if let Some(rows_sql) = &rendered.rows {
+                let mut run = vec![op];
+                while let Some(next) =
+                    ops.next_if(|next| std::ptr::eq(next.statement, run[0].statement))
+                {
+                    run.push(next);
+                }
+                let arrays: Option<Vec<Param<'a>>> =
+                    (0..run[0].params.len()).map(|i| array(&run, i)).collect();
+                match arrays {
+                    Some(arrays) => self.push(rows_sql, arrays),
+                    None => run.into_iter().for_each(|op| self.op(op)),
+                }
+            } else {
+                self.op(op);
+            }
+        }
     }
 
-    /// The statements of one change: the same rows, renames, cascades and claims as
-    /// the SQLite engine's `write_change`, plus the preconditions a shared database
-    /// needs.
-    fn change(&mut self, change: &'a Change) {
-        match change {
-            Change::PutClass { record, old_name } => {
-                let name = record.name.as_str();
-                if let Some(old) = old_name {
-                    let old = old.as_str();
-                    self.push("DELETE FROM resource_classes WHERE name = $1", params![old]);
-                    // Rows refer to classes by name: a rename carries them along.
-                    for sql in [
-                        "UPDATE inventories SET resource_class = $2 WHERE resource_class = $1",
-                        "UPDATE allocations SET resource_class = $2 WHERE resource_class = $1",
-                        "UPDATE claim_allocations SET resource_class = $2 WHERE resource_class = $1",
-                        "UPDATE class_metadata SET name = $2 WHERE name = $1",
-                    ] {
-                        self.push(sql, params![old, name]);
-                    }
-                }
-                self.push(
-                    "INSERT INTO resource_classes (name, created_at, updated_at) VALUES ($1, $2, $3)
-                     ON CONFLICT (name) DO UPDATE SET
-                         created_at = excluded.created_at, updated_at = excluded.updated_at",
-                    params![name, &record.created_at, &record.updated_at],
-                );
+    fn op(&mut self, op: Op<'a>) {
+        self.ops.push(Step {
+            sql: op.statement.sql::<Postgres>(),
+            params: op.params.into_iter().map(param).collect(),
+            one_row_of: op.one_row_of,
+        });
+    }
+}
+
+/// A snapshot transaction as the load's [`Source`]: each query is a portal, read a
+/// chunk of rows at a time, so that several can be open at once and none is held
+/// whole.
+struct Reader<'t, 'c>(&'t Tx<'c>);
+
+/// Rows fetched from a portal per round trip.
+const CHUNK: i32 = 4096;
+
+impl Source for Reader<'_, '_> {
+    type Rows<'s> = PortalRows<'s>;
+
+    fn rows<T>(
+        &self,
+        sql: &str,
+        each: impl FnOnce(&mut PortalRows<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Tx { runtime, .. } = *self.0;
+        let tx = self.0.tx();
+        let statement = runtime.block_on(tx.prepare(sql))?;
+        let portal = runtime.block_on(tx.bind(&statement, &[]))?;
+        each(&mut PortalRows {
+            runtime,
+            tx,
+            portal,
+            chunk: Vec::new().into_iter(),
+            row: None,
+            done: false,
+        })
+    }
+}
+
+/// A query's rows, as a portal yields them.
+struct PortalRows<'s> {
+    runtime: &'s Runtime,
+    tx: &'s Transaction<'s>,
+    portal: Portal,
+    chunk: std::vec::IntoIter<Row>,
+    /// The current row.
+    row: Option<Row>,
+    /// Whether the portal has no more rows.
+    done: bool,
+}
+
+impl Rows for PortalRows<'_> {
+    type Row<'r>
+        = &'r Row
+    where
+        Self: 'r;
+
+    fn next(&mut self) -> Result<Option<&Row>, StoreError> {
+        loop {
+            if let Some(row) = self.chunk.next() {
+                self.row = Some(row);
+                return Ok(self.row.as_ref());
             }
-            Change::DeleteClass(name) => {
-                let name = name.as_str();
-                self.push(
-                    "DELETE FROM resource_classes WHERE name = $1",
-                    params![name],
-                );
-                self.push("DELETE FROM class_metadata WHERE name = $1", params![name]);
+            if self.done {
+                return Ok(None);
             }
-            Change::SetClassMetadata(name, metadata) => {
-                let name = name.as_str();
-                match metadata {
-                    Some(m) => self.push(
-                        "INSERT INTO class_metadata (name, units, display_name, description)
-                         VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (name) DO UPDATE SET units = excluded.units,
-                             display_name = excluded.display_name,
-                             description = excluded.description",
-                        params![name, &m.units, &m.display_name, &m.description],
-                    ),
-                    None => self.push("DELETE FROM class_metadata WHERE name = $1", params![name]),
-                }
-            }
-            Change::PutTrait(record) => self.push(
-                "INSERT INTO traits (name, created_at) VALUES ($1, $2)
-                 ON CONFLICT (name) DO UPDATE SET created_at = excluded.created_at",
-                params![record.name.as_str(), &record.created_at],
-            ),
-            Change::DeleteTrait(name) => {
-                self.push("DELETE FROM traits WHERE name = $1", params![name.as_str()])
-            }
-            Change::PutProvider {
-                row,
-                previous_generation,
-            } => {
-                let id = row.id.0 as i64;
-                let generation = row.generation as i64;
-                let parent = row.parent.map(|p| p.0 as i64);
-                let root = row.root.0 as i64;
-                match previous_generation {
-                    // A create: any row already there with its id, uuid or name was
-                    // made by someone the plan did not know of.
-                    None => self.push_one(
-                        "INSERT INTO providers
-                             (id, uuid, name, generation, parent_id, root_id, created_at, updated_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                         ON CONFLICT DO NOTHING",
-                        params![
-                            id,
-                            &row.uuid,
-                            &row.name,
-                            generation,
-                            parent,
-                            root,
-                            &row.created_at,
-                            &row.updated_at,
-                        ],
-                        change,
-                    ),
-                    Some(previous) => self.push_one(
-                        "UPDATE providers SET uuid = $2, name = $3, generation = $4,
-                             parent_id = $5, root_id = $6, updated_at = $7
-                         WHERE id = $1 AND generation = $8",
-                        params![
-                            id,
-                            &row.uuid,
-                            &row.name,
-                            generation,
-                            parent,
-                            root,
-                            &row.updated_at,
-                            *previous as i64,
-                        ],
-                        change,
-                    ),
-                }
-            }
-            Change::DeleteProvider(id) => {
-                let id = id.0 as i64;
-                for sql in [
-                    "DELETE FROM inventories WHERE provider_id = $1",
-                    "DELETE FROM provider_traits WHERE provider_id = $1",
-                    "DELETE FROM provider_aggregates WHERE provider_id = $1",
-                    "DELETE FROM providers WHERE id = $1",
-                ] {
-                    self.push(sql, params![id]);
-                }
-            }
-            Change::SetInventories(id, inventories) => {
-                let id = id.0 as i64;
-                self.push(
-                    "DELETE FROM inventories WHERE provider_id = $1",
-                    params![id],
-                );
-                for (class, inv) in inventories {
-                    self.push(
-                        "INSERT INTO inventories (provider_id, resource_class, total, reserved,
-                             min_unit, max_unit, step_size, allocation_ratio)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                        params![
-                            id,
-                            class.as_str(),
-                            inv.total as i64,
-                            inv.reserved as i64,
-                            inv.min_unit as i64,
-                            inv.max_unit as i64,
-                            inv.step_size.get() as i64,
-                            &inv.allocation_ratio,
-                        ],
-                    );
-                }
-            }
-            Change::SetTraits(id, traits) => {
-                let id = id.0 as i64;
-                self.push(
-                    "DELETE FROM provider_traits WHERE provider_id = $1",
-                    params![id],
-                );
-                for name in traits {
-                    self.push(
-                        "INSERT INTO provider_traits (provider_id, trait) VALUES ($1, $2)",
-                        params![id, name.as_str()],
-                    );
-                }
-            }
-            Change::SetAggregates(id, aggregates) => {
-                let id = id.0 as i64;
-                self.push(
-                    "DELETE FROM provider_aggregates WHERE provider_id = $1",
-                    params![id],
-                );
-                for aggregate in aggregates {
-                    self.push(
-                        "INSERT INTO provider_aggregates (provider_id, aggregate) VALUES ($1, $2)",
-                        params![id, aggregate],
-                    );
-                }
-            }
-            Change::PutConsumer {
-                row,
-                previous_generation,
-            } => {
-                let generation = row.generation as i64;
-                let (project, user) = (row.project_id.as_str(), row.user_id.as_str());
-                let kind = row.consumer_type.as_deref();
-                match previous_generation {
-                    None => self.push_one(
-                        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type,
-                             generation, created_at, updated_at)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)
-                         ON CONFLICT DO NOTHING",
-                        params![
-                            &row.uuid,
-                            project,
-                            user,
-                            kind,
-                            generation,
-                            &row.created_at,
-                            &row.updated_at,
-                        ],
-                        change,
-                    ),
-                    Some(previous) => self.push_one(
-                        "UPDATE consumers SET project_id = $2, user_id = $3, consumer_type = $4,
-                             generation = $5, updated_at = $6
-                         WHERE uuid = $1 AND generation = $7",
-                        params![
-                            &row.uuid,
-                            project,
-                            user,
-                            kind,
-                            generation,
-                            &row.updated_at,
-                            *previous as i64,
-                        ],
-                        change,
-                    ),
-                }
-            }
-            Change::PutClaim(claim) => {
-                self.push(
-                    "INSERT INTO claims (uuid, consumer_uuid, project_id, user_id, consumer_type,
-                         tag, state, created_at, expires_at, ended_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                     ON CONFLICT (uuid) DO UPDATE SET consumer_uuid = excluded.consumer_uuid,
-                         project_id = excluded.project_id, user_id = excluded.user_id,
-                         consumer_type = excluded.consumer_type, tag = excluded.tag,
-                         state = excluded.state, created_at = excluded.created_at,
-                         expires_at = excluded.expires_at, ended_at = excluded.ended_at",
-                    params![
-                        &claim.uuid,
-                        &claim.consumer,
-                        claim.project_id.as_str(),
-                        claim.user_id.as_str(),
-                        claim.consumer_type.as_deref(),
-                        claim.tag.as_deref(),
-                        claim.state.as_str(),
-                        &claim.created_at,
-                        &claim.expires_at,
-                        &claim.ended_at,
-                    ],
-                );
-                // A claim's amounts never change after it is made: written once.
-                for a in claim.allocations.iter() {
-                    self.push(
-                        "INSERT INTO claim_allocations
-                             (claim_uuid, provider_uuid, resource_class, amount)
-                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                        params![&claim.uuid, &a.provider, a.class.as_str(), a.amount as i64],
-                    );
-                }
-            }
-            Change::DeleteClaim(uuid) => {
-                for sql in [
-                    "DELETE FROM claim_allocations WHERE claim_uuid = $1",
-                    "DELETE FROM claims WHERE uuid = $1",
-                ] {
-                    self.push(sql, params![uuid]);
-                }
-            }
-            Change::DeleteConsumer(uuid) => {
-                for sql in [
-                    "DELETE FROM allocations WHERE consumer_uuid = $1",
-                    "DELETE FROM consumers WHERE uuid = $1",
-                ] {
-                    self.push(sql, params![uuid]);
-                }
-            }
-            Change::SetAllocations(uuid, allocations) => {
-                self.push(
-                    "DELETE FROM allocations WHERE consumer_uuid = $1",
-                    params![uuid],
-                );
-                if !allocations.is_empty() {
-                    // One statement for all of them: arrays, unnested.
-                    let providers: Vec<i64> =
-                        allocations.iter().map(|a| a.provider.0 as i64).collect();
-                    let classes: Vec<&str> = allocations.iter().map(|a| a.class.as_str()).collect();
-                    let used: Vec<i64> = allocations.iter().map(|a| a.used as i64).collect();
-                    self.push(
-                        "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used)
-                         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])",
-                        params![uuid, providers, classes, used],
-                    );
-                }
-            }
+            let chunk = self
+                .runtime
+                .block_on(self.tx.query_portal(&self.portal, CHUNK))?;
+            self.done = chunk.len() < CHUNK as usize;
+            self.chunk = chunk.into_iter();
         }
     }
 }
 
+impl Cells for &Row {
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        get(self, i)
+    }
+
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        get(self, i)
+    }
+
+    fn float(&self, i: usize) -> Result<f64, StoreError> {
+        get(self, i)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<&[u8]>, StoreError> {
+        Ok(get::<Option<&str>>(self, i)?.map(str::as_bytes))
+    }
+
+    /// Native uuids: one spelling each, sorted as uuids.
+    fn key(&self, i: usize) -> Result<Key<'_>, StoreError> {
+        Ok(Key::Uuid(get(self, i)?))
+    }
+}
 /// Drives `futures` to completion, each polled first in the order given, and
 /// returns their outputs in that order. The driver sends a request on its future's
 /// first poll, and the server runs a connection's requests in the order they
@@ -1290,7 +886,7 @@ fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
             tx.commit()?;
             return Ok(());
         }
-        tx.batch_execute(MIGRATIONS[version as usize])?;
+        tx.batch_execute(&sql::script::<Postgres>(MIGRATIONS[version as usize]))?;
         tx.execute("UPDATE schema_version SET version = $1", &[&(version + 1)])?;
         tx.commit()?;
     }
@@ -1361,6 +957,7 @@ mod tests {
     //! is the store suite's part.
 
     use super::*;
+    use allot_core::{ProviderId, ProviderRow, TraitName, TraitRecord};
 
     // A fresh database on the test server, dropped after (`None`, and the skip
     // recorded, without one).
