@@ -14,6 +14,7 @@ use crate::standard;
 
 impl State {
     /// A provider by internal id.
+    #[inline]
     pub fn provider(&self, id: ProviderId) -> Option<&Provider> {
         self.providers.get(&id)
     }
@@ -23,6 +24,7 @@ impl State {
     }
 
     /// A provider by uuid.
+    #[inline]
     pub fn provider_by_uuid(&self, uuid: &Uuid) -> Option<&Provider> {
         let hash = self.hasher.hash_one(uuid);
         let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.uuid == *uuid);
@@ -32,6 +34,7 @@ impl State {
     }
 
     /// A provider by name.
+    #[inline]
     pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
         let hash = self.hasher.hash_one(name);
         let found = |id: &NonZeroU64| self.provider_at(id).is_some_and(|p| p.row.name == name);
@@ -51,6 +54,7 @@ impl State {
     }
 
     /// The uuid of a provider known to exist (parents and roots of existing providers).
+    #[inline]
     pub fn uuid_of(&self, id: ProviderId) -> Uuid {
         self.providers
             .get(&id)
@@ -64,6 +68,7 @@ impl State {
     }
 
     /// Whether a resource class exists (standard or custom).
+    #[inline]
     pub fn class_exists(&self, name: &ResourceClass) -> bool {
         standard::RESOURCE_CLASSES.contains(&name.as_str()) || self.classes.contains_key(name)
     }
@@ -88,6 +93,7 @@ impl State {
     }
 
     /// Whether a trait exists (standard or custom).
+    #[inline]
     pub fn trait_exists(&self, name: &TraitName) -> bool {
         standard::TRAITS.binary_search(&name.as_str()).is_ok() || self.traits.contains_key(name)
     }
@@ -114,6 +120,7 @@ impl State {
     }
 
     /// How much of `class` the allocations against `provider` use in all.
+    #[inline]
     pub fn usage(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
         self.providers
             .get(&provider)
@@ -124,6 +131,7 @@ impl State {
 
     /// How much of `class` is taken on `provider` at `now`: allocations plus live
     /// pending claims (see [`Provider::used`]). What capacity decisions count.
+    #[inline]
     pub fn used(&self, provider: ProviderId, class: &ResourceClass, now: Timestamp) -> u64 {
         self.providers
             .get(&provider)
@@ -131,6 +139,7 @@ impl State {
     }
 
     /// A claim by uuid (live or ended, until purged).
+    #[inline]
     pub fn claim(&self, uuid: &Uuid) -> Option<&Claim> {
         self.claims
             .find(self.hasher.hash_one(uuid), |c| c.uuid == *uuid)
@@ -143,6 +152,7 @@ impl State {
     }
 
     /// Everything allocated on a provider (None if nothing is).
+    #[inline]
     pub fn provider_usage_index(&self, provider: ProviderId) -> Option<&ProviderUsage> {
         self.providers
             .get(&provider)
@@ -151,6 +161,7 @@ impl State {
     }
 
     /// A consumer by uuid.
+    #[inline]
     pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
         let hash = self.hasher.hash_one(uuid);
         self.consumers
