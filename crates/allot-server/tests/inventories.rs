@@ -325,6 +325,18 @@ async fn replace_all_and_delete_all() {
     .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(detail(&r).contains("Unknown resource class in inventory"));
+    // ... and only once the generation matched, as in Placement (which reads the
+    // entries after comparing it).
+    let r = call(
+        &app,
+        Method::PUT,
+        &all_url(),
+        "1.0",
+        Some(put(99, json!({"house": 3}))),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(detail(&r).contains("resource provider generation conflict"));
     let r = call(
         &app,
         Method::PUT,

@@ -236,29 +236,36 @@ impl State {
     /// Replaces all of a provider's inventories (`PUT .../inventories`). Classes not in
     /// `inventories` are removed, which allocations may forbid. Returns the provider's
     /// new generation.
+    ///
+    /// An entry with no inventory is one the request gave under a name with something
+    /// that is no inventory at all: it is refused as the unknown class it names, in
+    /// its turn (after the generation and the other entries' capacity), as Placement
+    /// refuses it only once it reads the entry.
     pub fn set_inventories(
         &self,
         provider: &Uuid,
         generation: impl Into<GivenGeneration>,
-        inventories: &[(RequestedName<ResourceClass>, Inventory)],
+        inventories: &[(RequestedName<ResourceClass>, Option<Inventory>)],
         rule: ReservedRule,
         now: Timestamp,
     ) -> Plan<u64> {
         let p = self.provider_required(provider)?;
         check_generation(p, generation.into(), GENERATION_CONFLICT)?;
         for (class, inv) in inventories {
-            check_capacity(p.uuid(), class.as_str(), inv, rule)
-                .map_err(|r| update_refused(p.uuid(), &r))?;
+            if let Some(inv) = inv {
+                check_capacity(p.uuid(), class.as_str(), inv, rule)
+                    .map_err(|r| update_refused(p.uuid(), &r))?;
+            }
         }
         let mut all: std::collections::BTreeMap<ResourceClass, Inventory> = Default::default();
         for (class, inv) in inventories {
-            let Some(class) = self.existing_class(class) else {
+            let (Some(existing), Some(inv)) = (self.existing_class(class), inv) else {
                 return Err(Error::invalid(format!(
                     "Unknown resource class in inventory for resource provider {provider}: \
                      No such resource class {class}."
                 )));
             };
-            all.insert(class.clone(), *inv);
+            all.insert(existing.clone(), *inv);
         }
         let removed = p.inventories.keys().filter(|c| !all.contains_key(*c));
         let in_use = self.classes_in_use(p, removed, now);
@@ -345,6 +352,13 @@ mod tests {
         let (generation, changes) = plan(s).expect("plan");
         s.apply(&changes);
         generation
+    }
+
+    /// Entries of a whole-set write, every one an inventory.
+    fn entries(
+        list: &[(RequestedName<ResourceClass>, Inventory)],
+    ) -> Vec<(RequestedName<ResourceClass>, Option<Inventory>)> {
+        list.iter().map(|(c, i)| (c.clone(), Some(*i))).collect()
     }
 
     fn inv(total: u64, reserved: u64, ratio: f64) -> Inventory {
@@ -512,7 +526,13 @@ mod tests {
             (c("DISK_GB"), inv(1024, 0, 1.0)),
         ];
         assert_eq!(
-            apply(&mut s, |s| s.set_inventories(&RP, 0, &two, rule, 3)),
+            apply(&mut s, |s| s.set_inventories(
+                &RP,
+                0,
+                &entries(&two),
+                rule,
+                3
+            )),
             1
         );
         let classes: Vec<&str> = provider(&s)
@@ -522,7 +542,9 @@ mod tests {
             .collect();
         assert_eq!(classes, ["DISK_GB", "IPV4_ADDRESS"]);
 
-        let stale = s.set_inventories(&RP, 99, &two, rule, 4).unwrap_err();
+        let stale = s
+            .set_inventories(&RP, 99, &entries(&two), rule, 4)
+            .unwrap_err();
         assert!(matches!(
             stale,
             Error::Conflict {
@@ -531,21 +553,51 @@ mod tests {
             }
         ));
         let house = vec![(c("HOUSE"), inv(253, 0, 1.0))];
-        let unknown = s.set_inventories(&RP, 1, &house, rule, 4).unwrap_err();
+        let unknown = s
+            .set_inventories(&RP, 1, &entries(&house), rule, 4)
+            .unwrap_err();
         assert!(
             matches!(&unknown, Error::Invalid(m) if m.starts_with("Unknown resource class in inventory"))
+        );
+        // An entry that is no inventory at all is refused as the unknown class it
+        // names, in its turn: after the generation and the other entries' capacity.
+        let no_inventory = [(c("house"), None)];
+        assert!(matches!(
+            s.set_inventories(&RP, 99, &no_inventory, rule, 4)
+                .unwrap_err(),
+            Error::Conflict {
+                code: ConflictCode::ConcurrentUpdate,
+                ..
+            }
+        ));
+        let mut after_full = entries(&[(c("IPV4_ADDRESS"), inv(253, 253, 1.0))]);
+        after_full.push((c("house"), None));
+        assert!(matches!(
+            s.set_inventories(&RP, 1, &after_full, rule, 4).unwrap_err(),
+            Error::Invalid(m) if m.contains("reserved")
+        ));
+        assert_eq!(
+            s.set_inventories(&RP, 1, &no_inventory, rule, 4)
+                .unwrap_err(),
+            Error::invalid(format!(
+                "Unknown resource class in inventory for resource provider {RP}: \
+                 No such resource class house."
+            ))
         );
         // Text that is no class name is answered as an unknown class.
         let lower = vec![(c("VCPU"), inv(1, 0, 1.0)), (c("house"), inv(1, 0, 1.0))];
         assert_eq!(
-            s.set_inventories(&RP, 1, &lower, rule, 4).unwrap_err(),
+            s.set_inventories(&RP, 1, &entries(&lower), rule, 4)
+                .unwrap_err(),
             Error::invalid(format!(
                 "Unknown resource class in inventory for resource provider {RP}: \
                  No such resource class house."
             ))
         );
         let full = vec![(c("IPV4_ADDRESS"), inv(253, 253, 1.0))];
-        let refused = s.set_inventories(&RP, 1, &full, rule, 4).unwrap_err();
+        let refused = s
+            .set_inventories(&RP, 1, &entries(&full), rule, 4)
+            .unwrap_err();
         assert!(refused
             .to_string()
             .contains("greater than or equal to total"));
@@ -553,7 +605,7 @@ mod tests {
             apply(&mut s, |s| s.set_inventories(
                 &RP,
                 1,
-                &full,
+                &entries(&full),
                 ReservedRule::UpToTotal,
                 4
             )),
@@ -573,7 +625,7 @@ mod tests {
         let mut s = state();
         let gold = vec![(c("CUSTOM_GOLD"), inv(5, 0, 1.0))];
         assert!(s
-            .set_inventories(&RP, 0, &gold, ReservedRule::BelowTotal, 1)
+            .set_inventories(&RP, 0, &entries(&gold), ReservedRule::BelowTotal, 1)
             .is_err());
         let (_, c) = s.create_class(rc("CUSTOM_GOLD"), 1).unwrap();
         s.apply(&c);
@@ -581,7 +633,7 @@ mod tests {
             apply(&mut s, |s| s.set_inventories(
                 &RP,
                 0,
-                &gold,
+                &entries(&gold),
                 ReservedRule::BelowTotal,
                 2
             )),

@@ -47,8 +47,10 @@ pub struct ProviderInventories {
     /// The generation the request expects the provider to have.
     pub generation: GivenGeneration,
     /// All its inventories after the reshape, by class as the request names it
-    /// (which need not exist, nor be a name at all: the rule refuses both alike).
-    pub inventories: Vec<(RequestedName<ResourceClass>, Inventory)>,
+    /// (which need not exist, nor be a name at all: the rule refuses both alike). No
+    /// inventory: the request gave something else under that name, refused as the
+    /// unknown class it names, in its turn.
+    pub inventories: Vec<(RequestedName<ResourceClass>, Option<Inventory>)>,
 }
 
 /// A reshape refused because a provider named for inventories does not exist.
@@ -132,7 +134,7 @@ impl State {
             if let Some((class, _)) = request
                 .inventories
                 .iter()
-                .find(|(c, _)| !c.name().is_some_and(|c| self.class_exists(c)))
+                .find(|(c, inv)| inv.is_none() || !c.name().is_some_and(|c| self.class_exists(c)))
             {
                 return Err(malformed(class.as_str()));
             }
@@ -142,11 +144,11 @@ impl State {
                 .iter()
                 .map(|(c, inv)| (c.clone(), *inv))
                 .collect();
-            // Every class is a name that exists (checked just above).
+            // Every class is a name that exists, with an inventory (checked just above).
             let named = request
                 .inventories
                 .iter()
-                .filter_map(|(c, inv)| Some((c.name()?.clone(), *inv)));
+                .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)));
             union.extend(named);
             let step = vec![
                 Change::SetInventories(*id, union.into_iter().collect()),
@@ -190,8 +192,8 @@ impl State {
             let last: BTreeMap<ResourceClass, Inventory> = request
                 .inventories
                 .iter()
-                // Every class is a name that exists (checked in step 1).
-                .filter_map(|(c, inv)| Some((c.name()?.clone(), *inv)))
+                // Every class is a name that exists, with an inventory (step 1).
+                .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)))
                 .collect();
             let step = vec![
                 Change::SetInventories(*id, last.into_iter().collect()),
@@ -253,7 +255,7 @@ mod tests {
             ("VCPU".to_string(), inv(10)),
         ]
         .into_iter()
-        .map(|(c, i)| (ResourceClass::requested(&c), i))
+        .map(|(c, i)| (ResourceClass::requested(&c), Some(i)))
         .collect::<Vec<_>>();
         run(&mut s, |s| {
             s.set_inventories(&RP, 0, &invs, ReservedRule::UpToTotal, 1)
@@ -308,7 +310,7 @@ mod tests {
             generation: generation.into(),
             inventories: invs
                 .iter()
-                .map(|(c, i)| (ResourceClass::requested(c), *i))
+                .map(|(c, i)| (ResourceClass::requested(c), Some(*i)))
                 .collect(),
         }
     }
@@ -501,14 +503,14 @@ mod tests {
         ));
         // Allocations that do not fit the new inventories.
         let mut t = targets.clone();
-        t[0].inventories[0].1.max_unit = 600;
+        t[0].inventories[0].1.as_mut().unwrap().max_unit = 600;
         cases.push((
             t,
             writes.clone(),
             "Unable to allocate inventory: Unable to create allocation for 'DISK_GB'".into(),
         ));
         let mut t = targets.clone();
-        t[1].inventories[0].1.total = 5;
+        t[1].inventories[0].1.as_mut().unwrap().total = 5;
         cases.push((
             t,
             writes.clone(),

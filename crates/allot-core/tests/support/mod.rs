@@ -547,9 +547,9 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
             inventories,
             stale,
         } => {
-            let list: Vec<(RequestedName<ResourceClass>, Inventory)> = inventories
+            let list: Vec<(RequestedName<ResourceClass>, Option<Inventory>)> = inventories
                 .iter()
-                .map(|(c, inv)| (requested(class(*c)), inv.inventory()))
+                .map(|(c, inv)| (requested(class(*c)), Some(inv.inventory())))
                 .collect();
             changes(state.set_inventories(
                 &provider_uuid(*slot),

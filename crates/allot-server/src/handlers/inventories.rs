@@ -206,7 +206,7 @@ pub async fn replace_all(
     let AllInventories {
         generation: expected,
         inventories,
-    } = AllInventories::read(&body, &uuid.to_string())?;
+    } = AllInventories::read(&body)?;
     let rule = rule(&ctx);
     let planned = inventories.clone();
     let (generation, now) = app
@@ -216,7 +216,11 @@ pub async fn replace_all(
             Ok(((generation, now), changes))
         })
         .await?;
-    let body = all_body(inventories.iter().map(|(c, i)| (c.as_str(), i)), generation);
+    // Written, so every entry was an inventory of an existing class.
+    let written = inventories
+        .iter()
+        .filter_map(|(c, i)| Some((c.as_str(), i.as_ref()?)));
+    let body = all_body(written, generation);
     Ok(cached(&ctx, http::json(StatusCode::OK, &body), Some(now)))
 }
 

@@ -4,9 +4,9 @@
 //!
 //! Like Placement's, the schema of the "all" form checks only the inventories under
 //! keys shaped like class names. The others name no class, which the core refuses in
-//! its turn; their inventories are still read here, and when one cannot be read the
-//! entry is refused here, as the unknown class it is, in the words of the endpoint
-//! (rather than handed on with a made-up inventory for the core to refuse).
+//! its turn (after the generation, as Placement does); their inventories are still
+//! read here, and one that is no inventory at all is handed on as none (never as a
+//! made-up inventory), so that the core refuses it at the same point.
 
 use std::num::NonZeroU64;
 
@@ -111,8 +111,9 @@ impl InventoryUpdate {
 pub struct AllInventories {
     /// The generation the client believes the provider has.
     pub generation: GivenGeneration,
-    /// The inventories, in the order of the request.
-    pub inventories: Vec<(RequestedName<ResourceClass>, Inventory)>,
+    /// The inventories, in the order of the request; none where an entry under a key
+    /// that is no class name is no inventory either.
+    pub inventories: Vec<(RequestedName<ResourceClass>, Option<Inventory>)>,
 }
 
 /// The tree of [`AllInventories`] as its schema checked it.
@@ -125,44 +126,32 @@ struct AllBody {
 
 impl AllInventories {
     /// Reads and checks the body of `PUT /resource_providers/{provider}/inventories`.
-    pub fn read(body: &JsonBody, provider: &str) -> Result<Self, ApiError> {
-        Self::convert(body.read(&schemas::inventories_put())?, |class| {
-            format!(
-                "Unknown resource class in inventory for resource provider {provider}: \
-                 No such resource class {class}."
-            )
-        })
+    pub fn read(body: &JsonBody) -> Result<Self, ApiError> {
+        Ok(Self::convert(body.read(&schemas::inventories_put())?))
     }
 
     /// Reads one provider's entry of a checked reshaper body.
     pub(crate) fn from_reshaper(value: &Value) -> Result<Self, ApiError> {
         let body = AllBody::deserialize(value).map_err(not_valid)?;
-        Self::convert(body, |class| {
-            format!("malformed reshaper data: No such resource class {class}.")
-        })
+        Ok(Self::convert(body))
     }
 
-    /// `unknown` words the refusal of a class that is no class name, as the core
-    /// words it for the endpoint.
-    fn convert(body: AllBody, unknown: impl Fn(&str) -> String) -> Result<Self, ApiError> {
+    fn convert(body: AllBody) -> Self {
         let inventories = body
             .inventories
             .iter()
             .map(|(class, fields)| {
-                // Only the inventories under class-shaped keys were checked: one
-                // under another key may not read as an inventory at all, and that
-                // key names no class.
-                let requested = ResourceClass::requested(class);
-                match Fields::deserialize(fields) {
-                    Ok(fields) => Ok((requested, fields.inventory())),
-                    Err(_) => Err(ApiError::bad_request(unknown(class))),
-                }
+                // Only the inventories under class-shaped keys were checked (so they
+                // read): one under another key may be no inventory at all, and is
+                // handed on as none, for the core to refuse the class it names.
+                let inventory = Fields::deserialize(fields).ok().map(|f| f.inventory());
+                (ResourceClass::requested(class), inventory)
             })
-            .collect::<Result<_, ApiError>>()?;
-        Ok(AllInventories {
+            .collect();
+        AllInventories {
             generation: body.resource_provider_generation,
             inventories,
-        })
+        }
     }
 }
 
@@ -231,31 +220,31 @@ mod tests {
     }
 
     #[test]
-    fn unchecked_inventories_are_read_or_refused() {
+    fn unchecked_inventories_are_read_or_handed_on_as_none() {
         let all = |inventories: Value| {
-            AllInventories::read(
-                &body(json!({"resource_provider_generation": 3, "inventories": inventories})),
-                "rp",
-            )
+            AllInventories::read(&body(
+                json!({"resource_provider_generation": 3, "inventories": inventories}),
+            ))
         };
         let read = all(json!({"VCPU": {"total": 8}, "house": {"total": 2}})).unwrap();
         assert_eq!(read.generation, GivenGeneration(3));
         assert_eq!(
             read.inventories,
             [
-                (ResourceClass::requested("VCPU"), Inventory::with_total(8)),
+                (
+                    ResourceClass::requested("VCPU"),
+                    Some(Inventory::with_total(8))
+                ),
                 (
                     RequestedName::NotAName("house".into()),
-                    Inventory::with_total(2)
+                    Some(Inventory::with_total(2))
                 ),
             ]
         );
-        let e = all(json!({"house": 3})).unwrap_err();
-        assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST);
+        let none = all(json!({"house": 3})).unwrap();
         assert_eq!(
-            e.message,
-            "Unknown resource class in inventory for resource provider rp: \
-             No such resource class house."
+            none.inventories,
+            [(RequestedName::NotAName("house".into()), None)]
         );
     }
 }

@@ -186,13 +186,12 @@ mod tests {
     #[test]
     fn bodies_become_requests() {
         let mut value = body(allocation());
-        // An inventory under a key that is no class name is read all the same (for
-        // the rule to refuse the class), or refused when it is no inventory.
-        let e = Reshape::convert(typed(value.clone()), 30).unwrap_err();
-        assert_eq!(
-            e.message,
-            "malformed reshaper data: No such resource class house."
-        );
+        // An inventory under a key that is no class name is read all the same, or
+        // handed on as none when it is no inventory (the rule refuses the class).
+        let none = Reshape::convert(typed(value.clone()), 30)
+            .unwrap()
+            .providers;
+        assert_eq!(none[0].inventories[1].1, None);
         value["inventories"][RP]["inventories"]["house"] = json!({"total": 3});
         let providers = Reshape::convert(typed(value.clone()), 30)
             .unwrap()
@@ -205,17 +204,20 @@ mod tests {
         assert_eq!(disk.0, ResourceClass::requested("DISK_GB"));
         assert_eq!(
             disk.1,
-            Inventory {
+            Some(Inventory {
                 step_size: std::num::NonZeroU64::new(10).unwrap(),
                 ..Inventory::with_total(2048)
-            }
+            })
         );
         // Not a class name: kept, for the rule to refuse.
         assert_eq!(
             providers[0].inventories[1].0,
             allot_core::RequestedName::NotAName("house".into())
         );
-        assert_eq!(providers[0].inventories[1].1, Inventory::with_total(3));
+        assert_eq!(
+            providers[0].inventories[1].1,
+            Some(Inventory::with_total(3))
+        );
 
         let writes = consumer_writes(value.allocations, 30, Endpoint::Reshaper).unwrap();
         assert_eq!(writes.len(), 1);
