@@ -236,20 +236,17 @@ fn is_uuid(s: &str) -> bool {
 
 /// `min`/`max` keywords' words for a count of one and zero (jsonschema 4.21 on).
 fn too_few(v: &Value, min: u64, otherwise: &str) -> String {
-    let words = if min == 1 {
-        "should be non-empty"
-    } else {
-        otherwise
-    };
-    format!("{} {words}", py_repr(v))
+    count_words(v, min == 1, "should be non-empty", otherwise)
 }
 
 fn too_many(v: &Value, max: u64, otherwise: &str) -> String {
-    let words = if max == 0 {
-        "is expected to be empty"
-    } else {
-        otherwise
-    };
+    count_words(v, max == 0, "is expected to be empty", otherwise)
+}
+
+/// `v` and the words for its count: `edge` when the bound is at its edge (a minimum
+/// of one, a maximum of zero), else `otherwise`.
+fn count_words(v: &Value, at_edge: bool, edge: &str, otherwise: &str) -> String {
+    let words = if at_edge { edge } else { otherwise };
     format!("{} {words}", py_repr(v))
 }
 

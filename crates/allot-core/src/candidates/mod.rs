@@ -73,7 +73,7 @@ use crate::state::State;
 pub use summary::{ProviderSummary, SummaryResource};
 
 use filter::Prepared;
-use search::{AnchorSearch, Budget, Spare};
+use search::{AnchorSearch, Budget, Tables};
 
 /// The default bound on the candidates generated for one request
 /// (`--max-allocation-candidates`).
@@ -323,7 +323,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
         &self,
         anchor: &'s Provider,
         rng: Option<&mut Rng>,
-        spare: &mut Spare,
+        spare: &mut Tables,
     ) -> Option<AnchorSearch<'p, 's, 'q>> {
         let slots = self.prep.slots_at(anchor)?;
         Some(AnchorSearch::new(self.prep, slots, rng, spare))
@@ -334,7 +334,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
     fn in_order(&mut self, cap: usize, budget: &mut Budget) -> (Vec<AllocationRequest>, bool) {
         let mut out = Vec::new();
         // One set of search tables for every anchor.
-        let mut spare = Spare::default();
+        let mut spare = Tables::default();
         for anchor in self.prep.anchors() {
             let Some(mut search) = self.search_at(anchor, None, &mut spare) else {
                 continue;
@@ -397,7 +397,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q> {
                 break;
             }
             // These searches are kept pending: each has tables of its own.
-            let Some(mut search) = self.search_at(anchor, Some(&mut rng), &mut Spare::default())
+            let Some(mut search) = self.search_at(anchor, Some(&mut rng), &mut Tables::default())
             else {
                 continue;
             };

@@ -59,66 +59,24 @@ pub(super) struct Budget {
     pub exhausted: bool,
 }
 
-/// The tables of a finished anchor search, handed to the next one: a request visits
-/// thousands of anchors, and allocating each search's tables anew cost about a tenth
-/// of a large answer's time (malloc and free).
+/// The tables of one anchor search, which outlive it: a request visits thousands of
+/// anchors, and allocating each search's tables anew cost about a tenth of a large
+/// answer's time (malloc and free), so a finished search hands them to the next one
+/// (see [`AnchorSearch::recycle`]).
 #[derive(Default)]
-pub(super) struct Spare {
-    members: Vec<ProviderId>,
-    class_start: Vec<usize>,
-    free: Vec<i64>,
-    max_unit: Vec<u64>,
-    trait_mask: Vec<u64>,
-    root_of: Vec<ProviderId>,
-    opened: Vec<usize>,
-    consumed: Vec<u64>,
-    granular_taken: Vec<u32>,
-    choice: Vec<(usize, usize)>,
-    opened_here: Vec<bool>,
-    cursor: Vec<(usize, usize)>,
-    used_classes: Vec<usize>,
-}
-
-/// `v` emptied, then `n` copies of `value`.
-fn refilled<T: Clone>(mut v: Vec<T>, n: usize, value: T) -> Vec<T> {
-    v.clear();
-    v.resize(n, value);
-    v
-}
-
-/// `v` emptied.
-fn emptied<T>(mut v: Vec<T>) -> Vec<T> {
-    v.clear();
-    v
-}
-
-/// The search at one anchor, resumable: each call to [`AnchorSearch::next`] gives the
-/// next candidate.
-pub(super) struct AnchorSearch<'p, 's, 'q> {
-    prep: &'p Prepared<'s, 'q>,
-    /// The slots, in the order the walk decides them.
-    slots: Vec<Slot>,
+pub(super) struct Tables {
     /// Involved providers, class by class.
     members: Vec<ProviderId>,
     /// Class `c` owns `members[class_start[c]..class_start[c + 1]]`.
     class_start: Vec<usize>,
-    /// For each slot, the classes whose members may take it.
-    slot_classes: Vec<Vec<usize>>,
-    /// Number of requested resource classes (the width of the tables below).
-    width: usize,
     /// Free capacity, by member and requested class (negative: over-committed).
     free: Vec<i64>,
     /// `max_unit`, by member and requested class.
     max_unit: Vec<u64>,
     /// Required-trait coverage of each member, `trait_words` words per member.
     trait_mask: Vec<u64>,
-    trait_words: usize,
-    trait_sets: usize,
     /// The root of each member (for one provider per tree).
     root_of: Vec<ProviderId>,
-    isolate: bool,
-    /// Rules to check when the walk has decided slot `d`.
-    checks_at: Vec<Vec<Check>>,
 
     // ---- the walk ----
     /// Members opened so far in each class.
@@ -133,28 +91,65 @@ pub(super) struct AnchorSearch<'p, 's, 'q> {
     opened_here: Vec<bool>,
     /// The next choice to try at each depth: (position in `slot_classes`, index).
     cursor: Vec<(usize, usize)>,
+
+    // ---- the expansion of the current canonical assignment ----
+    /// Classes used by the current assignment.
+    used_classes: Vec<usize>,
+}
+
+impl Tables {
+    /// Empties every table, keeping what each has allocated.
+    fn clear(&mut self) {
+        self.members.clear();
+        self.class_start.clear();
+        self.free.clear();
+        self.max_unit.clear();
+        self.trait_mask.clear();
+        self.root_of.clear();
+        self.opened.clear();
+        self.consumed.clear();
+        self.granular_taken.clear();
+        self.choice.clear();
+        self.opened_here.clear();
+        self.cursor.clear();
+        self.used_classes.clear();
+    }
+}
+
+/// The search at one anchor, resumable: each call to [`AnchorSearch::next`] gives the
+/// next candidate.
+pub(super) struct AnchorSearch<'p, 's, 'q> {
+    prep: &'p Prepared<'s, 'q>,
+    /// The slots, in the order the walk decides them.
+    slots: Vec<Slot>,
+    /// For each slot, the classes whose members may take it.
+    slot_classes: Vec<Vec<usize>>,
+    /// Number of requested resource classes (the width of the by-member tables).
+    width: usize,
+    trait_words: usize,
+    trait_sets: usize,
+    isolate: bool,
+    /// Rules to check when the walk has decided slot `d`.
+    checks_at: Vec<Vec<Check>>,
+    /// The members with what they hold, and the state of the walk and expansion.
+    t: Tables,
     depth: usize,
     started: bool,
     finished: bool,
-
-    // ---- the expansion of the current canonical assignment ----
     expanding: bool,
-    /// Classes used by the current assignment.
-    used_classes: Vec<usize>,
     /// For each class, the current ordering of its members (the first `opened[c]`
     /// stand for the members the canonical assignment used).
     perms: Vec<Vec<usize>>,
 }
 
 impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
-    /// Sets up the search for the slots of one anchor.
-    /// Sets up the search for the slots of one anchor, in tables taken from `spare`
+    /// Sets up the search for the slots of one anchor, in the tables `spare` holds
     /// (see [`AnchorSearch::recycle`]).
     pub fn new(
         prep: &'p Prepared<'s, 'q>,
         anchor: AnchorSlots<'s>,
         rng: Option<&mut Rng>,
-        spare: &mut Spare,
+        spare: &mut Tables,
     ) -> Self {
         let width = prep.classes.len();
         let unsuffixed_required: &[Vec<RequestedName<TraitName>>] = prep
@@ -260,26 +255,22 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 rng.shuffle(list);
             }
         }
-        let mut members = emptied(take(&mut spare.members));
-        let mut class_start = emptied(take(&mut spare.class_start));
-        let mut free = emptied(take(&mut spare.free));
-        let mut max_unit = emptied(take(&mut spare.max_unit));
-        let mut trait_mask = emptied(take(&mut spare.trait_mask));
-        let mut root_of = emptied(take(&mut spare.root_of));
+        let mut t = take(spare);
+        t.clear();
         for list in &by_class {
-            class_start.push(members.len());
+            t.class_start.push(t.members.len());
             for &k in list {
                 let p = providers[involved[k]];
-                members.push(p.id());
+                t.members.push(p.id());
                 for &(f, m) in &keys[k].capacity {
-                    free.push(f);
-                    max_unit.push(m);
+                    t.free.push(f);
+                    t.max_unit.push(m);
                 }
-                trait_mask.extend_from_slice(&keys[k].traits);
-                root_of.push(p.row.root);
+                t.trait_mask.extend_from_slice(&keys[k].traits);
+                t.root_of.push(p.row.root);
             }
         }
-        class_start.push(members.len());
+        t.class_start.push(t.members.len());
         let mut slot_classes: Vec<Vec<usize>> = (0..n_slots)
             .map(|s| {
                 (0..n_classes)
@@ -310,82 +301,62 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             }
         }
 
-        let n_members = members.len();
+        let n_members = t.members.len();
+        t.opened.resize(n_classes, 0);
+        t.consumed.resize(n_members * width, 0);
+        t.granular_taken.resize(n_members, 0);
+        t.choice.resize(n_slots, (0, 0));
+        t.opened_here.resize(n_slots, false);
+        t.cursor.resize(n_slots, (0, 0));
         AnchorSearch {
             prep,
             slots,
-            members,
-            class_start,
             slot_classes,
             width,
-            free,
-            max_unit,
-            trait_mask,
             trait_words,
             trait_sets,
-            root_of,
             isolate,
             checks_at,
-            opened: refilled(take(&mut spare.opened), n_classes, 0),
-            consumed: refilled(take(&mut spare.consumed), n_members * width, 0),
-            granular_taken: refilled(take(&mut spare.granular_taken), n_members, 0),
-            choice: refilled(take(&mut spare.choice), n_slots, (0, 0)),
-            opened_here: refilled(take(&mut spare.opened_here), n_slots, false),
-            cursor: refilled(take(&mut spare.cursor), n_slots, (0, 0)),
+            t,
             depth: 0,
             started: false,
             finished: false,
             expanding: false,
-            used_classes: emptied(take(&mut spare.used_classes)),
             perms: (0..n_classes).map(|_| Vec::new()).collect(),
         }
     }
 
     /// Hands this search's tables to the next one.
-    pub fn recycle(self, spare: &mut Spare) {
-        *spare = Spare {
-            members: self.members,
-            class_start: self.class_start,
-            free: self.free,
-            max_unit: self.max_unit,
-            trait_mask: self.trait_mask,
-            root_of: self.root_of,
-            opened: self.opened,
-            consumed: self.consumed,
-            granular_taken: self.granular_taken,
-            choice: self.choice,
-            opened_here: self.opened_here,
-            cursor: self.cursor,
-            used_classes: self.used_classes,
-        };
+    pub fn recycle(self, spare: &mut Tables) {
+        *spare = self.t;
     }
 
     fn class_len(&self, c: usize) -> usize {
-        self.class_start[c + 1] - self.class_start[c]
+        self.t.class_start[c + 1] - self.t.class_start[c]
     }
 
     /// The member index (into `members`) of canonical choice `(c, j)`.
     fn member(&self, c: usize, j: usize) -> usize {
-        self.class_start[c] + j
+        self.t.class_start[c] + j
     }
 
     /// Whether member `m` can take slot `s` now.
     fn fits(&self, s: usize, m: usize) -> bool {
         let slot = &self.slots[s];
-        if self.isolate && slot.granular && self.granular_taken[m] > 0 {
+        if self.isolate && slot.granular && self.t.granular_taken[m] > 0 {
             return false;
         }
         slot.demands.iter().all(|&(k, amount)| {
-            let after = self.consumed[m * self.width + k].saturating_add(amount);
-            (after as i128) <= self.free[m * self.width + k] as i128
-                && after <= self.max_unit[m * self.width + k]
+            let after = self.t.consumed[m * self.width + k].saturating_add(amount);
+            (after as i128) <= self.t.free[m * self.width + k] as i128
+                && after <= self.t.max_unit[m * self.width + k]
         })
     }
 
     fn place(&mut self, s: usize, m: usize, sign: bool) {
         let slot = &self.slots[s];
         for &(k, amount) in &slot.demands {
-            let cell = &mut self.consumed[m * self.width + k];
+            let cell = &mut self.t.consumed[m * self.width + k];
             if sign {
                 *cell += amount;
             } else {
@@ -394,9 +365,9 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         }
         if slot.granular {
             if sign {
-                self.granular_taken[m] += 1;
+                self.t.granular_taken[m] += 1;
             } else {
-                self.granular_taken[m] -= 1;
+                self.t.granular_taken[m] -= 1;
             }
         }
     }
@@ -405,12 +376,12 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     /// true; false when depth `d` has no choice left.
     fn try_next_choice(&mut self, d: usize, budget: &mut Budget) -> bool {
         loop {
-            let (ci, j) = self.cursor[d];
+            let (ci, j) = self.t.cursor[d];
             if ci >= self.slot_classes[d].len() {
                 return false;
             }
             let c = self.slot_classes[d][ci];
-            let opened = self.opened[c];
+            let opened = self.t.opened[c];
             // Members already used in this class, then the first unused one.
             let limit = if opened < self.class_len(c) {
                 opened + 1
@@ -418,10 +389,10 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 opened
             };
             if j >= limit {
-                self.cursor[d] = (ci + 1, 0);
+                self.t.cursor[d] = (ci + 1, 0);
                 continue;
             }
-            self.cursor[d] = (ci, j + 1);
+            self.t.cursor[d] = (ci, j + 1);
             if budget.steps_left == 0 {
                 budget.exhausted = true;
                 return false;
@@ -434,19 +405,19 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             if self.prep.one_provider_per_tree
                 && !self.slots[d].demands.is_empty()
                 && (0..d).any(|e| {
-                    let (ce, je) = self.choice[e];
+                    let (ce, je) = self.t.choice[e];
                     let other = self.member(ce, je);
                     other != m
                         && !self.slots[e].demands.is_empty()
-                        && self.root_of[other] == self.root_of[m]
+                        && self.t.root_of[other] == self.t.root_of[m]
                 })
             {
                 continue;
             }
-            self.choice[d] = (c, j);
-            self.opened_here[d] = j == opened;
+            self.t.choice[d] = (c, j);
+            self.t.opened_here[d] = j == opened;
             if j == opened {
-                self.opened[c] += 1;
+                self.t.opened[c] += 1;
             }
             self.place(d, m, true);
             if self.checks_pass(d) && self.rest_feasible(d + 1) {
@@ -457,11 +428,11 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     }
 
     fn undo(&mut self, d: usize) {
-        let (c, j) = self.choice[d];
+        let (c, j) = self.t.choice[d];
         let m = self.member(c, j);
         self.place(d, m, false);
-        if self.opened_here[d] {
-            self.opened[c] -= 1;
+        if self.t.opened_here[d] {
+            self.t.opened[c] -= 1;
         }
     }
 
@@ -472,8 +443,8 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                 let mut ids: Vec<ProviderId> = positions
                     .iter()
                     .map(|&s| {
-                        let (c, j) = self.choice[s];
-                        self.members[self.member(c, j)]
+                        let (c, j) = self.t.choice[s];
+                        self.t.members[self.member(c, j)]
                     })
                     .collect();
                 ids.sort_unstable();
@@ -486,10 +457,10 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             Check::Traits(positions) => {
                 let mut have = vec![0u64; self.trait_words];
                 for &s in positions {
-                    let (c, j) = self.choice[s];
+                    let (c, j) = self.t.choice[s];
                     let m = self.member(c, j);
                     for (w, word) in have.iter_mut().enumerate() {
-                        *word |= self.trait_mask[m * self.trait_words + w];
+                        *word |= self.t.trait_mask[m * self.trait_words + w];
                     }
                 }
                 (0..self.trait_sets).all(|i| have[i / 64] & (1 << (i % 64)) != 0)
@@ -518,7 +489,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         // Every remaining slot has a member that fits now.
         for s in from..n {
             let any = self.slot_classes[s].iter().any(|&c| {
-                let opened = self.opened[c];
+                let opened = self.t.opened[c];
                 (0..opened).any(|j| self.fits(s, self.member(c, j)))
                     || (opened < self.class_len(c) && self.fits(s, self.member(c, opened)))
             });
@@ -556,11 +527,11 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             let mut free: i128 = 0;
             let mut places: u64 = 0;
             for c in (0..wanted.len()).filter(|&c| wanted[c]) {
-                for m in self.class_start[c]..self.class_start[c + 1] {
+                for m in self.t.class_start[c]..self.t.class_start[c + 1] {
                     let cell = m * self.width + k;
-                    let consumed = self.consumed[cell] as i128;
-                    let left = (self.free[cell] as i128 - consumed)
-                        .min(self.max_unit[cell] as i128 - consumed)
+                    let consumed = self.t.consumed[cell] as i128;
+                    let left = (self.t.free[cell] as i128 - consumed)
+                        .min(self.t.max_unit[cell] as i128 - consumed)
                         .max(0);
                     free += left;
                     places = places.saturating_add((left / smallest.max(1) as i128) as u64);
@@ -584,7 +555,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
     }
 
     fn class_len_count(&self) -> usize {
-        self.class_start.len() - 1
+        self.t.class_start.len() - 1
     }
 
     /// Kuhn's matching: can each pending suffixed slot get its own member that fits?
@@ -594,12 +565,12 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             .map(|&s| {
                 self.slot_classes[s]
                     .iter()
-                    .flat_map(|&c| self.class_start[c]..self.class_start[c + 1])
+                    .flat_map(|&c| self.t.class_start[c]..self.t.class_start[c + 1])
                     .filter(|&m| self.fits(s, m))
                     .collect()
             })
             .collect();
-        let mut owner: Vec<Option<usize>> = vec![None; self.members.len()];
+        let mut owner: Vec<Option<usize>> = vec![None; self.t.members.len()];
         fn augment(
             i: usize,
             edges: &[Vec<usize>],
@@ -619,7 +590,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             false
         }
         for i in 0..pending.len() {
-            let mut seen = vec![false; self.members.len()];
+            let mut seen = vec![false; self.t.members.len()];
             if !augment(i, &edges, &mut owner, &mut seen) {
                 return false;
             }
@@ -642,7 +613,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         if !self.started {
             self.started = true;
             self.depth = 0;
-            self.cursor[0] = (0, 0);
+            self.t.cursor[0] = (0, 0);
             if !self.rest_feasible(0) {
                 return false;
             }
@@ -658,7 +629,7 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
                     return true;
                 }
                 self.depth = d + 1;
-                self.cursor[d + 1] = (0, 0);
+                self.t.cursor[d + 1] = (0, 0);
             } else {
                 if d == 0 || budget.exhausted {
                     return false;
@@ -683,10 +654,10 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
             return None;
         }
         // Start expanding this canonical assignment from itself.
-        self.used_classes.clear();
+        self.t.used_classes.clear();
         for c in 0..self.class_len_count() {
-            if self.opened[c] > 0 {
-                self.used_classes.push(c);
+            if self.t.opened[c] > 0 {
+                self.t.used_classes.push(c);
                 self.perms[c] = (0..self.class_len(c)).collect();
             }
         }
@@ -696,9 +667,9 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
 
     /// Moves to the next ordering of the used members; false when all were given.
     fn next_expansion(&mut self) -> bool {
-        for i in (0..self.used_classes.len()).rev() {
-            let c = self.used_classes[i];
-            let k = self.opened[c];
+        for i in (0..self.t.used_classes.len()).rev() {
+            let c = self.t.used_classes[i];
+            let k = self.t.opened[c];
             if next_k_permutation(&mut self.perms[c], k) {
                 return true;
             }
@@ -713,9 +684,9 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         let mut allocations: Vec<(ProviderId, usize, u64)> = Vec::new();
         let mut mappings: Vec<Vec<ProviderId>> = vec![Vec::new(); n_groups];
         for (s, slot) in self.slots.iter().enumerate() {
-            let (c, j) = self.choice[s];
-            let m = self.class_start[c] + self.perms[c].get(j).copied().unwrap_or(j);
-            let id = self.members[m];
+            let (c, j) = self.t.choice[s];
+            let m = self.t.class_start[c] + self.perms[c].get(j).copied().unwrap_or(j);
+            let id = self.t.members[m];
             for &(k, amount) in &slot.demands {
                 allocations.push((id, k, amount));
             }

@@ -11,10 +11,9 @@ use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::ApiResult;
-use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
+use crate::request::path::{no_provider, ProviderBody, ProviderPath};
 use crate::request::providers::AggregatesUpdate;
-use crate::request::JsonBody;
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -52,12 +51,8 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
 }
 
 /// `PUT /resource_providers/{uuid}/aggregates`.
-pub async fn update(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: ProviderPath,
-    body: JsonBody,
-) -> ApiResult {
+pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let ProviderBody { path, body } = sent;
     // Placement checks the content type before the microversion.
     body.require_json()?;
     ctx.require(1)?;

@@ -25,9 +25,9 @@ use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::request::allocations::{consumer_uuid, read_post, read_put};
+use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
 use crate::wire::write;
 use crate::{http, AppState};

@@ -26,12 +26,12 @@ use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::params::{invalid_query, no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::request::claims::{
     claim_in_path, read_confirm, read_provider_pending_query, read_release_query, ClaimRequest,
     ClaimsQuery, Expiry, PendingQuery,
 };
+use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
 use crate::{http, wire, AppState};
 
@@ -97,8 +97,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         let Some(claims) =
             view.list_claims(&filter, now, marker.as_ref().map(|(uuid, _)| uuid), limit)
         else {
-            let given = marker.map(|(_, given)| given).unwrap_or_default();
-            return Err(invalid_query(format!("marker '{given}' is not a claim")));
+            return Err(ClaimsQuery::unknown_marker(marker));
         };
         let body = wire::ClaimList {
             claims: claims

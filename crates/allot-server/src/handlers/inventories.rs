@@ -5,7 +5,8 @@
 //! HTTP concerns: the order of Placement's checks, the bodies, and the headers.
 
 use allot_core::ops::inventories::ReservedRule;
-use allot_core::{Inventory, ResourceClass, Timestamp, Uuid};
+use allot_core::ops::Plan;
+use allot_core::{Inventory, ResourceClass, State as View, Timestamp, Uuid};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -14,10 +15,9 @@ use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
 use crate::request::inventories::{AllInventories, InventoryUpdate, NewInventory};
-use crate::request::JsonBody;
+use crate::request::path::{no_provider, ProviderBody, ProviderPath};
 use crate::{http, wire, AppState};
 
 const LIST: Action = Action::InventoriesList;
@@ -87,13 +87,25 @@ fn no_provider_get(uuid: &str) -> String {
 fn before_body(
     ctx: &Ctx,
     app: &AppState,
-    path: &ProviderPath,
-    body: &JsonBody,
+    sent: &ProviderBody,
     action: Action,
 ) -> Result<Uuid, ApiError> {
-    body.require_json()?;
+    sent.body.require_json()?;
     authorize(ctx, app.config.policy, action)?;
-    Ok(path.provider(&app.host.read(), no_provider)?.uuid())
+    Ok(sent.path.provider(&app.host.read(), no_provider)?.uuid())
+}
+
+/// Runs an inventory write, which answers the provider's new generation; returns it
+/// with the time of the write (what the answer's `last-modified` says).
+async fn write(
+    app: &AppState,
+    plan: impl FnOnce(&View, Timestamp) -> Plan<u64> + Send + 'static,
+) -> Result<(u64, Timestamp), ApiError> {
+    app.write(move |view, now| {
+        let (generation, changes) = plan(view, now)?;
+        Ok(((generation, now), changes))
+    })
+    .await
 }
 
 fn rule(ctx: &Ctx) -> ReservedRule {
@@ -145,23 +157,16 @@ pub async fn show(
 }
 
 /// `POST /resource_providers/{uuid}/inventories`: add one class's inventory.
-pub async fn create(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: ProviderPath,
-    body: JsonBody,
-) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &path, &body, CREATE)?;
-    let NewInventory { class, inventory } = NewInventory::read(&body)?;
+pub async fn create(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let uuid = before_body(&ctx, &app, &sent, CREATE)?;
+    let NewInventory { class, inventory } = NewInventory::read(&sent.body)?;
     // A path: the middleware makes every Location absolute (crate::context).
     let url = format!("/resource_providers/{uuid}/inventories/{}", class.as_str());
     let rule = rule(&ctx);
-    let (generation, now) = app
-        .write(move |view, now| {
-            let (generation, changes) = view.add_inventory(&uuid, &class, inventory, rule, now)?;
-            Ok(((generation, now), changes))
-        })
-        .await?;
+    let (generation, now) = write(&app, move |view, now| {
+        view.add_inventory(&uuid, &class, inventory, rule, now)
+    })
+    .await?;
     let response = http::json(StatusCode::CREATED, &one_body(&inventory, generation));
     Ok(cached(&ctx, http::location(response, &url), Some(now)))
 }
@@ -171,51 +176,39 @@ pub async fn create(
 pub async fn update(
     ctx: Ctx,
     State(app): State<AppState>,
-    path: ProviderPath,
     Path((_, class)): Path<(String, String)>,
-    body: JsonBody,
+    sent: ProviderBody,
 ) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &path, &body, UPDATE)?;
+    let uuid = before_body(&ctx, &app, &sent, UPDATE)?;
     let InventoryUpdate {
         generation: expected,
         inventory,
-    } = InventoryUpdate::read(&body)?;
+    } = InventoryUpdate::read(&sent.body)?;
     let rule = rule(&ctx);
     // Any path segment reaches the rules, which answer one that is no class name as
     // an unknown class.
     let class = ResourceClass::requested(&class);
-    let (generation, now) = app
-        .write(move |view, now| {
-            let (generation, changes) =
-                view.update_inventory(&uuid, expected, &class, inventory, rule, now)?;
-            Ok(((generation, now), changes))
-        })
-        .await?;
+    let (generation, now) = write(&app, move |view, now| {
+        view.update_inventory(&uuid, expected, &class, inventory, rule, now)
+    })
+    .await?;
     let response = http::json(StatusCode::OK, &one_body(&inventory, generation));
     Ok(cached(&ctx, response, Some(now)))
 }
 
 /// `PUT /resource_providers/{uuid}/inventories`: replace all inventories.
-pub async fn replace_all(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: ProviderPath,
-    body: JsonBody,
-) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &path, &body, UPDATE)?;
+pub async fn replace_all(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let uuid = before_body(&ctx, &app, &sent, UPDATE)?;
     let AllInventories {
         generation: expected,
         inventories,
-    } = AllInventories::read(&body)?;
+    } = AllInventories::read(&sent.body)?;
     let rule = rule(&ctx);
     let planned = inventories.clone();
-    let (generation, now) = app
-        .write(move |view, now| {
-            let (generation, changes) =
-                view.set_inventories(&uuid, expected, &planned, rule, now)?;
-            Ok(((generation, now), changes))
-        })
-        .await?;
+    let (generation, now) = write(&app, move |view, now| {
+        view.set_inventories(&uuid, expected, &planned, rule, now)
+    })
+    .await?;
     // Written, so every entry was an inventory of an existing class.
     let written = inventories
         .iter()

@@ -10,10 +10,9 @@ use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::ApiResult;
-use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
+use crate::request::path::{no_provider, ProviderBody, ProviderPath};
 use crate::request::providers::TraitsUpdate;
-use crate::request::JsonBody;
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -70,12 +69,8 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
 }
 
 /// `PUT /resource_providers/{uuid}/traits`.
-pub async fn update(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: ProviderPath,
-    body: JsonBody,
-) -> ApiResult {
+pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let ProviderBody { path, body } = sent;
     ctx.require(6)?;
     body.require_json()?;
     authorize(&ctx, app.config.policy, Action::ProviderTraitsUpdate)?;

@@ -13,8 +13,8 @@ use crate::context::Ctx;
 use crate::error::ApiResult;
 use crate::http;
 use crate::microversion::Version;
-use crate::params::{no_provider, ProviderPath};
 use crate::policy::{authorize, Action};
+use crate::request::path::{no_provider, ProviderBody, ProviderPath};
 use crate::request::providers::{list_query, NewProvider, ProviderUpdate};
 use crate::request::JsonBody;
 use crate::{wire, AppState};
@@ -86,12 +86,8 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
 
 /// `PUT /resource_providers/{uuid}`: rename, and from 1.14 set the parent (from 1.37
 /// change or remove it).
-pub async fn update(
-    ctx: Ctx,
-    State(app): State<AppState>,
-    path: ProviderPath,
-    body: JsonBody,
-) -> ApiResult {
+pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let ProviderBody { path, body } = sent;
     path.raw()?;
     body.require_json()?;
     authorize(&ctx, app.config.policy, Action::ProvidersUpdate)?;

@@ -147,6 +147,13 @@ impl ClaimsQuery {
             limit,
         })
     }
+
+    /// The refusal of a `marker` that names no claim, which only the view can tell
+    /// (400, a query string problem, with the marker as given).
+    pub fn unknown_marker(marker: Option<(Uuid, String)>) -> ApiError {
+        let given = marker.map(|(_, given)| given).unwrap_or_default();
+        invalid_query(format!("marker '{given}' is not a claim"))
+    }
 }
 
 /// The query string of `DELETE /claims`: the consumer whose live claims go.

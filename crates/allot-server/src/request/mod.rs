@@ -20,6 +20,7 @@ pub mod candidates;
 pub mod claims;
 pub mod classes;
 pub mod inventories;
+pub mod path;
 pub mod providers;
 pub mod reshaper;
 pub mod usages;

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 pub use allot_client::{Claim, ClaimList, ClaimResources, ClaimState, ProviderPending as Pending};
 use allot_core::{ResourceClass, Timestamp, Uuid};
 
+use crate::auth::format_utc;
+
 /// One claim, as every claim endpoint answers it: the claim as it is at `now` (a
 /// pending claim past its expiry shows `expired`, ended at its expiry, whether or not
 /// the sweeper has recorded it).
@@ -32,9 +34,9 @@ pub fn claim_body(claim: &allot_core::Claim, now: Timestamp) -> Claim {
         allocations,
         consumer_type: claim.consumer_type.as_deref().map(str::to_owned),
         consumer_uuid: claim.consumer,
-        created_at: rfc3339(claim.created_at),
-        ended_at: claim.ended_at(now).map(rfc3339),
-        expires_at: claim.expires_at.map(rfc3339),
+        created_at: format_utc(claim.created_at),
+        ended_at: claim.ended_at(now).map(format_utc),
+        expires_at: claim.expires_at.map(format_utc),
         project_id: claim.project_id.to_string(),
         state: claim.state_at(now),
         tag: claim.tag.as_deref().map(str::to_owned),
@@ -49,35 +51,6 @@ pub fn by_name(sums: &BTreeMap<ResourceClass, u64>) -> BTreeMap<String, u64> {
     sums.iter()
         .map(|(c, n)| (c.as_str().to_owned(), *n))
         .collect()
-}
-
-/// A time as RFC 3339 in UTC, to the second: `2026-11-23T03:04:39Z`.
-pub fn rfc3339(t: Timestamp) -> String {
-    let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-/// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`: eras of 400 years, years starting in March so that
-/// the leap day comes last).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11], March first
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -213,11 +186,11 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_795_402_079), "2026-11-23T02:47:59Z");
-        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59Z");
-        assert_eq!(rfc3339(4_102_444_800), "2100-01-01T00:00:00Z");
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_795_402_079), "2026-11-23T02:47:59Z");
+        assert_eq!(format_utc(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(format_utc(4_102_444_800), "2100-01-01T00:00:00Z");
     }
 }

@@ -567,6 +567,24 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     out.flush()
 }
 
+/// Runs `body` on each row of `rows` (a query sorted by provider id in column 0,
+/// whose next row is `ahead`) that belongs to provider `key`, leaving `ahead` at the
+/// first row of a later provider. Rows before `key` belong to no provider read and
+/// are skipped. A macro, not a function: `ahead` borrows from `rows`, and moving it
+/// on while the caller keeps it is what a function cannot express.
+macro_rules! rows_of {
+    ($ahead:ident, $rows:ident, $key:expr, |$row:ident| $body:block) => {
+        while let Some($row) = $ahead {
+            let of = $row.int(0)?.cmp(&$key);
+            if of.is_gt() {
+                break;
+            }
+            if of.is_eq() $body
+            $ahead = $rows.next()?;
+        }
+    };
+}
+
 /// Providers, and with each its inventories, traits and aggregates: the four
 /// queries are read side by side in provider id order, so that each provider's rows
 /// are folded right after it (while its record is in the cache). Rows of no
@@ -599,55 +617,33 @@ fn read_providers(
             updated_at: r.int(7)?,
         }))?;
         let mut list = Vec::new();
-        while let Some(i) = inventory {
-            let of = i.int(0)?.cmp(&key);
-            if of.is_gt() {
-                break;
-            }
-            if of.is_eq() {
-                list.push((
-                    class_place(classes, i.text(1)?, out)?,
-                    Inventory {
-                        total: i.count(2)?,
-                        reserved: i.count(3)?,
-                        min_unit: i.count(4)?,
-                        max_unit: i.count(5)?,
-                        step_size: NonZeroU64::new(i.count(6)?).ok_or_else(|| {
-                            StoreError::Corrupt("column 6: step_size of 0".into())
-                        })?,
-                        allocation_ratio: i.float(7)?,
-                    },
-                ));
-            }
-            inventory = inventories.next()?;
-        }
+        rows_of!(inventory, inventories, key, |i| {
+            list.push((
+                class_place(classes, i.text(1)?, out)?,
+                Inventory {
+                    total: i.count(2)?,
+                    reserved: i.count(3)?,
+                    min_unit: i.count(4)?,
+                    max_unit: i.count(5)?,
+                    step_size: NonZeroU64::new(i.count(6)?)
+                        .ok_or_else(|| StoreError::Corrupt("column 6: step_size of 0".into()))?,
+                    allocation_ratio: i.float(7)?,
+                },
+            ));
+        });
         if !list.is_empty() {
             out.push(Step::Inventories(id, list))?;
         }
         let mut list = Vec::new();
-        while let Some(t) = provider_trait {
-            let of = t.int(0)?.cmp(&key);
-            if of.is_gt() {
-                break;
-            }
-            if of.is_eq() {
-                list.push(trait_place(traits, t.text(1)?, out)?);
-            }
-            provider_trait = provider_traits.next()?;
-        }
+        rows_of!(provider_trait, provider_traits, key, |t| {
+            list.push(trait_place(traits, t.text(1)?, out)?);
+        });
         if !list.is_empty() {
             out.push(Step::Traits(id, list))?;
         }
-        while let Some(g) = aggregate {
-            let of = g.int(0)?.cmp(&key);
-            if of.is_gt() {
-                break;
-            }
-            if of.is_eq() {
-                held.push(g.uuid(1, "aggregate")?);
-            }
-            aggregate = aggregates.next()?;
-        }
+        rows_of!(aggregate, aggregates, key, |g| {
+            held.push(g.uuid(1, "aggregate")?);
+        });
         if !held.is_empty() {
             // Exactly as long as needed: the view keeps the list as it is.
             let list = held.to_vec();

@@ -291,8 +291,10 @@ pub(crate) trait Dialect {
     /// An insert of any number of rows at once, their values given one parameter
     /// per column (an array of that column's values), if the dialect has one. Only
     /// for inserts that fail on a conflict, where one statement for many rows has
-    /// the same outcome as one for each.
-    fn insert_rows(table: &Table, columns: &str) -> Option<String>;
+    /// the same outcome as one for each. None by default: one insert per row.
+    fn insert_rows(_table: &Table, _columns: &str) -> Option<String> {
+        None
+    }
 }
 
 /// How many dialects there are (the engines).

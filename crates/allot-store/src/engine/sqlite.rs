@@ -78,10 +78,6 @@ impl Dialect for Sqlite {
         };
         format!("{verb} INTO {} ({columns}) VALUES ({values})", table.name)
     }
-
-    fn insert_rows(_: &Table, _: &str) -> Option<String> {
-        None
-    }
 }
 
 impl rusqlite::ToSql for Value<'_> {
