@@ -238,17 +238,13 @@ def reproduce(entry, servers, out):
 
 def main(argv):
     from differential import reset  # it imports this module
-    from servers import Server
+    from servers import Server, add_server_args
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(os.path.dirname(here))
     p = argparse.ArgumentParser(
         description='Reproduce every allowed.py entry with a minimal world: '
         'the stock Placement must differ from allot, the mended one agree.')
-    p.add_argument('--placement-venv', default=os.environ.get(
-        'ALLOT_DIFFERENTIAL_VENV',
-        os.path.expanduser('~/.cache/allot-differential/venv')))
-    p.add_argument('--allot-bin', default=os.environ.get(
-        'ALLOT_BIN', os.path.join(repo, 'target', 'release', 'allot')))
+    add_server_args(p, repo)
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(prefix='allot-allowed-')
     failed = 0

@@ -27,7 +27,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from servers import Server  # noqa: E402
+from servers import Server, add_server_args  # noqa: E402
 
 RP = 'b7c5dd2c-5d59-4e52-b0a4-4c6bbb2f1e32'
 RP2 = '0f7a6a93-3e2b-4c39-8a6f-0e0f4f7f5d11'
@@ -366,11 +366,7 @@ def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(os.path.dirname(here))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--placement-venv', default=os.environ.get(
-        'ALLOT_DIFFERENTIAL_VENV',
-        os.path.expanduser('~/.cache/allot-differential/venv')))
-    p.add_argument('--allot-bin', default=os.environ.get(
-        'ALLOT_BIN', os.path.join(repo, 'target', 'release', 'allot')))
+    add_server_args(p, repo)
     p.add_argument('--only', help='one family: providers, inventories, '
                    'traits, aggregates, classes, allocations, reshaper, '
                    'queries')

@@ -17,6 +17,16 @@ import tempfile
 import time
 
 
+def add_server_args(parser, repo):
+    """The two options every script here takes: the Placement venv and the
+    allot binary, defaulting to what scripts/differential passes."""
+    parser.add_argument('--placement-venv', default=os.environ.get(
+        'ALLOT_DIFFERENTIAL_VENV',
+        os.path.expanduser('~/.cache/allot-differential/venv')))
+    parser.add_argument('--allot-bin', default=os.environ.get(
+        'ALLOT_BIN', os.path.join(repo, 'target', 'release', 'allot')))
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(('127.0.0.1', 0))

@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+pub mod survey;
 mod usages;
 
 pub use claims::{
@@ -228,6 +229,25 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Response> {
+        self.request_with(method, path, body, self.version.clone())
+            .await
+    }
+
+    /// `GET path` at `microversion` instead of the client's own, whatever status
+    /// comes back (what `allot verify` asks at several microversions).
+    pub async fn get_at(&self, path: &str, microversion: &str) -> Result<Response> {
+        let version = HeaderValue::from_str(&format!("placement {microversion}"))
+            .map_err(|e| Error::Config(format!("microversion: {e}")))?;
+        self.request_with(Method::GET, path, None, version).await
+    }
+
+    async fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        version: HeaderValue,
+    ) -> Result<Response> {
         let transport = |message: String| Error::Transport {
             method: method.clone(),
             path: path.to_owned(),
@@ -238,7 +258,7 @@ impl Client {
             .uri(format!("{}{}", self.base, path))
             .header(ACCEPT, "application/json")
             .header(&self.token_header, self.token.clone())
-            .header("openstack-api-version", self.version.clone());
+            .header("openstack-api-version", version);
         let payload = match body {
             Some(body) => {
                 builder = builder.header(CONTENT_TYPE, "application/json");

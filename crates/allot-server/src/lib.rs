@@ -14,13 +14,16 @@ pub mod auth;
 pub mod context;
 pub mod cors;
 pub mod error;
+pub mod graceful;
 pub mod handlers;
+pub mod health;
 pub mod http;
 pub mod microversion;
 pub mod params;
 pub mod policy;
 pub mod policy_file;
 pub mod request;
+pub mod request_log;
 pub mod schema;
 pub mod schemas;
 pub mod wire;
@@ -80,6 +83,14 @@ pub struct Config {
     /// database for longer than this answers reads with 503 rather than serve what
     /// may be out of date (`Host::staleness`).
     pub max_staleness: std::time::Duration,
+    /// The drain file: while it exists, `/healthcheck` answers 503 (oslo's
+    /// `disable_by_file_path`).
+    pub healthcheck_disable_file: Option<std::path::PathBuf>,
+    /// Requests slower than this are logged at WARN with `slow=true` (None: never).
+    pub slow_request: Option<std::time::Duration>,
+    /// The health check's last probe of the store: state rather than a setting, one
+    /// per application like the settings.
+    pub health: health::ProbeCache,
 }
 
 /// The default [`Config::max_staleness`]: twice the documented freshness bound of
@@ -98,6 +109,9 @@ impl Default for Config {
             claim_expires_in: Some(DEFAULT_CLAIM_EXPIRES_IN),
             claim_retention: DEFAULT_CLAIM_RETENTION,
             max_staleness: DEFAULT_MAX_STALENESS,
+            healthcheck_disable_file: None,
+            slow_request: None,
+            health: health::ProbeCache::default(),
         }
     }
 }
@@ -126,6 +140,7 @@ impl AppState {
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let routes = handlers::routes()
+        .route_layer(axum::middleware::from_fn(request_log::note_route))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state.clone());
     // The routes sit inside an outer router so that the middleware sees their responses
@@ -133,18 +148,23 @@ pub fn router(state: AppState) -> Router {
     // that answered it.
     Router::new()
         .fallback_service(routes)
-        .layer(axum::middleware::from_fn_with_state(state, context::around))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            context::around,
+        ))
+        .merge(health::routes(state.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            request_log::log,
+        ))
 }
 
 /// Serves the application on `listener` until `shutdown` resolves, then finishes the
-/// requests under way.
+/// requests under way (see [`graceful`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<context::LocalAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    graceful::serve(listener, router(state), shutdown).await
 }

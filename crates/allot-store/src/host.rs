@@ -137,6 +137,8 @@ enum Message {
     Follow,
     /// The last handle went: answer what is queued, then stop.
     Stop,
+    /// The health check asks whether the store can be written ([`Store::probe`]).
+    Probe(oneshot::Sender<Result<(), WriteError>>),
 }
 
 /// A write waiting for the writer: its plan, type-erased (the answer goes into the
@@ -264,6 +266,23 @@ impl Host {
         Pending { answer }
     }
 
+    /// Whether the store can still be written (or, PostgreSQL, reached): the writer
+    /// runs [`Store::probe`] between batches, on its own connection, and this waits
+    /// for the outcome. Queued behind the writes already waiting, so its latency is
+    /// also the writer's; the caller bounds the wait.
+    pub async fn probe(&self) -> Result<(), WriteError> {
+        let (tx, answer) = oneshot::channel();
+        let queue = self
+            .inner
+            .queue
+            .as_ref()
+            .expect("only `Inner::drop` takes it");
+        queue
+            .send(Message::Probe(tx))
+            .map_err(|_| WriteError::Stopped)?;
+        answer.await.unwrap_or(Err(WriteError::Stopped))
+    }
+
     /// Runs one write and waits for it, blocking the thread. For tests and tools;
     /// the server awaits [`Host::submit`] instead.
     pub fn write<T: Send + 'static>(
@@ -374,21 +393,33 @@ impl Writer {
                 Message::Follow => match self.next_write(&jobs) {
                     // A write waits: it reads the log anyway, under the lock.
                     Some(Message::Write(job)) => job,
+                    Some(Message::Probe(reply)) => {
+                        self.probe(reply);
+                        self.follow();
+                        continue;
+                    }
                     Some(_) => return,
                     None => {
                         self.follow();
                         continue;
                     }
                 },
+                Message::Probe(reply) => {
+                    self.probe(reply);
+                    continue;
+                }
                 Message::Stop => return,
             };
             let mut batch = vec![first];
+            let mut probes = Vec::new();
             let mut stop = false;
             while batch.len() < MAX_BATCH {
                 match jobs.try_recv() {
                     Ok(Message::Write(job)) => batch.push(job),
                     // The batch's write reads the log anyway.
                     Ok(Message::Follow) => {}
+                    // After the batch, so that a probe never delays a write.
+                    Ok(Message::Probe(reply)) => probes.push(reply),
                     Ok(Message::Stop) => {
                         stop = true;
                         break;
@@ -397,6 +428,9 @@ impl Writer {
                 }
             }
             self.commit(batch);
+            for reply in probes {
+                self.probe(reply);
+            }
             if stop {
                 return;
             }
@@ -415,6 +449,16 @@ impl Writer {
                 Err(_) => return None,
             }
         }
+    }
+
+    /// Answers a health check's probe.
+    fn probe(&mut self, reply: oneshot::Sender<Result<(), WriteError>>) {
+        let outcome = self.store.probe().map_err(WriteError::from);
+        if let Err(e) = &outcome {
+            tracing::warn!("the store failed the health check's probe: {e}");
+        }
+        // The health check may have given up waiting: nothing to tell.
+        drop(reply.send(outcome));
     }
 
     /// Applies other nodes' commits, if there are any, and publishes the result.

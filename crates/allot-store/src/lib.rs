@@ -200,6 +200,16 @@ impl Store {
         }
     }
 
+    /// A cheap check that the store can still be written (SQLite: one real write
+    /// transaction that changes nothing) or reached (PostgreSQL: one round trip),
+    /// for the health check.
+    pub fn probe(&mut self) -> Result<(), StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.probe(),
+            Engine::Postgres(e) => e.head().map(drop),
+        }
+    }
+
     /// Every commit after `after`, oldest first ([`StoreError::Behind`] when the log
     /// was pruned past it).
     pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {

@@ -6,7 +6,9 @@
 //! default, the `value_parser` the check of a value); its environment variable is the
 //! name upper-cased behind `ALLOT_` ([`layers::env_var`]). Precedence, for every
 //! setting alike: the flag, then the variable, then the TOML file
-//! (`--config`/`ALLOT_CONFIG`), then the default ([`layers`] does the merge).
+//! (`--config`/`ALLOT_CONFIG`), then Placement's own `placement.conf`
+//! (`--placement-conf`, [`placement_conf`]: the keys allot understands), then the
+//! default ([`layers`] does the merge).
 //!
 //! clap does not read the variables itself (its `env` attribute): its error for a bad
 //! variable names the flag rather than the variable, and the merge would not be
@@ -21,6 +23,9 @@
 //! `ALLOT_BIND`, `config file PATH`), never a silent fallback.
 
 mod layers;
+mod placement_conf;
+
+pub use placement_conf::PlacementConf;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -92,7 +97,17 @@ macro_rules! display_as_value {
         }
     )*};
 }
-display_as_value!(Policy, AuthMode);
+/// How the log is written, as `--log-format` takes it.
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line of text an event
+    Text,
+    /// One JSON object a line, the event's fields at its top level
+    Json,
+}
+
+display_as_value!(Policy, AuthMode, LogFormat);
 
 /// The default mode: the one Placement 16 enforces as installed from PyPI.
 pub const DEFAULT_POLICY: Policy = Policy::Secure;
@@ -102,6 +117,10 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8778";
 pub const DEFAULT_LOG: &str = "info";
 /// The default interval of the claim sweeper, in seconds.
 pub const DEFAULT_CLAIM_SWEEP_INTERVAL: u64 = 30;
+/// The default bound past which a request is logged as slow, in milliseconds.
+pub const DEFAULT_SLOW_REQUEST_MS: u64 = 1000;
+/// The default time requests under way get to finish on SIGTERM, in seconds.
+pub const DEFAULT_SHUTDOWN_GRACE: u64 = 30;
 
 /// Every setting of `allot serve`, declared once: the field is the config file's key,
 /// its flag (`cors_allowed_origins` alone is singular on the command line, since it is
@@ -125,6 +144,11 @@ pub struct Layer {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     config: Option<PathBuf>,
+
+    /// OpenStack Placement's placement.conf: the settings allot understands are taken
+    /// from it (below this file), every other key is listed in a warning at start.
+    #[arg(long, value_name = "FILE")]
+    placement_conf: Option<PathBuf>,
 
     /// Enable CORS for this origin (repeat for several, or separate with commas; `*`
     /// for any). Off by default.
@@ -234,6 +258,29 @@ pub struct Layer {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
           default_value = shown!(DEFAULT_CLAIM_SWEEP_INTERVAL))]
     claim_sweep_interval: Option<u64>,
+
+    /// While this file exists, GET /healthcheck answers 503 `DISABLED BY FILE`, so
+    /// that a load balancer drains the node before a restart (oslo's
+    /// disable_by_file_path) [default: none].
+    #[arg(long, value_name = "PATH")]
+    healthcheck_disable_file: Option<PathBuf>,
+
+    /// The log's form: text, or one JSON object a line.
+    #[arg(long, value_name = "FORMAT", default_value = shown!(LogFormat::Text),
+          value_parser = Spelled { parse: parse_log_format, values: variants::<LogFormat> })]
+    log_format: Option<LogFormat>,
+
+    /// A request that takes longer than this, in milliseconds, is logged at WARN
+    /// with slow=true; 0 never.
+    #[arg(long, value_name = "MS", value_parser = parse_count,
+          default_value = shown!(DEFAULT_SLOW_REQUEST_MS))]
+    slow_request_ms: Option<usize>,
+
+    /// On SIGTERM or SIGINT, how long requests under way get to finish, in seconds,
+    /// before allot stops anyway (a second signal stops it at once).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(DEFAULT_SHUTDOWN_GRACE))]
+    shutdown_grace: Option<u64>,
 }
 
 /// What `allot serve` was given on its command line; [`ServeArgs::resolve`] adds the
@@ -306,6 +353,13 @@ pub struct Settings {
     /// Seconds.
     pub claim_retention: i64,
     pub claim_sweep_interval: std::time::Duration,
+    /// The placement.conf read, for the warning that lists the keys not used.
+    pub placement_conf: Option<placement_conf::PlacementConf>,
+    pub healthcheck_disable_file: Option<PathBuf>,
+    pub log_format: LogFormat,
+    /// None: never flagged.
+    pub slow_request: Option<std::time::Duration>,
+    pub shutdown_grace: std::time::Duration,
 }
 
 /// How callers are authenticated, with what each mode needs.
@@ -407,6 +461,10 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     parse_choice(s, "policy mode")
 }
 
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    parse_choice(s, "log format")
+}
+
 fn parse_auth(s: &str) -> Result<AuthMode, String> {
     parse_choice(s, "authentication mode")
 }
@@ -469,10 +527,7 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
     let from = |id| merged.source(id);
     let s = &merged.layer;
     let bind = declared(s.bind);
-    let database = s.database.clone().unwrap_or_else(|| default_database(env));
-    if database.trim().is_empty() {
-        anyhow::bail!("{}: the database URL is empty", from("database"));
-    }
+    let database = database(&merged, env)?;
     let log = declared(s.log.clone());
     check_log_filter(&log).map_err(|e| anyhow!("{}: {e}", from("log")))?;
     // A blank policy file means none, so that a wrapper can clear it.
@@ -527,7 +582,80 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
         claim_expires_in: claim_expires_in as i64,
         claim_retention: claim_retention as i64,
         claim_sweep_interval: std::time::Duration::from_secs(claim_sweep_interval),
+        placement_conf: merged.placement.clone(),
+        // A blank path means none, as for the policy file.
+        healthcheck_disable_file: s
+            .healthcheck_disable_file
+            .clone()
+            .filter(|p| !p.to_string_lossy().trim().is_empty()),
+        log_format: declared(s.log_format),
+        slow_request: Some(declared(s.slow_request_ms) as u64)
+            .filter(|&ms| ms > 0)
+            .map(std::time::Duration::from_millis),
+        shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
     })
+}
+
+/// The database URL. A placement.conf that names Placement's own database
+/// (`[placement_database] connection`) while allot's sources name none stops the
+/// start: allot cannot serve that database, and starting on an empty one of its own
+/// instead would show the cloud's schedulers and compute nodes a Placement with no
+/// providers and no allocations, which they would fill again from scratch and
+/// overcommit. With `--database` (or its variable or file key) given, the connection
+/// is only listed among the keys not used.
+fn database(merged: &Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<String> {
+    let s = &merged.layer;
+    let connection = merged
+        .placement
+        .as_ref()
+        .and_then(|p| Some((&p.path, p.connection.as_ref()?)));
+    if let (None, Some((path, url))) = (&s.database, connection) {
+        anyhow::bail!(
+            "placement.conf {}: [placement_database] connection = {url} is OpenStack \
+             Placement's database, which allot cannot serve. Import it into allot's own \
+             database first (`allot import --from-placement URL --database URL`, see \
+             docs/migrate.md), then name that database with --database, \
+             ALLOT_DATABASE or `database` in allot's config file.",
+            path.display()
+        );
+    }
+    let database = s.database.clone().unwrap_or_else(|| default_database(env));
+    if database.trim().is_empty() {
+        anyhow::bail!("{}: the database URL is empty", merged.source("database"));
+    }
+    Ok(database)
+}
+
+/// The flags of the commands that only open the database (`allot db migrate`, alias
+/// `sync`): it is found as `allot serve` finds it.
+#[derive(clap::Args, Debug)]
+pub struct DatabaseArgs {
+    /// The database URL (sqlite:PATH or postgres://...) [env: ALLOT_DATABASE].
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+    /// allot's TOML config file, for its `database` [env: ALLOT_CONFIG].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Placement's placement.conf: a `[placement_database] connection` there, with no
+    /// database of allot's named, is refused with the way to import it [env:
+    /// ALLOT_PLACEMENT_CONF].
+    #[arg(long, value_name = "FILE")]
+    placement_conf: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The database URL, from these flags, the environment, the files or the default.
+    pub fn resolve(self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<String> {
+        let mut flags = Values::new();
+        if let Some(url) = self.database {
+            flags.insert("database".into(), url.into());
+        }
+        if let Some(path) = self.placement_conf {
+            flags.insert("placement_conf".into(), serde_json::to_value(path)?);
+        }
+        let merged = layers::merge(&flags, self.config, env)?;
+        database(&merged, env)
+    }
 }
 
 /// The authentication mode and what it needs; refuses `noauth2` on an address other
@@ -1041,9 +1169,9 @@ mod tests {
         let kind = arg.get_value_names().expect("every flag names its value")[0].as_str();
         let [a, b] = match kind {
             "IP:PORT" => ["127.0.0.1:1", "[::1]:2"],
-            "SECONDS" | "N" => ["7", "9"],
+            "SECONDS" | "N" | "MS" => ["7", "9"],
             "FILTER" => ["debug", "allot=trace"],
-            "URL" | "FILE" | "NAME" | "PASSWORD" | "ORIGIN" => ["/one", "/two"],
+            "URL" | "FILE" | "PATH" | "NAME" | "PASSWORD" | "ORIGIN" => ["/one", "/two"],
             other => panic!("{}: add samples for a value named {other}", arg.get_id()),
         };
         [a.to_owned(), b.to_owned()]
@@ -1065,7 +1193,8 @@ mod tests {
         let mut checked = 0;
         for arg in layers::declared().get_arguments() {
             let id = arg.get_id().as_str();
-            if id == "config" {
+            // The two files are sources, checked by their own tests.
+            if id == "config" || id == "placement_conf" {
                 continue;
             }
             let flag = format!("--{}", arg.get_long().unwrap());
@@ -1121,7 +1250,244 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 21, "every setting is checked");
+        assert_eq!(checked, 25, "every setting is checked");
+    }
+
+    /// A kolla-style placement.conf, shaped like the sample deployment tools render
+    /// (keystone auth, a policy file, Placement's MySQL database), over http.
+    const KOLLA: &str = "\
+[DEFAULT]
+debug = True
+log_dir = /var/log/kolla/placement
+transport_url = rabbit://openstack:RABBIT@192.0.2.10:5672//
+
+[api]
+auth_strategy = keystone
+
+[placement_database]
+connection = mysql+pymysql://placement:DB_PASS@192.0.2.20:3306/placement
+max_pool_size = 50
+
+[keystone_authtoken]
+www_authenticate_uri = http://192.0.2.30:5000
+auth_url = http://192.0.2.30:5000
+auth_type = password
+project_domain_id = default
+user_domain_id = default
+project_name = service
+username = placement
+password = PLACEMENT_PASS
+region_name = RegionOne
+memcache_secret_key = MEMCACHE_KEY
+
+[oslo_policy]
+policy_file = policy.yaml
+enforce_new_defaults = False
+
+[placement]
+randomize_allocation_candidates = true
+max_allocation_candidates = 1000
+incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
+";
+
+    /// Resolves with a placement.conf of `text` named by `--placement-conf`, beside
+    /// `argv`, `env` and allot's own file.
+    fn resolve_conf(
+        text: &str,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        file: Option<&str>,
+    ) -> (anyhow::Result<Settings>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("placement.conf");
+        std::fs::write(&path, text).unwrap();
+        let mut full = vec!["--placement-conf", path.to_str().unwrap()];
+        full.extend_from_slice(argv);
+        (resolve(&full, env, file), dir)
+    }
+
+    #[test]
+    fn placement_conf_gives_what_allot_understands() {
+        let (s, dir) = resolve_conf(KOLLA, &["--database", "sqlite:/a.db"], &[], None);
+        let s = s.unwrap();
+        assert_eq!(s.log, "debug");
+        assert_eq!(s.policy, PolicyMode::Legacy, "enforce_new_defaults = False");
+        assert_eq!(s.policy_file, Some(dir.path().join("policy.yaml")));
+        assert!(s.randomize_allocation_candidates);
+        assert_eq!(s.max_allocation_candidates, 1000);
+        let Auth::Keystone(k) = &s.auth else {
+            panic!("{:?}", s.auth)
+        };
+        assert_eq!(k.auth_url, "http://192.0.2.30:5000");
+        assert_eq!(
+            (
+                k.username.as_str(),
+                k.password.as_str(),
+                k.project_name.as_str()
+            ),
+            ("placement", "PLACEMENT_PASS", "service")
+        );
+        assert_eq!(k.user_domain_name, "Default", "the id `default` is Default");
+        // Every other key is listed, once, in the file's order; no value is shown.
+        let conf = s.placement_conf.unwrap();
+        assert_eq!(
+            conf.unused,
+            [
+                "[DEFAULT] log_dir",
+                "[DEFAULT] transport_url",
+                "[placement_database] connection",
+                "[placement_database] max_pool_size",
+                "[keystone_authtoken] region_name",
+                "[keystone_authtoken] memcache_secret_key",
+                "[placement] incomplete_consumer_project_id",
+            ]
+        );
+    }
+
+    #[test]
+    fn placement_conf_is_below_allot_s_own_sources() {
+        let conf = "[placement]\nmax_allocation_candidates = 4\n[DEFAULT]\ndebug = true\n";
+        let max = |argv: &[&str], env: &[(&str, &str)], file: Option<&str>| {
+            resolve_conf(conf, argv, env, file)
+                .0
+                .unwrap()
+                .max_allocation_candidates
+        };
+        let file = Some("max_allocation_candidates = 3");
+        let var = [("ALLOT_MAX_ALLOCATION_CANDIDATES", "2")];
+        assert_eq!(max(&["--max-allocation-candidates", "1"], &var, file), 1);
+        assert_eq!(max(&[], &var, file), 2);
+        assert_eq!(max(&[], &[], file), 3);
+        assert_eq!(max(&[], &[], None), 4);
+        let default = resolve(&[], &[], None).unwrap().max_allocation_candidates;
+        assert_eq!(default, allot_core::candidates::DEFAULT_MAX_CANDIDATES);
+        let (s, _dir) = resolve_conf(conf, &[], &[("ALLOT_LOG", "warn")], None);
+        assert_eq!(s.unwrap().log, "warn");
+        // Placement's -1 (no limit) is listed, with why, and allot's bound stays.
+        let (s, _dir) = resolve_conf(
+            "[placement]\nmax_allocation_candidates = -1\n",
+            &[],
+            &[],
+            None,
+        );
+        let s = s.unwrap();
+        assert_eq!(s.max_allocation_candidates, default);
+        let unused = &s.placement_conf.unwrap().unused;
+        assert!(
+            unused[0].starts_with("[placement] max_allocation_candidates (no limit"),
+            "{unused:?}"
+        );
+    }
+
+    #[test]
+    fn placement_conf_is_named_by_flag_variable_or_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = |name: &str, n: u32| {
+            let path = dir.path().join(name);
+            let text = format!("[placement]\nmax_allocation_candidates = {n}\n");
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        };
+        let (a, b, c) = (conf("a.conf", 1), conf("b.conf", 2), conf("c.conf", 3));
+        let file = format!("placement_conf = {c:?}");
+        let max = |argv: &[&str], env: &[(&str, &str)], file: Option<&str>| {
+            resolve(argv, env, file).unwrap().max_allocation_candidates
+        };
+        let var = [("ALLOT_PLACEMENT_CONF", b.as_str())];
+        assert_eq!(max(&["--placement-conf", &a], &var, Some(&file)), 1);
+        assert_eq!(max(&[], &var, Some(&file)), 2);
+        assert_eq!(max(&[], &[], Some(&file)), 3);
+    }
+
+    #[test]
+    fn placement_s_own_database_is_refused_with_the_way_to_import_it() {
+        let (s, _dir) = resolve_conf(KOLLA, &[], &[], None);
+        let message = format!("{:#}", s.expect_err("no database of allot's is named"));
+        for needed in [
+            "[placement_database] connection",
+            "mysql+pymysql://placement:***@192.0.2.20:3306/placement",
+            "allot import --from-placement",
+            "--database",
+        ] {
+            assert!(message.contains(needed), "{needed}: {message}");
+        }
+        assert!(!message.contains("DB_PASS"), "{message}");
+        // allot's own database, from any of its sources, is served instead.
+        for (argv, env, file) in [
+            (&["--database", "sqlite:/a.db"][..], &[][..], None),
+            (&[], &[("ALLOT_DATABASE", "sqlite:/a.db")], None),
+            (&[], &[], Some("database = \"sqlite:/a.db\"")),
+        ] {
+            let (s, _dir) = resolve_conf(KOLLA, argv, env, file);
+            assert_eq!(s.unwrap().database, "sqlite:/a.db");
+        }
+        // `allot db sync` finds the database the same way.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("placement.conf");
+        std::fs::write(&path, KOLLA).unwrap();
+        let args = |database: Option<&str>| DatabaseArgs {
+            database: database.map(str::to_owned),
+            config: None,
+            placement_conf: Some(path.clone()),
+        };
+        let none = |_: &str| None;
+        let message = format!("{:#}", args(None).resolve(&none).unwrap_err());
+        assert!(
+            message.contains("allot import --from-placement"),
+            "{message}"
+        );
+        assert_eq!(
+            args(Some("sqlite:/b.db")).resolve(&none).unwrap(),
+            "sqlite:/b.db"
+        );
+    }
+
+    #[test]
+    fn placement_conf_bad_values_name_their_key() {
+        for (text, needed) in [
+            (
+                "[placement]\nmax_allocation_candidates = many\n",
+                "[placement] max_allocation_candidates",
+            ),
+            (
+                "[placement]\nrandomize_allocation_candidates = perhaps\n",
+                "[placement] randomize_allocation_candidates",
+            ),
+            ("[DEFAULT]\ndebug = loud\n", "[DEFAULT] debug"),
+            ("[api]\nauth_strategy = magic\n", "[api] auth_strategy"),
+            (
+                "[keystone_authtoken]\nuser_domain_id = 4f2e\n",
+                "user_domain_name",
+            ),
+            (
+                "[keystone_authtoken]\nuser_domain_name = A\nproject_domain_name = B\n",
+                "one domain",
+            ),
+            ("[placement\n", "placement.conf"),
+        ] {
+            let (s, _dir) = resolve_conf(text, &[], &[], None);
+            let message = format!("{:#}", s.expect_err(text));
+            assert!(message.contains(needed), "{text}: {message}");
+            assert!(message.contains("placement.conf"), "{text}: {message}");
+        }
+        // A value refused after the merge names the key it came from.
+        let (s, _dir) = resolve_conf(
+            "[placement]\nmax_allocation_candidates = 0\n",
+            &[],
+            &[],
+            None,
+        );
+        let message = format!("{:#}", s.unwrap_err());
+        assert!(
+            message.contains("([placement] max_allocation_candidates)"),
+            "{message}"
+        );
+        let missing = resolve(
+            &["--placement-conf", "/nonexistent/placement.conf"],
+            &[],
+            None,
+        );
+        assert!(format!("{:#}", missing.unwrap_err()).contains("/nonexistent/placement.conf"));
     }
 
     #[test]

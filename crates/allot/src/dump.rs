@@ -14,6 +14,8 @@ use allot_store::Store;
 use anyhow::{anyhow, Context};
 use clap::Args;
 
+use crate::placement;
+
 /// `allot export`.
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -30,8 +32,48 @@ pub struct ExportArgs {
     database: String,
     /// Where to write the dump (`-`: standard output). A file is written beside its
     /// final name and renamed into place once complete.
-    #[arg(long, short = 'o', default_value = "-")]
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "-",
+        conflicts_with = "to_placement"
+    )]
     output: String,
+    /// Write into an empty OpenStack Placement database instead (made by Placement
+    /// 16's `placement-manage db sync`), as `[placement_database] connection` names
+    /// it, in one transaction: the way back after `allot import --from-placement`.
+    #[arg(long, value_name = "URL", group = "placement")]
+    to_placement: Option<String>,
+    /// With --to-placement: leave out what Placement cannot hold (pending claims and
+    /// custom classes' metadata) instead of refusing.
+    #[arg(long, requires = "to_placement")]
+    drop_extensions: bool,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+/// How long connecting to a Placement database may take: for --from-placement and
+/// --to-placement (both in the group `placement`).
+#[derive(Args, Debug)]
+pub struct ConnectArgs {
+    /// How many seconds connecting to the Placement database may take before its
+    /// host is called unreachable.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = placement::CONNECT_TIMEOUT.as_secs(),
+        requires = "placement",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    connect_timeout: u64,
+}
+
+impl ConnectArgs {
+    /// The Placement database `url` names, connected to with this timeout.
+    fn placement(&self, url: &str) -> anyhow::Result<placement::PlacementUrl> {
+        Ok(placement::PlacementUrl::parse(url)?
+            .with_connect_timeout(std::time::Duration::from_secs(self.connect_timeout)))
+    }
 }
 
 /// `allot import`.
@@ -50,8 +92,28 @@ pub struct ImportArgs {
     #[arg(long)]
     database: String,
     /// The dump to read (`-`: standard input).
-    #[arg(long, short = 'i', default_value = "-")]
+    #[arg(
+        long,
+        short = 'i',
+        default_value = "-",
+        conflicts_with = "from_placement"
+    )]
     input: String,
+    /// Read a live OpenStack Placement database instead of a dump, as
+    /// `[placement_database] connection` names it (mysql+pymysql://user:pass@host/placement,
+    /// postgresql+psycopg2://..., mysql://, postgres://), in one read-only snapshot.
+    #[arg(long, value_name = "URL", group = "placement")]
+    from_placement: Option<String>,
+    #[command(flatten)]
+    connect: ConnectArgs,
+    /// The project Placement gives consumers it knows no owner of (`[placement]
+    /// incomplete_consumer_project_id`).
+    #[arg(long, default_value = allot_core::ops::allocations::INCOMPLETE_CONSUMER_ID)]
+    incomplete_consumer_project_id: String,
+    /// The user Placement gives consumers it knows no owner of (`[placement]
+    /// incomplete_consumer_user_id`).
+    #[arg(long, default_value = allot_core::ops::allocations::INCOMPLETE_CONSUMER_ID)]
+    incomplete_consumer_user_id: String,
 }
 
 /// Runs `allot export`; on failure prints one line and exits 1.
@@ -65,11 +127,20 @@ pub fn run_export(args: ExportArgs) -> anyhow::Result<()> {
 
 /// Runs `allot import`; on failure prints what went wrong and exits 1.
 pub fn run_import(args: ImportArgs) -> anyhow::Result<()> {
-    match import(&args) {
+    let done = match &args.from_placement {
+        Some(url) => import_placement(&args, url),
+        None => import(&args),
+    };
+    match done {
         Ok(()) => Ok(()),
         Err(Failure::Invalid(problems)) => {
+            let source = if args.from_placement.is_some() {
+                "the Placement database"
+            } else {
+                "the dump"
+            };
             eprintln!(
-                "allot import: refused, nothing was written: the dump has {} integrity problem(s):",
+                "allot import: refused, nothing was written: {source} has {} integrity problem(s):",
                 problems.len()
             );
             for p in problems {
@@ -99,6 +170,9 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let dump = dump::export_store(&mut store, now)
         .with_context(|| format!("reading {}", args.database))?;
     drop(store);
+    if let Some(url) = &args.to_placement {
+        return export_placement(args, url, dump);
+    }
     let counts = dump.counts();
     if args.output == "-" {
         let stdout = std::io::stdout();
@@ -121,6 +195,45 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
         }
     }
     eprintln!("allot export: {counts} from {}", args.database);
+    Ok(())
+}
+
+/// `allot export --to-placement`: the dump of the database, less what Placement
+/// cannot hold (refused unless `--drop-extensions`), into an empty Placement database.
+fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let db = args.connect.placement(url)?;
+    let with_metadata = dump
+        .resource_classes
+        .iter()
+        .filter(|c| c.metadata.is_some())
+        .count();
+    let pending = dump.claims.iter().filter(|c| c.state == "pending").count();
+    let ended = dump.claims.len() - pending;
+    if with_metadata + dump.claims.len() > 0 {
+        let what = format!(
+            "{pending} pending claim(s), {ended} ended claim(s) and {with_metadata} custom \
+             class(es) with metadata"
+        );
+        if !args.drop_extensions {
+            return Err(anyhow!(
+                "the database holds {what}, which Placement cannot hold; nothing was written \
+                 (--drop-extensions leaves them out)"
+            ));
+        }
+        eprintln!("allot export: leaving out {what} (--drop-extensions)");
+        dump.claims.clear();
+        for c in &mut dump.resource_classes {
+            c.metadata = None;
+        }
+    }
+    placement::runtime()?.block_on(placement::write_placement(&db, &dump))?;
+    eprintln!(
+        "allot export: {} from {} into {db} (one transaction) in {:.1}s",
+        dump.counts(),
+        args.database,
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -150,18 +263,49 @@ fn import(args: &ImportArgs) -> Result<(), Failure> {
         (bytes, args.input.as_str())
     };
     let dump = dump::parse(&bytes).map_err(|e| anyhow!("{source}: {e}"))?;
-    let mut store = open(&args.database)?;
-    let report = match dump::import(&mut store, &dump) {
+    load(&dump, &args.database)
+}
+
+/// `allot import --from-placement`: Placement's tables become a dump, which goes
+/// the way of any other (checked as a whole, then one transaction). Placement is
+/// read before the target is opened, so that a refused source touches nothing.
+fn import_placement(args: &ImportArgs, url: &str) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    let db = args.connect.placement(url)?;
+    let placeholders = placement::Placeholders {
+        project_id: args.incomplete_consumer_project_id.clone(),
+        user_id: args.incomplete_consumer_user_id.clone(),
+    };
+    let read = placement::runtime()?.block_on(placement::read_placement(&db, &placeholders))?;
+    if read.incomplete > 0 {
+        eprintln!(
+            "allot import: {} incomplete consumer(s) (no consumer row, or its project or user              gone) given project {:?} and user {:?}, as Placement's online migration does",
+            read.incomplete, placeholders.project_id, placeholders.user_id
+        );
+    }
+    load(&read.dump, &args.database)?;
+    eprintln!(
+        "allot import: from {db} (revision {}) in {:.1}s",
+        read.revision,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Writes a dump into an empty database through the checked import.
+fn load(dump: &dump::Dump, database: &str) -> Result<(), Failure> {
+    let mut store = open(database)?;
+    let report = match dump::import(&mut store, dump) {
         Ok(report) => report,
         Err(ImportError::Invalid(problems)) => return Err(Failure::Invalid(problems)),
-        Err(e) => return Err(anyhow!("into {}: {e}", args.database).into()),
+        Err(e) => return Err(anyhow!("into {database}: {e}").into()),
     };
     for w in &report.warnings {
         eprintln!("allot import: warning: {w}");
     }
     eprintln!(
-        "allot import: {} into {} (written in one transaction and read back)",
-        report.counts, args.database
+        "allot import: {} into {database} (written in one transaction and read back)",
+        report.counts
     );
     Ok(())
 }

@@ -2,11 +2,13 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot export` and `allot import` move a deployment between
-//! databases; `allot db migrate` brings a database's schema up to date; `allot policy
-//! list` shows the authorization rules in force.
+//! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
+//! `allot policy list` shows the authorization rules in force; `allot verify` compares
+//! a Placement with the allot that is to replace it.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
-//! TOML file (`--config`), then defaults, in that order of precedence (see `config`).
+//! TOML file (`--config`), then Placement's `placement.conf` (`--placement-conf`), then
+//! defaults, in that order of precedence (see `config`).
 
 mod allocator;
 mod bench;
@@ -14,8 +16,10 @@ mod claims;
 mod classes;
 mod config;
 mod dump;
+mod placement;
 mod policy;
 mod token;
+mod verify;
 
 use std::sync::Arc;
 
@@ -55,8 +59,9 @@ enum Command {
     /// Load a dump written by `allot export` into an empty database, checked first
     /// and written in one transaction.
     Import(dump::ImportArgs),
-    /// Database maintenance: `allot db migrate` brings a database's schema up to date
-    /// (as `allot serve` does on start) and exits.
+    /// Database maintenance: `allot db migrate` (or `allot db sync`, the name
+    /// `placement-manage db sync` has) brings a database's schema up to date (as
+    /// `allot serve` does on start) and exits.
     Db {
         #[command(subcommand)]
         command: DbCommand,
@@ -64,6 +69,10 @@ enum Command {
     /// Add, list or revoke the static tokens of `allot serve --auth tokens` (the file
     /// stores only their hashes; a running server rereads it on SIGHUP).
     Token(token::TokenArgs),
+    /// Ask a running OpenStack Placement and an allot serving its imported data the
+    /// same GETs at several microversions, and show every difference (exit status 1
+    /// on one docs/api.md does not document).
+    Verify(verify::VerifyArgs),
     /// Show the authorization rules: `allot policy list` prints every rule with the
     /// check in force (a policy file's, or the mode's built-in default).
     Policy(policy::PolicyArgs),
@@ -71,12 +80,10 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum DbCommand {
-    /// Create or migrate the schema of a database (sqlite:PATH or postgres://...).
-    Migrate {
-        /// The database URL.
-        #[arg(long, env = "ALLOT_DATABASE")]
-        database: String,
-    },
+    /// Create or migrate the schema of a database (sqlite:PATH or postgres://...);
+    /// run again, it changes nothing.
+    #[command(visible_alias = "sync")]
+    Migrate(config::DatabaseArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -91,24 +98,26 @@ fn main() -> anyhow::Result<()> {
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.
         Command::Db {
-            command: DbCommand::Migrate { database },
-        } => allot_store::Store::open(&database)
-            .map(|_| println!("the database schema is up to date"))
-            .context("migrating the database"),
+            command: DbCommand::Migrate(args),
+        } => {
+            let database = args.resolve(&config::process_env)?;
+            allot_store::Store::open(&database)
+                .map(|_| println!("the database schema is up to date"))
+                .with_context(|| format!("migrating database {}", allot_store::redacted(&database)))
+        }
         Command::Token(args) => token::run(args),
         Command::Policy(args) => policy::run(args),
+        Command::Verify(args) => verify::run(args),
     }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     allocator::configure();
     let settings = args.resolve()?;
-    tracing_subscriber::fmt()
-        // The filter was checked in `resolve`, and ALLOT_LOG already had its turn there
-        // (below --log, like every variable).
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&settings.log))
-        .with_writer(std::io::stderr)
-        .init();
+    init_log(&settings);
+    if let Some(conf) = &settings.placement_conf {
+        warn_unused_keys(conf);
+    }
 
     // The authenticator is chosen before the database opens, so that a bad token
     // file stops the start at once.
@@ -169,8 +178,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             claim_expires_in: Some(settings.claim_expires_in),
             claim_retention: settings.claim_retention,
             max_staleness: allot_server::DEFAULT_MAX_STALENESS,
+            healthcheck_disable_file: settings.healthcheck_disable_file.clone(),
+            slow_request: settings.slow_request,
+            ..Default::default()
         }),
     };
+    // Kept to the end, so that the writer is flushed after the runtime stopped.
+    let host = state.host.clone();
 
     // The blocking pool is capped at twice the cores (tokio's default is 512): large
     // candidate answers are searched and written on it, and every thread that builds
@@ -202,10 +216,88 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // Expired claims stop counting at their expiry by the clock; the sweeper
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
-        allot_server::serve(listener, state, shutdown_signal()).await?;
-        tracing::info!("allot stopped");
-        Ok(())
-    })
+        notify_systemd(sd_notify::NotifyState::Ready);
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        tokio::spawn(on_signals(stop, settings.shutdown_grace));
+        let signalled = |mut stopping: tokio::sync::watch::Receiver<bool>| async move {
+            // The sender lives as long as the process (`on_signals` never returns).
+            let _ = stopping.wait_for(|s| *s).await;
+        };
+        let server = allot_server::serve(listener, state, signalled(stopping.clone()));
+        let grace = settings.shutdown_grace;
+        tokio::select! {
+            served = server => served?,
+            () = async { signalled(stopping).await; tokio::time::sleep(grace).await } => {
+                tracing::warn!(?grace, "requests still under way at the end of the grace period; stopping anyway");
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    // Connections still open past the grace period are dropped with their tasks. A
+    // search still on a blocking thread gets a moment; it only reads.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // The last handle: its drop queues the writer's stop behind every write already
+    // accepted, waits for them to be committed, and closes the store.
+    drop(host);
+    tracing::info!("allot stopped");
+    Ok(())
+}
+
+/// The log on stderr, as `--log-format` says, with terminal colours only when stderr
+/// is a terminal (a journal or a file would get the escape sequences raw).
+fn init_log(settings: &config::Settings) {
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        // The filter was checked in `resolve`, and ALLOT_LOG already had its turn there
+        // (below --log, like every variable).
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&settings.log))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    match settings.log_format {
+        config::LogFormat::Text => builder.init(),
+        config::LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
+}
+
+/// Tells systemd (`Type=notify`) where allot stands; nothing when not started by it
+/// (no `NOTIFY_SOCKET`).
+fn notify_systemd(state: sd_notify::NotifyState<'_>) {
+    if let Err(e) = sd_notify::notify(&[state]) {
+        tracing::warn!("telling systemd we are ready or stopping: {e}");
+    }
+}
+
+/// The first SIGTERM or SIGINT stops the server gracefully (`stop`); a second one
+/// ends the process at once, with the status a shell gives a process the signal
+/// killed.
+async fn on_signals(stop: tokio::sync::watch::Sender<bool>, grace: std::time::Duration) {
+    let first = shutdown_signal().await;
+    tracing::info!(
+        signal = first.0,
+        ?grace,
+        "stopping: no new connections; the requests under way finish"
+    );
+    notify_systemd(sd_notify::NotifyState::Stopping);
+    stop.send_replace(true);
+    let second = shutdown_signal().await;
+    tracing::warn!(signal = second.0, "second signal: stopping at once");
+    std::process::exit(128 + second.1);
+}
+
+/// Lists, once, the keys of Placement's placement.conf that allot does not use, so
+/// that none is dropped without a word (docs/migrate.md says what each would need).
+fn warn_unused_keys(conf: &config::PlacementConf) {
+    if !conf.unused.is_empty() {
+        tracing::warn!(
+            path = %conf.path.display(),
+            keys = %conf.unused.join(", "),
+            "placement.conf: allot does not use these keys"
+        );
+    }
 }
 
 /// Warns of the rules a policy file names that nothing uses (oslo.policy does the
@@ -268,8 +360,8 @@ fn spawn_reloader(
     drop((tokens, policy_file));
 }
 
-/// Resolves on SIGINT or SIGTERM, so that requests under way finish before exit.
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM, with the signal's name and number.
+async fn shutdown_signal() -> (&'static str, i32) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -285,7 +377,7 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+        _ = ctrl_c => ("SIGINT", 2),
+        _ = term => ("SIGTERM", 15),
     }
 }

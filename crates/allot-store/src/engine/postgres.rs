@@ -87,7 +87,7 @@ use postgres::types::{FromSql, ToSql};
 use postgres::{IsolationLevel, NoTls, Row, Statement};
 use std::collections::HashMap;
 use tokio::runtime::Runtime;
-use tokio_postgres::{Client, Config, Portal, Transaction};
+use tokio_postgres::{Client, Config, Portal, Transaction, TransactionBuilder};
 
 use super::load::{self, Cells, Key, Rows, Source};
 use super::sql::{self, col, Conflict, Ddl, Dialect, Op, Table, Type, Value};
@@ -328,33 +328,28 @@ impl Conn {
 
     /// A transaction at the server's default isolation (read committed).
     fn begin(&mut self) -> Result<Tx<'_>, StoreError> {
-        let Conn {
-            runtime,
-            client,
-            statements,
-        } = self;
-        let tx = runtime.block_on(client.transaction())?;
-        Ok(Tx {
-            runtime,
-            statements,
-            tx: Some(tx),
-        })
+        self.start(|tx| tx)
     }
 
     /// A read-only transaction that sees one snapshot throughout.
     fn begin_snapshot(&mut self) -> Result<Tx<'_>, StoreError> {
+        self.start(|tx| {
+            tx.isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+        })
+    }
+
+    /// A transaction with the settings `how` gives it.
+    fn start(
+        &mut self,
+        how: impl FnOnce(TransactionBuilder<'_>) -> TransactionBuilder<'_>,
+    ) -> Result<Tx<'_>, StoreError> {
         let Conn {
             runtime,
             client,
             statements,
         } = self;
-        let tx = runtime.block_on(
-            client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start(),
-        )?;
+        let tx = runtime.block_on(how(client.build_transaction()).start())?;
         Ok(Tx {
             runtime,
             statements,

@@ -152,6 +152,22 @@ impl SqliteEngine {
         log_head(&self.conn)
     }
 
+    /// Proves that the file can still be written: one real write transaction that
+    /// sets `user_version` to the value it has, so page 1 goes through the WAL and
+    /// the fsync like any commit. A full disk, a file system remounted read-only or
+    /// an immutable file fail it; nothing the tables hold changes. Runs on the
+    /// writer's own connection, since `locking_mode=EXCLUSIVE` keeps every other
+    /// connection out of the file.
+    pub fn probe(&mut self) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Every commit after `after`, oldest first.
     pub fn changes_since(&mut self, after: Cursor) -> Result<Vec<Commit>, StoreError> {
         let head = log_head(&self.conn)?;

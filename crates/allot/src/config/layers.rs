@@ -1,6 +1,7 @@
-//! The four sources of `allot serve`'s settings and their merge, the same for every
-//! setting: the flag, then the `ALLOT_*` variable, then the config file, then the
-//! default.
+//! The sources of `allot serve`'s settings and their merge, the same for every
+//! setting: the flag, then the `ALLOT_*` variable, then the config file, then
+//! Placement's `placement.conf` (`--placement-conf`, [`super::placement_conf`]), then
+//! the default.
 //!
 //! Nothing here names a setting. Each source is read into a [`Layer`], the one
 //! declaration, and turned into a map from the setting's name to its value through
@@ -18,6 +19,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde_json::{Map, Value};
 
+use super::placement_conf::{self, PlacementConf};
 use super::Layer;
 
 /// The environment variable of the setting `id`: its name, upper-cased, behind
@@ -36,7 +38,7 @@ pub(super) type Values = Map<String, Value>;
 
 /// The settings a [`Layer`] holds. An unset value, and a list with nothing but blank
 /// items, is left out, so that the next source's value shows through.
-fn values(layer: &Layer) -> anyhow::Result<Values> {
+pub(super) fn values(layer: &Layer) -> anyhow::Result<Values> {
     let Value::Object(map) = serde_json::to_value(layer)? else {
         unreachable!("a struct serializes to an object")
     };
@@ -127,6 +129,8 @@ pub enum Source {
     Env(String),
     /// The config file, by its path.
     File(PathBuf),
+    /// Placement's configuration file, by its path and the `[section] key` read.
+    PlacementConf(PathBuf, String),
     /// The declared or computed default.
     Default,
 }
@@ -137,6 +141,9 @@ impl std::fmt::Display for Source {
             Source::Flag(name) => write!(f, "{name}"),
             Source::Env(name) => write!(f, "environment variable {name}"),
             Source::File(path) => write!(f, "config file {}", path.display()),
+            Source::PlacementConf(path, key) => {
+                write!(f, "placement.conf {} ({key})", path.display())
+            }
             Source::Default => write!(f, "the default"),
         }
     }
@@ -147,6 +154,8 @@ impl std::fmt::Display for Source {
 pub(super) struct Merged {
     pub layer: Layer,
     sources: HashMap<String, Source>,
+    /// The placement.conf read, if one was named.
+    pub placement: Option<PlacementConf>,
 }
 
 impl Merged {
@@ -161,7 +170,8 @@ impl Merged {
 type Naming<'a> = &'a dyn Fn(&str) -> Source;
 
 /// Merges the command line's settings (`flags`), the environment, the config file (the
-/// `--config` flag's, else `ALLOT_CONFIG`'s) and the defaults, in that order.
+/// `--config` flag's, else `ALLOT_CONFIG`'s), the placement.conf the first three name
+/// (`placement_conf`) and the defaults, in that order.
 pub(super) fn merge(
     flags: &Values,
     config: Option<PathBuf>,
@@ -177,10 +187,27 @@ pub(super) fn merge(
         let arg = cmd.get_arguments().find(|a| a.get_id() == id);
         format!("--{}", arg.and_then(|a| a.get_long()).unwrap_or(id))
     };
-    let sources: [(Values, Naming); 4] = [
+    let env_values = from_env(env, flags)?;
+    let placement = [flags, &env_values, &file]
+        .into_iter()
+        .find_map(|values| values.get("placement_conf"))
+        .map(|path| -> anyhow::Result<_> {
+            let path: PathBuf = serde_json::from_value(path.clone())?;
+            placement_conf::read(&path)
+        })
+        .transpose()?;
+    let placement_values = placement.as_ref().map(|p| p.values.clone());
+    let placement_source = |id: &str| match &placement {
+        Some(p) => {
+            Source::PlacementConf(p.path.clone(), p.keys.get(id).cloned().unwrap_or_default())
+        }
+        None => Source::Default,
+    };
+    let sources: [(Values, Naming); 5] = [
         (flags.clone(), &|id| Source::Flag(flag_name(id))),
-        (from_env(env, flags)?, &|id| Source::Env(env_var(id))),
+        (env_values, &|id| Source::Env(env_var(id))),
         (file, &|_| Source::File(config.clone().unwrap_or_default())),
+        (placement_values.unwrap_or_default(), &placement_source),
         (defaults()?, &|_| Source::Default),
     ];
     let mut merged = Values::new();
@@ -198,5 +225,6 @@ pub(super) fn merge(
     Ok(Merged {
         layer,
         sources: from,
+        placement,
     })
 }

@@ -37,6 +37,8 @@ pub struct Server {
     child: Child,
     /// `host:port` it listens on.
     pub addr: String,
+    /// Its standard error after the "listening" line, as it comes.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -77,9 +79,15 @@ impl Server {
             }
         };
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         let addr = addr.replace("0.0.0.0", "127.0.0.1");
-        Server { child, addr }
+        Server { child, addr, log }
     }
 
     /// The server's process id (to read its memory from `/proc`).
@@ -97,6 +105,35 @@ impl Server {
     /// One request as admin at the latest microversion; returns (status, body).
     pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
         self.client().call(method, path, body)
+    }
+
+    /// The lines the server has written to its standard error since it listened.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Sends a signal by name (`TERM`, `INT`, `STOP`, ...).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// Waits for the server to exit, at most `bound`; its exit status, or None if it
+    /// still runs.
+    pub fn wait_exit(&mut self, bound: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + bound;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Sends SIGHUP (the server rereads its token and policy files).
@@ -361,8 +398,6 @@ pub fn send_raw(
     headers: &[(&str, &[u8])],
     body: &str,
 ) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nhost: {addr}\r\naccept: application/json\r\n\
          connection: close\r\ncontent-length: {}\r\n",
@@ -380,7 +415,15 @@ pub fn send_raw(
     }
     req.extend_from_slice(b"\r\n");
     req.extend_from_slice(body.as_bytes());
-    s.write_all(&req).unwrap();
+    exchange(addr, &req)
+}
+
+/// Sends `request` as it is on a connection of its own (it should ask for
+/// `connection: close`); the whole response.
+pub fn exchange(addr: &str, request: &[u8]) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(request).unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8_lossy(&raw).into_owned();

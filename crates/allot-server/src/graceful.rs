@@ -1,0 +1,288 @@
+//! The accept loop, with a graceful stop that drops no request a client has sent.
+//!
+//! `axum::serve` (and hyper-util's `GracefulShutdown`) would do, but their graceful
+//! stop loses requests in three ways, each of which a client sees as a connection
+//! closed with no answer: a connection whose first bytes hyper-util's protocol
+//! sniffing has not read is cancelled; hyper closes at once a connection that has
+//! read nothing yet (its request may be on the wire, or in the socket's buffer, not
+//! yet polled); and the connections the kernel has completed but nobody has accepted
+//! are reset when the listener closes. So here:
+//!
+//! - connections are served as HTTP/1 straight away (no sniffing: allot speaks
+//!   nothing else);
+//! - once `shutdown` resolves, the listener stops taking new connections (on Linux a
+//!   socket filter that drops every packet makes the kernel drop new handshakes, so
+//!   their clients are refused once the listener closes rather than reset), and the
+//!   connections already waiting in the listen queue are accepted and served too
+//!   before it closes;
+//! - a connection is told to stop only once its request has begun to arrive: one
+//!   accepted before the stop but whose client has not written yet (a client thread
+//!   between `connect` and `write`) is driven on for up to [`FIRST_BYTES`] until its
+//!   first bytes are read ([`Watched`] notes them), and one accepted after the stop
+//!   waits as long for them before hyper sees it.
+//!
+//! hyper's graceful stop then lets every connection finish the request it has begun,
+//! answers it with `connection: close`, and closes the connections idle between
+//! requests. Every connection's task holds a clone of one channel's sender, so that
+//! the stop can wait for the last of them (mini-redis's pattern). How long to wait in
+//! all is the caller's business (`--shutdown-grace`).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::Request;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Notify};
+use tower::ServiceExt;
+
+use crate::context::LocalAddr;
+
+/// How long, once the stop has come, a connection that has sent nothing yet is given
+/// to send its request: one accepted an instant before the stop, whose client is
+/// writing.
+pub const FIRST_BYTES: Duration = Duration::from_secs(1);
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and
+/// waits for the connections under way to finish their requests.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop, stopping) = watch::channel(false);
+    let (running, mut all_done) = mpsc::channel::<()>(1);
+    let spawn = |stream: TcpStream| {
+        tokio::spawn(connection(
+            stream,
+            app.clone(),
+            stopping.clone(),
+            running.clone(),
+        ));
+    };
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => spawn(stream),
+                Err(e) => accept_failed(e).await,
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    // No new handshakes from here on: a connection the kernel completed between the
+    // last accept below and the close would be reset with its request sent.
+    refuse_new_connections(&listener);
+    // Connections the kernel completed before the stop: their clients have sent their
+    // requests (or are about to), and a closed listener would reset them.
+    let listener = listener.into_std()?;
+    loop {
+        match listener.accept() {
+            // An accepted socket does not inherit the listener's non-blocking mode,
+            // which tokio's stream needs.
+            Ok((stream, _)) => match stream
+                .set_nonblocking(true)
+                .and_then(|()| TcpStream::from_std(stream))
+            {
+                Ok(stream) => spawn(stream),
+                Err(e) => tracing::debug!("a queued connection: {e}"),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                tracing::debug!("accepting the queued connections: {e}");
+                break;
+            }
+        }
+    }
+    drop(listener);
+    stop.send_replace(true);
+    drop(running);
+    // Every task holds a sender: `None` once the last one has finished.
+    let _ = all_done.recv().await;
+    Ok(())
+}
+
+/// Makes the kernel drop every packet that reaches `listener`, handshakes included, so
+/// that no connection joins its queue any more (a client's SYN is retransmitted until
+/// the listener is gone, then refused). Not on other systems: there the connections
+/// completed in the instant between the queue's last accept and the close are reset.
+fn refuse_new_connections(listener: &TcpListener) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // One classic BPF instruction: BPF_RET | BPF_K, accept 0 bytes (drop).
+        const DROP_ALL: [socket2::SockFilter; 1] = [socket2::SockFilter::new(0x06, 0, 0, 0)];
+        if let Err(e) = socket2::SockRef::from(listener).attach_filter(&DROP_ALL) {
+            tracing::debug!("filtering the listener's new connections: {e}");
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = listener;
+}
+
+/// Serves one connection until it closes; on the stop, lets it finish its request
+/// (see the module doc). The connection's local address goes into every request, as
+/// `LocalAddr` (see `context::base_url`). `_running` tells [`serve`] when it ends.
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    mut stopping: watch::Receiver<bool>,
+    _running: mpsc::Sender<()>,
+) {
+    let local = stream
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)));
+    // Stopping already, with nothing to read yet: the request may be on its way.
+    let stopped = *stopping.borrow();
+    if stopped
+        && tokio::time::timeout(FIRST_BYTES, stream.readable())
+            .await
+            .is_err()
+    {
+        return;
+    }
+    let service = app.map_request(move |mut req: Request<Incoming>| {
+        req.extensions_mut().insert(ConnectInfo(LocalAddr(local)));
+        req
+    });
+    let (stream, first_read) = Watched::new(stream);
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    let mut connection = std::pin::pin!(connection);
+    let outcome = tokio::select! {
+        // The connection first, so that it has read what has arrived before it is
+        // told to stop.
+        biased;
+        outcome = connection.as_mut() => outcome,
+        // The stop is the one change the channel ever sees; the clone has not seen
+        // it even if it came before this task began.
+        _ = stopping.changed() => {
+            // hyper would close at once a connection that has read nothing: its
+            // client may be about to write. It is served on until the first bytes
+            // come (then the request under way is finished) or FIRST_BYTES passes.
+            let arrived = first_read.arrived();
+            let waited = tokio::select! {
+                biased;
+                outcome = connection.as_mut() => Some(outcome),
+                () = arrived => None,
+                () = tokio::time::sleep(FIRST_BYTES) => None,
+            };
+            match waited {
+                Some(outcome) => outcome,
+                None => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            }
+        }
+    };
+    if let Err(e) = outcome {
+        tracing::debug!("serving a connection: {e}");
+    }
+}
+
+/// A connection's stream that notes when its first bytes have been read.
+struct Watched {
+    stream: TcpStream,
+    first: Arc<FirstRead>,
+}
+
+/// Whether a connection has read anything yet, and a wake-up for when it does.
+#[derive(Default)]
+struct FirstRead {
+    read: AtomicBool,
+    notify: Notify,
+}
+
+impl FirstRead {
+    /// Resolves once the connection has read some bytes.
+    async fn arrived(&self) {
+        let notified = self.notify.notified();
+        let mut notified = std::pin::pin!(notified);
+        // Registered before the check, so that a read between the two still wakes it.
+        notified.as_mut().enable();
+        if !self.read.load(Ordering::Acquire) {
+            notified.await;
+        }
+    }
+}
+
+impl Watched {
+    fn new(stream: TcpStream) -> (Self, Arc<FirstRead>) {
+        let first = Arc::new(FirstRead::default());
+        let watched = Watched {
+            stream,
+            first: first.clone(),
+        };
+        (watched, first)
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before && !self.first.read.swap(true, Ordering::AcqRel) {
+            self.first.notify.notify_waiters();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// What axum's loop does with a failed accept: a connection that went away before it
+/// was accepted is nothing; anything else (out of file descriptors) gets a pause so
+/// that the loop does not spin.
+async fn accept_failed(e: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accepting a connection: {e}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
