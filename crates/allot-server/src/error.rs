@@ -395,6 +395,8 @@ pub fn render(status: StatusCode, info: &ErrorInfo, request: &ErrorContext) -> R
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // For the layers outside, which count refusals by code (`metrics`).
+    response.extensions_mut().insert(info.code);
     response
 }
 

@@ -18,6 +18,7 @@ pub mod graceful;
 pub mod handlers;
 pub mod health;
 pub mod http;
+pub mod metrics;
 pub mod microversion;
 pub mod params;
 pub mod policy;
@@ -91,6 +92,9 @@ pub struct Config {
     /// The health check's last probe of the store: state rather than a setting, one
     /// per application like the settings.
     pub health: health::ProbeCache,
+    /// The series counted as requests go by (`/metrics`): state too, one per
+    /// application.
+    pub metrics: metrics::Metrics,
 }
 
 /// The default [`Config::max_staleness`]: twice the documented freshness bound of
@@ -112,6 +116,7 @@ impl Default for Config {
             healthcheck_disable_file: None,
             slow_request: None,
             health: health::ProbeCache::default(),
+            metrics: metrics::Metrics::default(),
         }
     }
 }

@@ -150,6 +150,8 @@ actions! {
     /// `GET /resource_providers/{uuid}/pending` and `GET /pending`, an allot
     /// extension (issue 10).
     ClaimsPending => "allot:claims:pending",
+    /// `GET /metrics`, allot's own (issue 23).
+    MetricsShow => "allot:metrics",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -284,6 +286,13 @@ impl Action {
             // only; a service reads it like the class list.
             Action::ClassMetadataUpdate => Rule {
                 check: Check::Rule(Base::Admin),
+                deprecated: None,
+                scopes: PROJECT,
+            },
+            // Metrics (ours): admins, and a scraper's own user with the `metrics`
+            // role, which may read nothing else.
+            Action::MetricsShow => Rule {
+                check: Check::Any(&[Check::Role("admin"), Check::Role("metrics")]),
                 deprecated: None,
                 scopes: PROJECT,
             },
@@ -604,6 +613,7 @@ mod tests {
             ("project reader", who("reader", Some(MINE), false)),
             ("no roles", who("", Some(MINE), false)),
             ("upper-case admin", who("ADMIN", Some(MINE), false)),
+            ("metrics scraper", who("metrics", Some(MINE), false)),
         ]
     }
 
@@ -657,6 +667,13 @@ mod tests {
         ("service", ClaimsShow, None, [Y, Y, Y]),
         ("no roles", ClaimsPending, None, [N, N, Y]),
         ("system admin", ClaimsPending, None, [S, S, S]),
+        // Metrics: admins and the metrics role, which reads nothing else.
+        ("admin", MetricsShow, None, [Y, Y, Y]),
+        ("metrics scraper", MetricsShow, None, [Y, Y, Y]),
+        ("service", MetricsShow, None, [N, N, Y]),
+        ("project reader", MetricsShow, None, [N, N, Y]),
+        ("system admin", MetricsShow, None, [S, S, S]),
+        ("metrics scraper", ProvidersList, None, [N, N, Y]),
     ];
 
     #[test]
@@ -737,6 +754,7 @@ mod tests {
                     | ClaimsConfirm
                     | ClaimsRelease
                     | ClaimsPending
+                    | MetricsShow
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -746,7 +764,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 41);
+        assert_eq!(Action::ALL.len(), 42);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

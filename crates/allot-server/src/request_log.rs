@@ -10,9 +10,8 @@
 //! [`Noted`] slot that [`log`] put in the request. A request refused before routing
 //! (an unknown token, a bad microversion) or matching no route has no template.
 //!
-//! Other middleware that needs the same (request metrics) can read it the same way:
-//! sit inside [`log`], take the [`Noted`] from the request's extensions, and read
-//! [`Noted::route`] after the response; [`route_of`] does both lookups.
+//! The same middleware counts the request in the metrics ([`crate::metrics::Metrics`]),
+//! with the same route template, and the error code the response carries.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::context::{Ctx, REQUEST_ID_HEADERS};
+use crate::error::ErrorCode;
 use crate::AppState;
 
 /// What the routing inside the API learns about a request, for the layers outside.
@@ -108,6 +108,13 @@ pub async fn log(State(app): State<AppState>, mut req: Request, next: Next) -> R
             )
         };
     }
+    app.config.metrics.record(
+        &method,
+        route.as_ref().map(MatchedPath::as_str),
+        response.status(),
+        response.extensions().get::<ErrorCode>().copied(),
+        elapsed.as_secs_f64(),
+    );
     if is_slow(elapsed, app.config.slow_request) {
         line!(tracing::Level::WARN, true);
     } else {

@@ -41,6 +41,8 @@ use std::time::{Duration, Instant};
 
 use allot_core::ops::Plan;
 use allot_core::{Change, State, Timestamp};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
 
 use crate::{Commit, Cursor, Listener, Store, StoreError};
@@ -128,6 +130,33 @@ struct Shared {
     epoch: Instant,
     /// Set when the writer has stopped (the listener's thread then stops too).
     stopped: AtomicBool,
+    /// What the writer measures of its commits.
+    stats: WriterStats,
+}
+
+/// What the writer measures of its work, for `/metrics`: each a handle that the
+/// server's registry shares.
+#[derive(Debug, Clone)]
+pub struct WriterStats {
+    /// How many writes each commit carried.
+    pub batch_size: Histogram,
+    /// How long each commit took in the store, in seconds (the database's part of a
+    /// write's latency: the transaction, the log row and the fsync).
+    pub commit_seconds: Histogram,
+    /// Store operations that failed: commits, and reads of other nodes' commits.
+    pub store_errors: Counter,
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats {
+            // 1, 2, 4, ... 512: the batch is capped at MAX_BATCH.
+            batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            // 100 µs to about 3 s.
+            commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
+            store_errors: Counter::default(),
+        }
+    }
 }
 
 /// What the writer's queue carries.
@@ -177,6 +206,7 @@ impl Host {
             fresh_at: AtomicU64::new(0),
             epoch: Instant::now(),
             stopped: AtomicBool::new(false),
+            stats: WriterStats::default(),
         });
         let (queue, jobs) = mpsc::channel();
         let writer = Writer {
@@ -281,6 +311,11 @@ impl Host {
             .send(Message::Probe(tx))
             .map_err(|_| WriteError::Stopped)?;
         answer.await.unwrap_or(Err(WriteError::Stopped))
+    }
+
+    /// The writer's measures of its commits (see [`WriterStats`]).
+    pub fn stats(&self) -> &WriterStats {
+        &self.inner.shared.stats
     }
 
     /// Runs one write and waits for it, blocking the thread. For tests and tools;
@@ -478,7 +513,10 @@ impl Writer {
             Err(StoreError::Behind(_)) => self.reload(),
             // The database is out of reach: the view stays as it is and grows stale,
             // which the server sees through `Host::staleness`.
-            Err(e) => tracing::warn!("following the change log: {e}"),
+            Err(e) => {
+                self.shared.stats.store_errors.inc();
+                tracing::warn!("following the change log: {e}");
+            }
         }
     }
 
@@ -507,6 +545,11 @@ impl Writer {
             let mut planned: Vec<Done> = Vec::new();
             let mut sound = true;
             let clock = &self.shared.clock;
+            let stats = &self.shared.stats;
+            if let Some(batch) = &batch {
+                stats.batch_size.observe(batch.len() as f64);
+            }
+            let started = Instant::now();
             let outcome = self.store.write(self.cursor, &mut |unseen: Vec<Commit>| {
                 let mut state = State::clone(&base);
                 for commit in &unseen {
@@ -522,6 +565,9 @@ impl Writer {
                 next = Some(state);
                 changes
             });
+            stats
+                .commit_seconds
+                .observe(started.elapsed().as_secs_f64());
             match outcome {
                 Ok(head) => {
                     let replaced = match next {
@@ -547,6 +593,7 @@ impl Writer {
                 }
                 Err(StoreError::Behind(_)) if attempt == 0 && batch.is_some() => self.reload(),
                 Err(e) => {
+                    stats.store_errors.inc();
                     let stale = matches!(e, StoreError::Stale(_));
                     let e = Arc::new(e);
                     for job in batch.take().unwrap_or_default() {

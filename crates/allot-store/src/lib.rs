@@ -21,7 +21,7 @@ pub mod log;
 #[path = "../tests/pg/mod.rs"]
 mod test_pg;
 
-pub use host::{Clock, Host, Pending, WriteError};
+pub use host::{Clock, Host, Pending, WriteError, WriterStats};
 
 use allot_core::{Change, State};
 

@@ -281,6 +281,12 @@ pub struct Layer {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
           default_value = shown!(DEFAULT_SHUTDOWN_GRACE))]
     shutdown_grace: Option<u64>,
+
+    /// Also serve GET /metrics on this address, to anyone who can reach it (a
+    /// scraper on a private network) [default: none: /metrics only on the API's
+    /// port, to a token the allot:metrics rule allows].
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_bind)]
+    metrics_bind: Option<SocketAddr>,
 }
 
 /// What `allot serve` was given on its command line; [`ServeArgs::resolve`] adds the
@@ -360,6 +366,7 @@ pub struct Settings {
     /// None: never flagged.
     pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 /// How callers are authenticated, with what each mode needs.
@@ -593,6 +600,7 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .filter(|&ms| ms > 0)
             .map(std::time::Duration::from_millis),
         shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
+        metrics_bind: s.metrics_bind,
     })
 }
 
@@ -1250,7 +1258,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 25, "every setting is checked");
+        assert_eq!(checked, 26, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

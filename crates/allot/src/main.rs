@@ -211,6 +211,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // tests that start us on an ephemeral port.
         let addr = listener.local_addr()?;
         eprintln!("allot: listening on http://{addr}");
+        let metrics_listener = match settings.metrics_bind {
+            Some(bind) => {
+                let listener = tokio::net::TcpListener::bind(bind)
+                    .await
+                    .with_context(|| format!("binding {bind} (metrics_bind)"))?;
+                let addr = listener.local_addr()?;
+                eprintln!("allot: metrics on http://{addr}{}", allot_server::metrics::PATH);
+                Some(listener)
+            }
+            None => None,
+        };
         let database = allot_store::redacted(&settings.database);
         tracing::info!(%addr, %database, auth = auth.mode(), "allot serving");
         // Expired claims stop counting at their expiry by the clock; the sweeper
@@ -223,6 +234,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // The sender lives as long as the process (`on_signals` never returns).
             let _ = stopping.wait_for(|s| *s).await;
         };
+        if let Some(listener) = metrics_listener {
+            // No token there: whoever reaches the address may scrape (see --help).
+            let app = allot_server::metrics::router(state.clone());
+            let stopped = signalled(stopping.clone());
+            tokio::spawn(async move {
+                if let Err(e) = allot_server::graceful::serve(listener, app, stopped).await {
+                    tracing::error!("serving the metrics: {e}");
+                }
+            });
+        }
         let server = allot_server::serve(listener, state, signalled(stopping.clone()));
         let grace = settings.shutdown_grace;
         tokio::select! {

@@ -31,6 +31,7 @@ use crate::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(root::home))
+        .route(crate::metrics::PATH, get(crate::metrics::scrape))
         .route(
             "/resource_classes",
             get(resource_classes::list).post(resource_classes::create),

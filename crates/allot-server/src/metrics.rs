@@ -1,0 +1,476 @@
+//! `/metrics`: the Prometheus text exposition (format 0.0.4), written by the
+//! `prometheus-client` crate.
+//!
+//! Two kinds of series:
+//!
+//! - **Counted as requests go by** ([`Metrics`], one per application, in
+//!   [`crate::Config::metrics`]): requests by method, route template and status, with
+//!   a latency histogram by method and route; allocation writes and pending claims
+//!   accepted and refused, by status and error code. Every label comes from a bounded
+//!   set: a route *template* (never a raw path), a status, an error code of
+//!   [`crate::error::ErrorCode`]. The request middleware ([`crate::request_log::log`])
+//!   records them.
+//! - **Read at scrape time** ([`Snapshot`]): what the view holds, encoded straight from
+//!   it (the view is in memory, so a scrape costs no query): openstack-exporter's
+//!   Placement series with its names, labels and meaning (`openstack_placement_up`,
+//!   `openstack_placement_resource_{total,allocation_ratio,reserved,usage}` by
+//!   `hostname`, the provider's name, and `resourcetype`), so that dashboards and
+//!   alerts made for it keep working; allot's own counts (providers, consumers,
+//!   pending claims and what they hold by class); the view's lag behind the store;
+//!   the writer's commit batch sizes, commit latency and store errors
+//!   ([`allot_store::WriterStats`]); and the process collector's series (resident
+//!   memory, CPU, open files), read from `/proc`.
+//!
+//! Who may scrape: on the API's port, a token the `allot:metrics` rule allows (the
+//! admin role, or a `metrics` role for a scraper's own user); on the listener of
+//! `--metrics-bind`, anyone who can reach it ([`router`]), for a scraper on a private
+//! network. The encoding runs on the blocking pool: at flat 10,000 roots it writes
+//! some 40,000 series.
+
+use std::time::Instant;
+
+use allot_core::{State, Timestamp};
+use axum::extract::State as AppData;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::policy::{authorize, Action};
+use crate::AppState;
+
+/// Where the metrics are served.
+pub const PATH: &str = "/metrics";
+
+/// The content type of the text exposition format 0.0.4.
+const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// A request's labels.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    route: String,
+    status: u16,
+}
+
+/// A latency histogram's labels.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: &'static str,
+    route: String,
+}
+
+/// An allocation write's or pending claim's outcome.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClaimLabels {
+    /// `allocations` (Placement's writes) or `pending` (`POST /claims`).
+    kind: &'static str,
+    /// `accepted` or `refused`.
+    outcome: &'static str,
+    status: u16,
+    /// The error code of a refusal (empty when accepted).
+    code: &'static str,
+}
+
+/// The series counted as requests go by (see the module doc). Cloning shares them.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    claims: Family<ClaimLabels, Counter>,
+    /// When the application started (for `allot status`'s rates).
+    started: Instant,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        fn latency() -> Histogram {
+            // 250 µs to about 8 s.
+            Histogram::new(exponential_buckets(0.00025, 2.0, 16))
+        }
+        Metrics {
+            requests: Family::default(),
+            durations: Family::new_with_constructor(latency),
+            claims: Family::default(),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one request. `route` is the matched template (None: no route matched,
+    /// or the request was refused before routing); `code` the error code of an error
+    /// answer.
+    pub fn record(
+        &self,
+        method: &axum::http::Method,
+        route: Option<&str>,
+        status: StatusCode,
+        code: Option<ErrorCode>,
+        seconds: f64,
+    ) {
+        let method = method_label(method);
+        let route = route.unwrap_or("unmatched");
+        self.requests
+            .get_or_create(&RequestLabels {
+                method,
+                route: route.to_owned(),
+                status: status.as_u16(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&RouteLabels {
+                method,
+                route: route.to_owned(),
+            })
+            .observe(seconds);
+        if let Some(kind) = claim_kind(method, route) {
+            let accepted = status.is_success();
+            self.claims
+                .get_or_create(&ClaimLabels {
+                    kind,
+                    outcome: if accepted { "accepted" } else { "refused" },
+                    status: status.as_u16(),
+                    code: match (accepted, code) {
+                        (true, _) => "",
+                        (false, code) => code.unwrap_or_default().as_str(),
+                    },
+                })
+                .inc();
+        }
+    }
+
+    /// Registers the counted series in `registry`.
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "allot_http_requests",
+            "HTTP requests answered, by method, route template and status",
+            self.requests.clone(),
+        );
+        registry.register(
+            "allot_http_request_duration_seconds",
+            "Time from a request's arrival to its answer, by method and route template",
+            self.durations.clone(),
+        );
+        registry.register(
+            "allot_claims",
+            "Allocation writes (kind=allocations) and pending claims (kind=pending) \
+             accepted and refused, by status and error code",
+            self.claims.clone(),
+        );
+    }
+}
+
+/// A method as a label: the ones the API has, else `other` (a bounded set).
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// Whether a request is a claim on capacity, and of which kind: the writes that
+/// place allocations, and the pending claims (allot's extension).
+fn claim_kind(method: &str, route: &str) -> Option<&'static str> {
+    match (method, route) {
+        ("PUT", "/allocations/{consumer_uuid}") | ("POST", "/allocations") => Some("allocations"),
+        ("POST", "/claims") => Some("pending"),
+        _ => None,
+    }
+}
+
+/// The route on the API's port: a token the `allot:metrics` rule allows.
+pub async fn scrape(ctx: Ctx, AppData(app): AppData<AppState>) -> ApiResult {
+    authorize(&ctx, app.config.policy, Action::MetricsShow)?;
+    exposition(app).await
+}
+
+/// The router of `--metrics-bind`'s listener: `/metrics` with no token, and nothing
+/// else (404).
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route(
+            PATH,
+            get(|AppData(app): AppData<AppState>| async move {
+                exposition(app)
+                    .await
+                    .unwrap_or_else(IntoResponse::into_response)
+            }),
+        )
+        .with_state(state)
+}
+
+/// Encodes every series, on the blocking pool.
+async fn exposition(app: AppState) -> ApiResult {
+    let body = tokio::task::spawn_blocking(move || encode(&app))
+        .await
+        .map_err(|join| {
+            tracing::error!(error = %join, "encoding the metrics failed");
+            ApiError::internal()
+        })?
+        .map_err(|e| {
+            tracing::error!(error = %e, "encoding the metrics failed");
+            ApiError::internal()
+        })?;
+    let mut response = (StatusCode::OK, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    Ok(response)
+}
+
+/// The whole exposition: the counted series and a [`Snapshot`] of the view.
+pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    app.config.metrics.register(&mut registry);
+    registry.register_collector(Box::new(Snapshot {
+        view: app.host.read(),
+        now: app.host.now(),
+        staleness: app.host.staleness().as_secs_f64(),
+        writer: app.host.stats().clone(),
+        uptime: app.config.metrics.started.elapsed().as_secs_f64(),
+    }));
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// The series read at scrape time (see the module doc).
+#[derive(Debug)]
+struct Snapshot {
+    view: std::sync::Arc<State>,
+    now: Timestamp,
+    staleness: f64,
+    writer: allot_store::WriterStats,
+    uptime: f64,
+}
+
+/// Writes one gauge family whose series are `(labels, value)`.
+fn gauges<'a, L, V>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (L, V)>,
+) -> Result<(), std::fmt::Error>
+where
+    L: EncodeLabelSet + 'a,
+    V: prometheus_client::encoding::EncodeGaugeValue + std::fmt::Debug + Send + Sync,
+{
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in series {
+        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// Writes one unlabelled gauge.
+fn gauge<V>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: V,
+) -> Result<(), std::fmt::Error>
+where
+    V: prometheus_client::encoding::EncodeGaugeValue + std::fmt::Debug + Send + Sync,
+{
+    let metric = ConstGauge::new(value);
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let view = &self.view;
+        let e = &mut encoder;
+        // openstack-exporter's Placement series: same names, labels and meaning.
+        gauge(e, "openstack_placement_up", "Placement API is up (1)", 1i64)?;
+        let inventories = || {
+            view.providers().flat_map(|p| {
+                p.inventories
+                    .iter()
+                    .map(move |(class, inv)| (p, class, inv))
+            })
+        };
+        gauges(
+            e,
+            "openstack_placement_resource_total",
+            "Inventory total of a resource class on a provider (hostname: its name)",
+            inventories().map(|(p, class, inv)| (labels_of(p, class), inv.total as i64)),
+        )?;
+        gauges(
+            e,
+            "openstack_placement_resource_allocation_ratio",
+            "Allocation ratio of a resource class on a provider",
+            inventories().map(|(p, class, inv)| (labels_of(p, class), inv.allocation_ratio)),
+        )?;
+        gauges(
+            e,
+            "openstack_placement_resource_reserved",
+            "Reserved amount of a resource class on a provider",
+            inventories().map(|(p, class, inv)| (labels_of(p, class), inv.reserved as i64)),
+        )?;
+        gauges(
+            e,
+            "openstack_placement_resource_usage",
+            "What allocations use of a resource class on a provider (its /usages)",
+            inventories()
+                .map(|(p, class, _)| (labels_of(p, class), view.usage(p.id(), class) as i64)),
+        )?;
+
+        // allot's own counts.
+        gauge(
+            e,
+            "allot_providers",
+            "Resource providers",
+            view.providers().count() as i64,
+        )?;
+        gauge(
+            e,
+            "allot_consumers",
+            "Consumers holding allocations",
+            view.consumers().count() as i64,
+        )?;
+        gauge(
+            e,
+            "allot_claims_pending",
+            "Pending claims that count against capacity now",
+            view.claims().filter(|c| c.live(self.now)).count() as i64,
+        )?;
+        let pending = view.pending_totals(None, None, self.now);
+        gauges(
+            e,
+            "allot_pending",
+            "What live pending claims hold, by resource class (summed over providers)",
+            pending
+                .iter()
+                .map(|(class, amount)| ([("resourcetype", class.as_str())], *amount as i64)),
+        )?;
+        gauge(
+            e,
+            "allot_view_staleness_seconds",
+            "How long this node's view may lag behind the store (0 on a store no other \
+             node writes)",
+            self.staleness,
+        )?;
+        gauge(
+            e,
+            "allot_uptime_seconds",
+            "Seconds since the server started",
+            self.uptime,
+        )?;
+
+        // The writer's commits.
+        let w = &self.writer;
+        w.batch_size.encode(e.encode_descriptor(
+            "allot_commit_batch_size",
+            "Writes committed together in one store transaction",
+            None,
+            MetricType::Histogram,
+        )?)?;
+        w.commit_seconds.encode(e.encode_descriptor(
+            "allot_commit_duration_seconds",
+            "Time a commit took in the store (transaction, change log, fsync)",
+            None,
+            MetricType::Histogram,
+        )?)?;
+        w.store_errors.encode(e.encode_descriptor(
+            "allot_store_errors",
+            "Store operations that failed (commits, reads of other nodes' commits)",
+            None,
+            MetricType::Counter,
+        )?)?;
+
+        process(e)
+    }
+}
+
+/// The labels of a provider's class, as openstack-exporter names them.
+fn labels_of<'a>(
+    p: &'a allot_core::Provider,
+    class: &'a allot_core::ResourceClass,
+) -> [(&'static str, &'a str); 2] {
+    [
+        ("hostname", p.row.name.as_str()),
+        ("resourcetype", class.as_str()),
+    ]
+}
+
+/// The process collector's series, as every Prometheus client library names them.
+#[cfg(target_os = "linux")]
+fn process(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    use procfs::process::Process;
+    let Ok(me) = Process::myself() else {
+        return Ok(());
+    };
+    if let Ok(stat) = me.stat() {
+        let ticks = procfs::ticks_per_second() as f64;
+        let cpu = ConstCounter::new((stat.utime + stat.stime) as f64 / ticks);
+        cpu.encode(e.encode_descriptor(
+            "process_cpu_seconds",
+            "Total user and system CPU time spent in seconds",
+            None,
+            MetricType::Counter,
+        )?)?;
+        gauge(
+            e,
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes",
+            stat.rss * procfs::page_size(),
+        )?;
+        gauge(
+            e,
+            "process_virtual_memory_bytes",
+            "Virtual memory size in bytes",
+            stat.vsize,
+        )?;
+        if let Ok(boot) = procfs::boot_time_secs() {
+            gauge(
+                e,
+                "process_start_time_seconds",
+                "Start time of the process since the Unix epoch in seconds",
+                boot as f64 + stat.starttime as f64 / ticks,
+            )?;
+        }
+    }
+    if let Ok(open) = me.fd_count() {
+        gauge(
+            e,
+            "process_open_fds",
+            "Number of open file descriptors",
+            open as i64,
+        )?;
+    }
+    if let Ok(limits) = me.limits() {
+        if let procfs::process::LimitValue::Value(max) = limits.max_open_files.soft_limit {
+            gauge(
+                e,
+                "process_max_fds",
+                "Maximum number of open file descriptors",
+                max,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// No process series where there is no `/proc`.
+#[cfg(not(target_os = "linux"))]
+fn process(_: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! `/metrics` (issue 23) through the real binary over real HTTP: who may scrape it on
+//! the API's port (the `allot:metrics` rule) and on `--metrics-bind`'s listener (no
+//! token, nothing else served there), the exposition's content type, and that its
+//! series say what the API says: openstack-exporter's Placement series equal each
+//! provider's inventories and usages, allot's own counts follow the writes and
+//! claims, and refused claims are counted by code. The exposition is read here with
+//! a small reader of the text format's sample lines; tests/metrics/check.py reads it
+//! with `prometheus_client`'s own parser (scripts/test).
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use support::{json, Server};
+
+/// A raw HTTP exchange on its own connection: status, lower-cased headers, body.
+fn get(addr: &str, path: &str, headers: &str) -> (u16, HashMap<String, String>, String) {
+    let request =
+        format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n{headers}connection: close\r\n\r\n");
+    let reply = support::exchange(addr, request.as_bytes());
+    (reply.status, reply.headers, reply.body)
+}
+
+/// The samples of an exposition: `name{labels}` (labels as written) to value.
+fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').expect("a sample line");
+            (series.to_owned(), value.parse().expect("a number"))
+        })
+        .collect()
+}
+
+const CN1: &str = "0a000001-0000-4000-8000-000000000000";
+const CN2: &str = "0a000002-0000-4000-8000-000000000000";
+
+#[test]
+fn metrics_are_guarded_typed_and_say_what_the_api_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("a.db").display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let server = Server::start_args(
+        &db,
+        &["--bind", "127.0.0.1:0", "--metrics-bind", &metrics_addr],
+        &[],
+    );
+    let client = server.client();
+    for (uuid, name, vcpus) in [(CN1, "cn1", 16), (CN2, "cn2 \"quoted\"", 8)] {
+        let (status, body) = client.call(
+            "POST",
+            "/resource_providers",
+            Some(&format!(
+                r#"{{"name": "{}", "uuid": "{uuid}"}}"#,
+                name.replace('"', "\\\"")
+            )),
+        );
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = client.call(
+            "PUT",
+            &format!("/resource_providers/{uuid}/inventories"),
+            Some(&format!(
+                r#"{{"resource_provider_generation": 0, "inventories": {{
+                    "VCPU": {{"total": {vcpus}, "allocation_ratio": 4.0, "reserved": 1}},
+                    "MEMORY_MB": {{"total": 4096}}}}}}"#
+            )),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    // One allocation, one refused for want of room, one pending claim.
+    let alloc = |consumer: &str, vcpus: u64| {
+        client.call(
+            "PUT",
+            &format!("/allocations/{consumer}"),
+            Some(&format!(
+                r#"{{"allocations": {{"{CN1}": {{"resources": {{"VCPU": {vcpus}, "MEMORY_MB": 512}}}}}},
+                    "project_id": "p", "user_id": "u", "consumer_generation": null,
+                    "consumer_type": "INSTANCE"}}"#
+            )),
+        )
+    };
+    assert_eq!(alloc("c0000001-0000-4000-8000-000000000000", 3).0, 204);
+    assert_eq!(alloc("c0000002-0000-4000-8000-000000000000", 1000).0, 409);
+    let (status, body) = client.call(
+        "POST",
+        "/claims",
+        Some(&format!(
+            r#"{{"consumer_uuid": "c0000003-0000-4000-8000-000000000000",
+                "project_id": "p", "user_id": "u", "expires_in": 600,
+                "allocations": {{"{CN2}": {{"resources": {{"VCPU": 2}}}}}}}}"#
+        )),
+    );
+    assert_eq!(status, 201, "{body}");
+
+    // Who may scrape on the API's port.
+    let addr = &server.addr;
+    assert_eq!(get(addr, "/metrics", "").0, 401, "no token");
+    let member = "x-auth-token: someone:p\r\nx-roles: member,reader\r\n";
+    assert_eq!(get(addr, "/metrics", member).0, 403, "a member");
+    let scraper = "x-auth-token: scraper:p\r\nx-roles: metrics\r\n";
+    let (status, headers, text) = get(addr, "/metrics", scraper);
+    assert_eq!(status, 200, "the metrics role: {text}");
+    assert_eq!(
+        headers["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let (status, _, admin_text) = get(addr, "/metrics", "x-auth-token: admin\r\n");
+    assert_eq!(status, 200, "the admin");
+    // The metrics role reads nothing else.
+    assert_eq!(get(addr, "/resource_providers", scraper).0, 403);
+
+    // The separate listener: no token, and /metrics only.
+    let (status, headers, open_text) = get(&metrics_addr, "/metrics", "");
+    assert_eq!(status, 200, "{open_text}");
+    assert_eq!(
+        headers["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    assert_eq!(get(&metrics_addr, "/resource_providers", "").0, 404);
+
+    for text in [&text, &admin_text, &open_text] {
+        let s = samples(text);
+        assert_eq!(s["openstack_placement_up"], 1.0);
+        // openstack-exporter's series equal what the API says of each provider.
+        for (uuid, name) in [(CN1, "cn1"), (CN2, "cn2 \\\"quoted\\\"")] {
+            let (_, inventories) = client.call(
+                "GET",
+                &format!("/resource_providers/{uuid}/inventories"),
+                None,
+            );
+            let (_, usages) =
+                client.call("GET", &format!("/resource_providers/{uuid}/usages"), None);
+            let (inventories, usages) = (json(&inventories), json(&usages));
+            for class in ["VCPU", "MEMORY_MB"] {
+                let labels = format!("{{hostname=\"{name}\",resourcetype=\"{class}\"}}");
+                let inv = &inventories["inventories"][class];
+                let series = |metric: &str| {
+                    let key = format!("openstack_placement_resource_{metric}{labels}");
+                    *s.get(&key)
+                        .unwrap_or_else(|| panic!("no {key} in:\n{text}"))
+                };
+                assert_eq!(series("total"), inv["total"].as_f64().unwrap());
+                assert_eq!(series("reserved"), inv["reserved"].as_f64().unwrap());
+                assert_eq!(
+                    series("allocation_ratio"),
+                    inv["allocation_ratio"].as_f64().unwrap()
+                );
+                assert_eq!(series("usage"), usages["usages"][class].as_f64().unwrap());
+            }
+        }
+        assert_eq!(s["allot_providers"], 2.0);
+        assert_eq!(s["allot_consumers"], 1.0);
+        assert_eq!(s["allot_claims_pending"], 1.0);
+        assert_eq!(s["allot_pending{resourcetype=\"VCPU\"}"], 2.0);
+        assert_eq!(s["allot_view_staleness_seconds"], 0.0);
+        // Accepted and refused claims, by kind, status and code.
+        let claims = |labels: &str| s.get(&format!("allot_claims_total{{{labels}}}")).copied();
+        assert_eq!(
+            claims(r#"kind="allocations",outcome="accepted",status="204",code="""#),
+            Some(1.0)
+        );
+        assert_eq!(
+            claims(
+                r#"kind="allocations",outcome="refused",status="409",code="placement.undefined_code""#
+            ),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            claims(r#"kind="pending",outcome="accepted",status="201",code="""#),
+            Some(1.0)
+        );
+        // Requests by route template, never the raw path.
+        assert!(
+            s.keys().any(|k| k.starts_with(
+                "allot_http_requests_total{method=\"PUT\",route=\"/resource_providers/{uuid}/inventories\",status=\"200\"}"
+            )),
+            "{text}"
+        );
+        assert!(s["allot_commit_batch_size_count"] >= 5.0, "{text}");
+        assert!(s["allot_commit_duration_seconds_count"] >= 5.0);
+        assert_eq!(s["allot_store_errors_total"], 0.0);
+        assert!(s["process_resident_memory_bytes"] > 1e6);
+        assert!(s["process_open_fds"] >= 3.0);
+        assert!(s["process_cpu_seconds_total"] > 0.0);
+    }
+
+    // Claims that end are no longer counted as pending.
+    let (status, _) = client.call(
+        "DELETE",
+        "/claims?consumer_uuid=c0000003-0000-4000-8000-000000000000",
+        None,
+    );
+    assert_eq!(status, 204);
+    let start = Instant::now();
+    loop {
+        let s = samples(&get(&metrics_addr, "/metrics", "").2);
+        if s["allot_claims_pending"] == 0.0 {
+            assert!(!s.contains_key("allot_pending{resourcetype=\"VCPU\"}"));
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "still pending");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
