@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+pub mod status;
 pub mod survey;
 mod usages;
 
@@ -41,6 +42,7 @@ pub use claims::{
     Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim,
     ProviderPending,
 };
+pub use status::Status;
 pub use usages::ProjectUsages;
 
 /// How to reach a Placement endpoint.

@@ -93,13 +93,19 @@ pub fn routes(state: AppState) -> Router {
 
 /// Answers the health check (see the module doc).
 pub async fn check(State(app): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    answer(&method, &headers, &reasons(&app).await)
+}
+
+/// The node's reasons to fail the health check, in the module doc's order (none:
+/// healthy). `/status` reports the same.
+pub async fn reasons(app: &AppState) -> Vec<&'static str> {
     let mut reasons = Vec::new();
     if let Some(path) = &app.config.healthcheck_disable_file {
         if drained(path) {
             reasons.push(DISABLED_BY_FILE);
         }
     }
-    if let Some(reason) = app.config.health.store_reason(&app).await {
+    if let Some(reason) = app.config.health.store_reason(app).await {
         reasons.push(reason);
     }
     let stale = app.host.staleness();
@@ -107,7 +113,7 @@ pub async fn check(State(app): State<AppState>, method: Method, headers: HeaderM
         tracing::warn!(?stale, "health check: the view may be stale");
         reasons.push(VIEW_STALE);
     }
-    answer(&method, &headers, &reasons)
+    reasons
 }
 
 /// Whether the drain file is there (oslo: `os.path.exists`).

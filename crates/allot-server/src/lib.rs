@@ -27,6 +27,7 @@ pub mod request;
 pub mod request_log;
 pub mod schema;
 pub mod schemas;
+pub mod status;
 pub mod wire;
 
 use std::future::Future;

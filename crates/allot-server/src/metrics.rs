@@ -15,8 +15,9 @@
 //!   Placement series with its names, labels and meaning (`openstack_placement_up`,
 //!   `openstack_placement_resource_{total,allocation_ratio,reserved,usage}` by
 //!   `hostname`, the provider's name, and `resourcetype`), so that dashboards and
-//!   alerts made for it keep working; allot's own counts (providers, consumers,
-//!   pending claims and what they hold by class); the view's lag behind the store;
+//!   alerts made for it keep working; the build's version and the store's engine and
+//!   schema; allot's own counts (providers, consumers, pending claims and what they
+//!   hold by class); the view's lag behind the store;
 //!   the writer's commit batch sizes, commit latency and store errors
 //!   ([`allot_store::WriterStats`]); and the process collector's series (resident
 //!   memory, CPU, open files), read from `/proc`.
@@ -27,6 +28,8 @@
 //! network. The encoding runs on the blocking pool: at flat 10,000 roots it writes
 //! some 40,000 series.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use allot_core::{State, Timestamp};
@@ -88,23 +91,97 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
     claims: Family<ClaimLabels, Counter>,
-    /// When the application started (for `allot status`'s rates).
+    overall: Arc<Overall>,
+    /// When the application started (for `/status`'s rates).
     started: Instant,
 }
+
+/// The latency histograms' bucket bounds, in seconds: 250 µs to about 8 s.
+fn latency_bounds() -> impl Iterator<Item = f64> {
+    exponential_buckets(0.00025, 2.0, LATENCY_BUCKETS)
+}
+
+/// How many finite bounds [`latency_bounds`] gives.
+const LATENCY_BUCKETS: u16 = 16;
 
 impl Default for Metrics {
     fn default() -> Self {
         fn latency() -> Histogram {
-            // 250 µs to about 8 s.
-            Histogram::new(exponential_buckets(0.00025, 2.0, 16))
+            Histogram::new(latency_bounds())
         }
         Metrics {
             requests: Family::default(),
             durations: Family::new_with_constructor(latency),
             claims: Family::default(),
+            overall: Arc::default(),
             started: Instant::now(),
         }
     }
+}
+
+/// Every request's latency in the latency buckets, and the claims' outcomes, summed
+/// over every label: what `/status` reports since the start (the families keep their
+/// counts to themselves).
+#[derive(Debug, Default)]
+struct Overall {
+    /// Requests by the first latency bound they are under; the last is over them all.
+    buckets: [AtomicU64; LATENCY_BUCKETS as usize + 1],
+    claims_accepted: AtomicU64,
+    claims_refused: AtomicU64,
+}
+
+impl Overall {
+    fn observe(&self, seconds: f64) {
+        let i = latency_bounds()
+            .position(|bound| seconds <= bound)
+            .unwrap_or(LATENCY_BUCKETS as usize);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests in all, and the `q` quantile of their latency in seconds, estimated
+    /// as Prometheus' `histogram_quantile` does: linearly within the bucket it falls
+    /// in, and the highest finite bound when it falls above them all.
+    fn quantile(&self, q: f64) -> (u64, Option<f64>) {
+        let counts: Vec<u64> = self
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return (0, None);
+        }
+        let bounds: Vec<f64> = latency_bounds().collect();
+        let rank = q * total as f64;
+        let mut below = 0u64;
+        for (i, &n) in counts.iter().enumerate() {
+            if (below + n) as f64 >= rank && n > 0 {
+                let Some(&upper) = bounds.get(i) else {
+                    return (total, bounds.last().copied());
+                };
+                let lower = if i == 0 { 0.0 } else { bounds[i - 1] };
+                let within = (rank - below as f64) / n as f64;
+                return (total, Some(lower + (upper - lower) * within));
+            }
+            below += n;
+        }
+        (total, bounds.last().copied())
+    }
+}
+
+/// What `/status` takes from the metrics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Totals {
+    /// Requests answered since the start.
+    pub requests: u64,
+    /// Their latency's 99th percentile, in seconds (None before the first).
+    pub p99_seconds: Option<f64>,
+    /// Allocation writes and pending claims answered 2xx.
+    pub claims_accepted: u64,
+    /// And refused.
+    pub claims_refused: u64,
+    /// Seconds since the start.
+    pub uptime_seconds: f64,
 }
 
 impl Metrics {
@@ -134,8 +211,15 @@ impl Metrics {
                 route: route.to_owned(),
             })
             .observe(seconds);
+        self.overall.observe(seconds);
         if let Some(kind) = claim_kind(method, route) {
             let accepted = status.is_success();
+            let tally = if accepted {
+                &self.overall.claims_accepted
+            } else {
+                &self.overall.claims_refused
+            };
+            tally.fetch_add(1, Ordering::Relaxed);
             self.claims
                 .get_or_create(&ClaimLabels {
                     kind,
@@ -147,6 +231,18 @@ impl Metrics {
                     },
                 })
                 .inc();
+        }
+    }
+
+    /// The totals since the start, for `/status`.
+    pub fn totals(&self) -> Totals {
+        let (requests, p99_seconds) = self.overall.quantile(0.99);
+        Totals {
+            requests,
+            p99_seconds,
+            claims_accepted: self.overall.claims_accepted.load(Ordering::Relaxed),
+            claims_refused: self.overall.claims_refused.load(Ordering::Relaxed),
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
         }
     }
 
@@ -246,6 +342,8 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
         staleness: app.host.staleness().as_secs_f64(),
         writer: app.host.stats().clone(),
         uptime: app.config.metrics.started.elapsed().as_secs_f64(),
+        store: app.host.store_kind().0,
+        shared: app.host.store_kind().1,
     }));
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
@@ -255,11 +353,14 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
 /// The series read at scrape time (see the module doc).
 #[derive(Debug)]
 struct Snapshot {
-    view: std::sync::Arc<State>,
+    view: Arc<State>,
     now: Timestamp,
     staleness: f64,
     writer: allot_store::WriterStats,
     uptime: f64,
+    store: allot_store::StoreKind,
+    /// Whether other nodes write to the store.
+    shared: bool,
 }
 
 /// Writes one gauge family whose series are `(labels, value)`.
@@ -331,6 +432,28 @@ impl Collector for Snapshot {
             "What allocations use of a resource class on a provider (its /usages)",
             inventories()
                 .map(|(p, class, _)| (labels_of(p, class), view.usage(p.id(), class) as i64)),
+        )?;
+
+        // What is running, on what.
+        gauges(
+            e,
+            "allot_build_info",
+            "The allot build serving (1)",
+            [([("version", env!("CARGO_PKG_VERSION"))], 1i64)],
+        )?;
+        let schema = self.store.schema.to_string();
+        gauges(
+            e,
+            "allot_store_info",
+            "The store: its engine, schema version, and whether other nodes write to it (1)",
+            [(
+                [
+                    ("engine", self.store.engine),
+                    ("schema", schema.as_str()),
+                    ("shared", if self.shared { "true" } else { "false" }),
+                ],
+                1i64,
+            )],
         )?;
 
         // allot's own counts.
@@ -473,4 +596,28 @@ fn process(e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
 #[cfg(not(target_os = "linux"))]
 fn process(_: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_overall_quantile_interpolates_as_prometheus_does() {
+        let overall = Overall::default();
+        assert_eq!(overall.quantile(0.99), (0, None));
+        // 100 requests of 0.3 ms: all in the second bucket (0.25 to 0.5 ms).
+        for _ in 0..100 {
+            overall.observe(0.0003);
+        }
+        let (n, p99) = overall.quantile(0.99);
+        assert_eq!(n, 100);
+        let p99 = p99.unwrap();
+        assert!((p99 - (0.00025 + 0.00025 * 0.99)).abs() < 1e-12, "{p99}");
+        // One slow request past every bound: the p99 stays in the fast bucket, the
+        // maximum is reported as the highest bound.
+        overall.observe(100.0);
+        assert!(overall.quantile(0.99).1.unwrap() < 0.0005);
+        assert_eq!(overall.quantile(1.0).1, latency_bounds().last());
+    }
 }

@@ -150,7 +150,7 @@ actions! {
     /// `GET /resource_providers/{uuid}/pending` and `GET /pending`, an allot
     /// extension (issue 10).
     ClaimsPending => "allot:claims:pending",
-    /// `GET /metrics`, allot's own (issue 23).
+    /// `GET /metrics` and `GET /status`, allot's own (issue 23).
     MetricsShow => "allot:metrics",
 }
 

@@ -45,7 +45,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
 
-use crate::{Commit, Cursor, Listener, Store, StoreError};
+use crate::{Commit, Cursor, Listener, Store, StoreError, StoreKind};
 
 /// How often an idle writer reads the change log of a shared store for other nodes'
 /// commits when nothing wakes it. Bounds how stale a view gets while this node writes
@@ -125,6 +125,8 @@ struct Shared {
     clock: Clock,
     /// Whether other processes write to the store (so the view can fall behind).
     shared_store: bool,
+    /// The store's engine and schema version.
+    kind: StoreKind,
     /// When the view was last known to hold every commit: microseconds since `epoch`.
     fresh_at: AtomicU64,
     epoch: Instant,
@@ -203,6 +205,7 @@ impl Host {
             current: RwLock::new(Arc::new(state)),
             clock,
             shared_store: store.is_shared(),
+            kind: store.kind(),
             fresh_at: AtomicU64::new(0),
             epoch: Instant::now(),
             stopped: AtomicBool::new(false),
@@ -311,6 +314,11 @@ impl Host {
             .send(Message::Probe(tx))
             .map_err(|_| WriteError::Stopped)?;
         answer.await.unwrap_or(Err(WriteError::Stopped))
+    }
+
+    /// The store's engine and schema version, and whether other nodes write to it.
+    pub fn store_kind(&self) -> (StoreKind, bool) {
+        (self.inner.shared.kind, self.inner.shared.shared_store)
     }
 
     /// The writer's measures of its commits (see [`WriterStats`]).

@@ -145,6 +145,15 @@ impl Listener {
 #[derive(Debug)]
 pub struct Store(Engine);
 
+/// What kind of store a host runs on (`allot status`, `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreKind {
+    /// `sqlite` or `postgresql`.
+    pub engine: &'static str,
+    /// The schema version.
+    pub schema: usize,
+}
+
 #[derive(Debug)]
 enum Engine {
     Sqlite(engine::sqlite::SqliteEngine),
@@ -260,6 +269,21 @@ impl Store {
         match &self.0 {
             Engine::Sqlite(e) => Some(e.durability()),
             Engine::Postgres(_) => None,
+        }
+    }
+
+    /// The engine's name and the schema version an open store has (opening migrates
+    /// it to this build's).
+    pub fn kind(&self) -> StoreKind {
+        match &self.0 {
+            Engine::Sqlite(_) => StoreKind {
+                engine: "sqlite",
+                schema: engine::sqlite::schema_version(),
+            },
+            Engine::Postgres(_) => StoreKind {
+                engine: "postgresql",
+                schema: engine::postgres::schema_version(),
+            },
         }
     }
 

@@ -4,7 +4,8 @@
 //! pending claims; `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
-//! a Placement with the allot that is to replace it.
+//! a Placement with the allot that is to replace it; `allot status` shows running
+//! nodes at a glance.
 //!
 //! Settings come from flags, then environment variables (`ALLOT_*`), then an optional
 //! TOML file (`--config`), then Placement's `placement.conf` (`--placement-conf`), then
@@ -18,6 +19,7 @@ mod config;
 mod dump;
 mod placement;
 mod policy;
+mod status;
 mod token;
 mod verify;
 
@@ -73,6 +75,9 @@ enum Command {
     /// same GETs at several microversions, and show every difference (exit status 1
     /// on one docs/api.md does not document).
     Verify(verify::VerifyArgs),
+    /// One screen on one or several running allot nodes: version, store and schema,
+    /// health, the view's lag, counts, requests and claims since the start.
+    Status(status::StatusArgs),
     /// Show the authorization rules: `allot policy list` prints every rule with the
     /// check in force (a policy file's, or the mode's built-in default).
     Policy(policy::PolicyArgs),
@@ -108,6 +113,7 @@ fn main() -> anyhow::Result<()> {
         Command::Token(args) => token::run(args),
         Command::Policy(args) => policy::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Status(args) => status::run(args),
     }
 }
 

@@ -219,3 +219,97 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `allot status` on two nodes, one of them not answering: each node's screen, its
+/// JSON, the health check's verdict with the drain file, and exit status 1.
+#[test]
+fn status_shows_each_node_at_a_glance() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("a.db").display());
+    let drain = dir.path().join("drain");
+    let server = Server::start_args(
+        &db,
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--healthcheck-disable-file",
+            drain.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let client = server.client();
+    let (status, body) = client.call(
+        "POST",
+        "/resource_providers",
+        Some(&format!(r#"{{"name": "cn1", "uuid": "{CN1}"}}"#)),
+    );
+    assert_eq!(status, 200, "{body}");
+    // Who may ask: as for /metrics.
+    assert_eq!(get(&server.addr, "/status", "").0, 401);
+    let member = "x-auth-token: someone:p\r\nx-roles: member\r\n";
+    assert_eq!(get(&server.addr, "/status", member).0, 403);
+
+    let status = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+            .arg("status")
+            .args(args)
+            .env_remove("ALLOT_URL")
+            .env_remove("ALLOT_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let url = format!("http://{}", server.addr);
+    let out = status(&["--url", &url]);
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    for line in [
+        format!("allot {} at {url}, up ", env!("CARGO_PKG_VERSION")),
+        "  health          OK\n".to_owned(),
+        "  store           sqlite, schema ".to_owned(),
+        ", this node alone\n".to_owned(),
+        "  view lag        0.000 s\n".to_owned(),
+        "  providers       1\n".to_owned(),
+        "  consumers       0\n".to_owned(),
+        "  pending claims  0\n".to_owned(),
+        "  claims          0 accepted, 0 refused\n".to_owned(),
+    ] {
+        assert!(screen.contains(&line), "{line:?} in:\n{screen}");
+    }
+
+    // The drain file fails the health check; a node that is not there is named.
+    std::fs::write(&drain, "").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = status(&["--url", &format!("{url},{gone}"), "-f", "json"]);
+    assert!(
+        !out.status.success(),
+        "a node not answering fails the command"
+    );
+    let nodes = json(&String::from_utf8_lossy(&out.stdout));
+    let first = &nodes[0]["status"];
+    assert_eq!(nodes[0]["url"], url.as_str());
+    assert_eq!(first["health"]["healthy"], false);
+    assert_eq!(first["health"]["reasons"][0], "DISABLED BY FILE");
+    assert_eq!(first["store"]["engine"], "sqlite");
+    assert_eq!(first["store"]["shared"], false);
+    assert_eq!(first["counts"]["providers"], 1);
+    // The requests so far: at least the POST and the refused GETs above.
+    assert!(first["requests"]["total"].as_u64().unwrap() >= 3, "{first}");
+    assert!(
+        first["requests"]["p99_ms"].as_f64().unwrap() > 0.0,
+        "{first}"
+    );
+    assert_eq!(nodes[1]["url"], gone.as_str());
+    assert!(nodes[1]["error"].is_string(), "{nodes}");
+    let table = status(&["--url", &format!("{url},{gone}")]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("  health          FAILING: DISABLED BY FILE\n"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("{gone}\n  not answering: ")),
+        "{table}"
+    );
+}

@@ -32,6 +32,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(root::home))
         .route(crate::metrics::PATH, get(crate::metrics::scrape))
+        .route(allot_client::status::PATH, get(crate::status::show))
         .route(
             "/resource_classes",
             get(resource_classes::list).post(resource_classes::create),

@@ -852,6 +852,11 @@ async fn in_order<F: Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
         .collect()
 }
 
+/// The schema version this build migrates a database to.
+pub fn schema_version() -> usize {
+    MIGRATIONS.len()
+}
+
 /// Brings the schema up to date, one transaction per script, under an advisory lock
 /// (a second node starting at the same moment waits, then finds nothing to do).
 fn migrate(conn: &mut Conn) -> Result<(), StoreError> {

@@ -315,6 +315,11 @@ impl Cells for &rusqlite::Row<'_> {
     }
 }
 
+/// The schema version this build migrates a database to.
+pub fn schema_version() -> usize {
+    MIGRATIONS.len()
+}
+
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let supported = MIGRATIONS.len() as i64;
