@@ -168,7 +168,7 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let dump = dump::export_store(&mut store, now)
-        .with_context(|| format!("reading {}", args.database))?;
+        .with_context(|| format!("reading {}", allot_store::redacted(&args.database)))?;
     drop(store);
     if let Some(url) = &args.to_placement {
         return export_placement(args, url, dump);
@@ -194,7 +194,10 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
             return Err(anyhow!("writing {}: {e}", path.display()));
         }
     }
-    eprintln!("allot export: {counts} from {}", args.database);
+    eprintln!(
+        "allot export: {counts} from {}",
+        allot_store::redacted(&args.database)
+    );
     Ok(())
 }
 
@@ -231,7 +234,7 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
     eprintln!(
         "allot export: {} from {} into {db} (one transaction) in {:.1}s",
         dump.counts(),
-        args.database,
+        allot_store::redacted(&args.database),
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -295,6 +298,7 @@ fn import_placement(args: &ImportArgs, url: &str) -> Result<(), Failure> {
 /// Writes a dump into an empty database through the checked import.
 fn load(dump: &dump::Dump, database: &str) -> Result<(), Failure> {
     let mut store = open(database)?;
+    let database = allot_store::redacted(database);
     let report = match dump::import(&mut store, dump) {
         Ok(report) => report,
         Err(ImportError::Invalid(problems)) => return Err(Failure::Invalid(problems)),
@@ -318,6 +322,6 @@ fn open(url: &str) -> anyhow::Result<Store> {
         } else {
             ""
         };
-        anyhow!("opening database {url}: {e}{hint}")
+        anyhow!("opening database {}: {e}{hint}", allot_store::redacted(url))
     })
 }

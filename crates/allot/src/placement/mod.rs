@@ -77,11 +77,17 @@ impl std::fmt::Display for PlacementUrl {
 impl PlacementUrl {
     /// Reads a URL in SQLAlchemy's form (`mysql+pymysql://user:pass@host:port/db?charset=utf8`,
     /// `postgresql+psycopg2://...`) or the plain one (`mysql://`, `postgres://`,
-    /// `postgresql://`). Query arguments other than the socket are the Python
-    /// driver's (charset, plugins) and are ignored.
+    /// `postgresql://`). As in SQLAlchemy, the password runs from the first `:` of
+    /// the credentials to the `@`, so it may hold `/`, `?`, `#` and `:` unescaped
+    /// (and anything percent-escaped). Query arguments other than the socket are the
+    /// Python driver's (charset, plugins) and are ignored, except that asking for TLS
+    /// is refused: this build connects without it (issue 27). No message shows the
+    /// password.
     pub fn parse(text: &str) -> anyhow::Result<PlacementUrl> {
-        let bad = |why: &str| anyhow!("bad Placement database URL {:?}: {why}", hide(text));
-        let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+        let (rest, password) = split_password(text);
+        let shown = hide(text);
+        let bad = |why: &str| anyhow!("bad Placement database URL {shown:?}: {why}");
+        let url = url::Url::parse(&rest).map_err(|e| bad(&e.to_string()))?;
         let scheme = url.scheme();
         let base = scheme.split('+').next().unwrap_or(scheme);
         let dialect = match base {
@@ -106,6 +112,16 @@ impl PlacementUrl {
                 (Dialect::MySql, "unix_socket") | (Dialect::Postgres, "host") => {
                     socket = Some(value.into_owned())
                 }
+                // Plain text allowed: what connecting without TLS does anyway.
+                (Dialect::Postgres, "sslmode")
+                    if matches!(value.as_ref(), "disable" | "allow" | "prefer") => {}
+                (_, key) if key.starts_with("ssl") || key.starts_with("tls") => {
+                    return Err(bad(&format!(
+                        "it asks for TLS ({key}), which allot does not speak to the \
+                         database yet: connect over a trusted network or a local socket, \
+                         without the TLS arguments"
+                    )))
+                }
                 _ => {}
             }
         }
@@ -114,7 +130,7 @@ impl PlacementUrl {
             return Err(bad("it names no host"));
         }
         let user = Some(decode(url.username())?).filter(|u| !u.is_empty());
-        let password = url.password().map(decode).transpose()?;
+        let password = password.as_deref().map(decode).transpose()?;
         Ok(PlacementUrl {
             dialect,
             host,
@@ -123,7 +139,7 @@ impl PlacementUrl {
             user,
             password,
             database,
-            shown: hide(text),
+            shown,
             connect_timeout: CONNECT_TIMEOUT,
         })
     }
@@ -137,14 +153,35 @@ impl PlacementUrl {
     }
 }
 
-/// The URL with its password replaced by `***`.
+/// SQLAlchemy's reading of a URL's credentials: after `://`, a user name without `:`
+/// or `/`, then optionally `:` and a password without `@`, then `@`. Returns the URL
+/// without the password, and the password as written (still percent-escaped).
+fn split_password(text: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return (text.to_owned(), None);
+    };
+    let Some((credentials, host)) = rest.split_once('@') else {
+        return (text.to_owned(), None);
+    };
+    match credentials.split_once(':') {
+        Some((user, password)) if !user.contains('/') => (
+            format!("{scheme}://{user}@{host}"),
+            Some(password.to_owned()),
+        ),
+        _ => (text.to_owned(), None),
+    }
+}
+
+/// The URL with its password replaced by `***`, by the same reading as
+/// [`split_password`], whether or not the rest of it parses.
 fn hide(text: &str) -> String {
-    match url::Url::parse(text) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("***"));
-            url.to_string()
+    match split_password(text) {
+        (rest, Some(_)) => {
+            let (scheme, tail) = rest.split_once("://").unwrap_or(("", &rest));
+            let (user, host) = tail.split_once('@').unwrap_or(("", tail));
+            format!("{scheme}://{user}:***@{host}")
         }
-        _ => text.to_owned(),
+        (_, None) => text.to_owned(),
     }
 }
 
@@ -392,12 +429,55 @@ mod tests {
     }
 
     #[test]
+    fn a_password_may_hold_what_sqlalchemy_lets_it() {
+        // SQLAlchemy reads the password up to the `@`: `/`, `?`, `#` and `:` need no
+        // escape there.
+        for (url, password) in [
+            (
+                "mysql+pymysql://placement:pa#s/s?w:d@db/placement",
+                "pa#s/s?w:d",
+            ),
+            ("postgresql://p:a%40b@db:5432/placement", "a@b"),
+        ] {
+            let u = PlacementUrl::parse(url).unwrap();
+            assert_eq!(u.password.as_deref(), Some(password), "{url}");
+            assert_eq!(u.host, "db");
+            assert_eq!(u.database, "placement");
+            assert!(!u.to_string().contains(password), "{u}");
+            assert!(u.to_string().contains(":***@db"), "{u}");
+        }
+    }
+
+    #[test]
+    fn tls_is_refused_rather_than_dropped() {
+        for url in [
+            "mysql+pymysql://u:secret@db/placement?ssl_ca=/etc/ca.pem",
+            "postgresql://u:secret@db/placement?sslmode=verify-full",
+        ] {
+            let e = PlacementUrl::parse(url).unwrap_err().to_string();
+            assert!(e.contains("TLS"), "{e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
+        let u = PlacementUrl::parse("postgresql://u@db/placement?sslmode=prefer").unwrap();
+        assert_eq!(u.database, "placement");
+    }
+
+    #[test]
     fn bad_urls_are_named() {
         for (url, why) in [
             ("sqlite:///placement.db", "scheme \"sqlite\""),
             ("mysql://u:secret@host/", "names no database"),
             ("not a url", "bad Placement database URL"),
             ("mysql:///placement", "names no host"),
+            // Unparseable after the password: the message still hides it.
+            (
+                "mysql://u:secret@ho st/placement",
+                "bad Placement database URL",
+            ),
+            (
+                "mysql://u:secret@host:port/placement",
+                "bad Placement database URL",
+            ),
         ] {
             let e = PlacementUrl::parse(url).unwrap_err().to_string();
             assert!(e.contains(why), "{url}: {e}");

@@ -44,7 +44,7 @@ async fn write(conn: &mut Conn, dump: &Dump) -> anyhow::Result<()> {
             conn.execute("SET SESSION time_zone = '+00:00'").await?;
             conn.execute(
                 "SET SESSION sql_mode = CONCAT(@@sql_mode, \
-                 ',NO_BACKSLASH_ESCAPES,NO_AUTO_VALUE_ON_ZERO')",
+                 ',STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES,NO_AUTO_VALUE_ON_ZERO')",
             )
             .await?;
             conn.execute("START TRANSACTION").await?;
@@ -251,7 +251,7 @@ async fn write(conn: &mut Conn, dump: &Dump) -> anyhow::Result<()> {
         for a in &p.aggregates {
             rows.push(vec![
                 pid(&p.uuid)?.to_string(),
-                aggregate_ids[&a.to_string()].to_string(),
+                id_in(&aggregate_ids, &a.to_string(), "aggregate")?.to_string(),
             ]);
         }
     }
@@ -296,12 +296,14 @@ async fn write(conn: &mut Conn, dump: &Dump) -> anyhow::Result<()> {
     for c in &dump.consumers {
         consumers.push(vec![
             text(&c.uuid.to_string())?,
-            projects[&c.project_id].to_string(),
-            users[&c.user_id].to_string(),
+            id_in(&projects, &c.project_id, "project")?.to_string(),
+            id_in(&users, &c.user_id, "user")?.to_string(),
             c.generation.to_string(),
             c.consumer_type
                 .as_ref()
-                .map_or("NULL".to_owned(), |t| types[t].to_string()),
+                .map_or(Ok("NULL".to_owned()), |t| {
+                    id_in(&types, t, "consumer type").map(|id| id.to_string())
+                })?,
             conn.datetime_of(c.created_at),
             conn.datetime_of(c.updated_at),
         ]);
@@ -382,6 +384,15 @@ async fn ids(conn: &mut Conn, sql: &str) -> anyhow::Result<HashMap<String, i64>>
             _ => Err(anyhow!("{sql}: an unexpected row")),
         })
         .collect()
+}
+
+/// The id the database gave `key` (a row this export has just written): a key it
+/// cannot find back means the database changed it on the way in, which the strict
+/// `sql_mode` should have refused; an error, never a panic.
+fn id_in(ids: &HashMap<String, i64>, key: &str, what: &str) -> anyhow::Result<i64> {
+    ids.get(key)
+        .copied()
+        .ok_or_else(|| anyhow!("the {what} {key:?} was written but is not found back"))
 }
 
 /// Inserts rows of literals, [`BATCH`] to a statement.
