@@ -203,10 +203,17 @@ pub struct Layer {
     #[arg(long, value_name = "NAME", default_value = "placement")]
     keystone_user: Option<String>,
 
-    /// With --auth keystone: the service user's password (prefer the variable or the
-    /// config file to the flag, which other users see).
+    /// With --auth keystone: the service user's password. As a flag it is visible to
+    /// every local user in the process list (a warning says so at start): prefer the
+    /// variable, the config file or --keystone-password-file.
     #[arg(long, value_name = "PASSWORD")]
     keystone_password: Option<String>,
+
+    /// With --auth keystone: a file whose first line is the service user's password
+    /// (keep it readable by allot alone); where it and --keystone-password both come
+    /// from one source, that is an error, else the one of higher precedence wins.
+    #[arg(long, value_name = "FILE")]
+    keystone_password_file: Option<PathBuf>,
 
     /// With --auth keystone: the project allot's token is scoped to.
     #[arg(long, value_name = "NAME", default_value = "service")]
@@ -367,6 +374,8 @@ pub struct Settings {
     pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
     pub metrics_bind: Option<SocketAddr>,
+    /// What the start logs as warnings about the settings themselves.
+    pub warnings: Vec<String>,
 }
 
 /// How callers are authenticated, with what each mode needs.
@@ -601,6 +610,7 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .map(std::time::Duration::from_millis),
         shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
         metrics_bind: s.metrics_bind,
+        warnings: warnings(&merged),
     })
 }
 
@@ -668,6 +678,47 @@ impl DatabaseArgs {
 
 /// The authentication mode and what it needs; refuses `noauth2` on an address other
 /// than loopback unless `insecure_noauth` says so.
+/// The Keystone service password: `keystone_password`, or the first line of
+/// `keystone_password_file`, whichever comes from the source of higher precedence
+/// (both from one source: an error).
+fn keystone_password(merged: &Merged) -> anyhow::Result<String> {
+    let s = &merged.layer;
+    let given = s.keystone_password.clone().filter(|p| !p.is_empty());
+    let (from_value, from_file) = (
+        merged.source("keystone_password"),
+        merged.source("keystone_password_file"),
+    );
+    match (given, &s.keystone_password_file) {
+        (Some(_), Some(_)) if from_value.rank() == from_file.rank() => {
+            anyhow::bail!("{from_value} and {from_file} both give the Keystone password: keep one")
+        }
+        (Some(password), Some(_)) if from_value.rank() < from_file.rank() => Ok(password),
+        (_, Some(file)) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow!("{from_file}: reading {}: {e}", file.display()))?;
+            let password = text.lines().next().unwrap_or("").to_owned();
+            if password.is_empty() {
+                anyhow::bail!("{from_file}: {} holds no password", file.display());
+            }
+            Ok(password)
+        }
+        (password, None) => Ok(password.unwrap_or_default()),
+    }
+}
+
+/// What a start should warn of in the settings themselves.
+fn warnings(merged: &Merged) -> Vec<String> {
+    let mut out = Vec::new();
+    if let layers::Source::Flag(flag) = merged.source("keystone_password") {
+        out.push(format!(
+            "{flag} shows the Keystone password to every local user (the process \
+             list): use ALLOT_KEYSTONE_PASSWORD, keystone_password in the config file \
+             or --keystone-password-file"
+        ));
+    }
+    out
+}
+
 fn auth(
     merged: &Merged,
     bind: SocketAddr,
@@ -705,11 +756,12 @@ fn auth(
                      ALLOT_KEYSTONE_URL or keystone_url in the config file"
                 );
             }
-            let password = s.keystone_password.clone().unwrap_or_default();
+            let password = keystone_password(merged)?;
             if password.is_empty() {
                 anyhow::bail!(
                     "--auth keystone needs allot's service password: \
-                     ALLOT_KEYSTONE_PASSWORD or keystone_password in the config file"
+                     ALLOT_KEYSTONE_PASSWORD, keystone_password in the config file or \
+                     --keystone-password-file"
                 );
             }
             let domain = declared(s.keystone_domain.clone());
@@ -1048,6 +1100,62 @@ mod tests {
     }
 
     #[test]
+    fn the_keystone_password_from_a_file_and_a_warning_for_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "s3cret\nignored\n").unwrap();
+        let file = file.to_str().unwrap();
+        let keystone = ["--auth", "keystone", "--keystone-url", "http://k:5000/v3"];
+        let password = |s: &Settings| match &s.auth {
+            Auth::Keystone(k) => k.password.clone(),
+            other => panic!("{other:?}"),
+        };
+        // From the file: its first line, and no warning.
+        let argv = [&keystone[..], &["--keystone-password-file", file]].concat();
+        let s = resolve(&argv, &[], None).unwrap();
+        assert_eq!(password(&s), "s3cret");
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        // The variable is below the file's flag; the flag above the file's variable.
+        let s = resolve(&argv, &[("ALLOT_KEYSTONE_PASSWORD", "env")], None).unwrap();
+        assert_eq!(password(&s), "s3cret");
+        let argv_pw = [&keystone[..], &["--keystone-password", "pw-from-flag"]].concat();
+        let s = resolve(&argv_pw, &[("ALLOT_KEYSTONE_PASSWORD_FILE", file)], None).unwrap();
+        assert_eq!(password(&s), "pw-from-flag");
+        // The flag is warned of, naming the better ways and not the password.
+        assert_eq!(s.warnings.len(), 1);
+        assert!(
+            s.warnings[0].contains("--keystone-password-file"),
+            "{:?}",
+            s.warnings
+        );
+        assert!(!s.warnings[0].contains("pw-from-flag"), "{:?}", s.warnings);
+        // Both from one source: refused, naming both.
+        let both = [&argv[..], &["--keystone-password", "x"]].concat();
+        let m = error(&both, &[], None);
+        assert!(m.contains("--keystone-password-file"), "{m}");
+        assert!(m.contains("keep one"), "{m}");
+        // A missing or empty file: refused, naming where it came from.
+        let missing = [
+            &keystone[..],
+            &["--keystone-password-file", "/nonexistent/pw"],
+        ]
+        .concat();
+        let m = error(&missing, &[], None);
+        assert!(
+            m.contains("--keystone-password-file") && m.contains("/nonexistent/pw"),
+            "{m}"
+        );
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let argv = [
+            &keystone[..],
+            &["--keystone-password-file", empty.to_str().unwrap()],
+        ]
+        .concat();
+        assert!(error(&argv, &[], None).contains("holds no password"));
+    }
+
+    #[test]
     fn config_file_flag_beats_its_variable() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("flag.toml");
@@ -1258,7 +1366,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 26, "every setting is checked");
+        assert_eq!(checked, 27, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

@@ -121,6 +121,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     allocator::configure();
     let settings = args.resolve()?;
     init_log(&settings);
+    for warning in &settings.warnings {
+        tracing::warn!("{warning}");
+    }
     if let Some(conf) = &settings.placement_conf {
         warn_unused_keys(conf);
     }

@@ -135,6 +135,19 @@ pub enum Source {
     Default,
 }
 
+impl Source {
+    /// Its place in the order of precedence: 0 wins over 1, and so on.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Source::Flag(_) => 0,
+            Source::Env(_) => 1,
+            Source::File(_) => 2,
+            Source::PlacementConf(..) => 3,
+            Source::Default => 4,
+        }
+    }
+}
+
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
