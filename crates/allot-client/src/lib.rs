@@ -307,11 +307,7 @@ impl Client {
         let response = self
             .expect(method.clone(), path, body, &[StatusCode::OK])
             .await?;
-        serde_json::from_slice(&response.body).map_err(|e| Error::Decode {
-            method,
-            path: path.to_owned(),
-            message: e.to_string(),
-        })
+        decode(method, path, &response)
     }
 
     /// `POST /resource_providers`. `Ok(true)` when created, `Ok(false)` when a

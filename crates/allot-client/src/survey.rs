@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::{path_segment, Client, Error, Method, Response, Result};
+use crate::{path_segment, Client, Method, Response, Result};
 
 /// The microversion the walk reads at (every field it needs is there).
 const WALK_AT: &str = "1.39";
@@ -230,9 +230,5 @@ fn decode_ok(path: &str, response: &Response) -> Result<Value> {
     if response.status != crate::StatusCode::OK {
         return Err(crate::refusal(Method::GET, path, response));
     }
-    serde_json::from_slice(&response.body).map_err(|e| Error::Decode {
-        method: Method::GET,
-        path: path.to_owned(),
-        message: e.to_string(),
-    })
+    crate::decode(Method::GET, path, response)
 }

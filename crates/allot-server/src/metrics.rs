@@ -342,8 +342,7 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
         staleness: app.host.staleness().as_secs_f64(),
         writer: app.host.stats().clone(),
         uptime: app.config.metrics.started.elapsed().as_secs_f64(),
-        store: app.host.store_kind().0,
-        shared: app.host.store_kind().1,
+        store: app.host.store_kind(),
     }));
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
@@ -359,8 +358,6 @@ struct Snapshot {
     writer: allot_store::WriterStats,
     uptime: f64,
     store: allot_store::StoreKind,
-    /// Whether other nodes write to the store.
-    shared: bool,
 }
 
 /// Writes one gauge family whose series are `(labels, value)`.
@@ -450,30 +447,26 @@ impl Collector for Snapshot {
                 [
                     ("engine", self.store.engine),
                     ("schema", schema.as_str()),
-                    ("shared", if self.shared { "true" } else { "false" }),
+                    ("shared", if self.store.shared { "true" } else { "false" }),
                 ],
                 1i64,
             )],
         )?;
 
-        // allot's own counts.
-        gauge(
-            e,
-            "allot_providers",
-            "Resource providers",
-            view.providers().count() as i64,
-        )?;
+        // allot's own counts, as `/status` gives them.
+        let counts = crate::status::counts(view, self.now);
+        gauge(e, "allot_providers", "Resource providers", counts.providers)?;
         gauge(
             e,
             "allot_consumers",
             "Consumers holding allocations",
-            view.consumers().count() as i64,
+            counts.consumers,
         )?;
         gauge(
             e,
             "allot_claims_pending",
             "Pending claims that count against capacity now",
-            view.claims().filter(|c| c.live(self.now)).count() as i64,
+            counts.claims_pending,
         )?;
         let pending = view.pending_totals(None, None, self.now);
         gauges(

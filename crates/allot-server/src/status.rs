@@ -7,6 +7,7 @@
 
 use allot_client::status::{Claims, Counts, Health, Requests, StoreStatus};
 use allot_client::Status;
+use allot_core::{State as View, Timestamp};
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -15,27 +16,28 @@ use crate::error::ApiResult;
 use crate::policy::{authorize, Action};
 use crate::{health, http, AppState};
 
+/// What the view holds at `now`: the counts `/status` and `/metrics` both report.
+pub fn counts(view: &View, now: Timestamp) -> Counts {
+    Counts {
+        providers: view.providers().count() as u64,
+        consumers: view.consumers().count() as u64,
+        claims_pending: view.claims().filter(|c| c.live(now)).count() as u64,
+    }
+}
+
 /// `GET /status`.
 pub async fn show(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
     authorize(&ctx, app.config.policy, Action::MetricsShow)?;
     let reasons = health::reasons(&app).await;
     let totals = app.config.metrics.totals();
-    let (kind, shared) = app.host.store_kind();
-    let now = app.host.now();
-    let counts = {
-        let view = app.host.read();
-        Counts {
-            providers: view.providers().count() as u64,
-            consumers: view.consumers().count() as u64,
-            claims_pending: view.claims().filter(|c| c.live(now)).count() as u64,
-        }
-    };
+    let kind = app.host.store_kind();
+    let counts = counts(&app.host.read(), app.host.now());
     let status = Status {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         store: StoreStatus {
             engine: kind.engine.to_owned(),
             schema: kind.schema as u64,
-            shared,
+            shared: kind.shared,
         },
         health: Health {
             healthy: reasons.is_empty(),

@@ -123,9 +123,8 @@ struct Shared {
     /// The current version. The lock is held only to clone or swap the `Arc`.
     current: RwLock<Arc<State>>,
     clock: Clock,
-    /// Whether other processes write to the store (so the view can fall behind).
-    shared_store: bool,
-    /// The store's engine and schema version.
+    /// The store's engine and schema version, and whether other processes write to
+    /// it (so the view can fall behind).
     kind: StoreKind,
     /// When the view was last known to hold every commit: microseconds since `epoch`.
     fresh_at: AtomicU64,
@@ -204,7 +203,6 @@ impl Host {
         let shared = Arc::new(Shared {
             current: RwLock::new(Arc::new(state)),
             clock,
-            shared_store: store.is_shared(),
             kind: store.kind(),
             fresh_at: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -233,12 +231,7 @@ impl Host {
     /// readers see other nodes' commits within milliseconds rather than at the next
     /// poll. The listener runs on a thread of its own until the writer stops.
     pub fn follow_with(&self, mut listener: Listener) -> std::io::Result<()> {
-        let queue = self
-            .inner
-            .queue
-            .as_ref()
-            .expect("only `Inner::drop` takes it")
-            .clone();
+        let queue = self.queue().clone();
         let shared = self.inner.shared.clone();
         std::thread::Builder::new()
             .name("allot-listener".into())
@@ -280,7 +273,7 @@ impl Host {
     /// time since the writer last read the change log's head and caught up.
     pub fn staleness(&self) -> Duration {
         let shared = &self.inner.shared;
-        if !shared.shared_store {
+        if !shared.kind.shared {
             return Duration::ZERO;
         }
         let fresh_at = Duration::from_micros(shared.fresh_at.load(Ordering::Acquire));
@@ -305,20 +298,23 @@ impl Host {
     /// also the writer's; the caller bounds the wait.
     pub async fn probe(&self) -> Result<(), WriteError> {
         let (tx, answer) = oneshot::channel();
-        let queue = self
-            .inner
-            .queue
-            .as_ref()
-            .expect("only `Inner::drop` takes it");
-        queue
+        self.queue()
             .send(Message::Probe(tx))
             .map_err(|_| WriteError::Stopped)?;
         answer.await.unwrap_or(Err(WriteError::Stopped))
     }
 
+    /// The writer's queue.
+    fn queue(&self) -> &Sender<Message> {
+        self.inner
+            .queue
+            .as_ref()
+            .expect("only `Inner::drop` takes it")
+    }
+
     /// The store's engine and schema version, and whether other nodes write to it.
-    pub fn store_kind(&self) -> (StoreKind, bool) {
-        (self.inner.shared.kind, self.inner.shared.shared_store)
+    pub fn store_kind(&self) -> StoreKind {
+        self.inner.shared.kind
     }
 
     /// The writer's measures of its commits (see [`WriterStats`]).
@@ -361,12 +357,7 @@ impl Host {
                 }))
             }),
         };
-        let queue = self
-            .inner
-            .queue
-            .as_ref()
-            .expect("only `Inner::drop` takes it");
-        if let Err(mpsc::SendError(Message::Write(job))) = queue.send(Message::Write(job)) {
+        if let Err(mpsc::SendError(Message::Write(job))) = self.queue().send(Message::Write(job)) {
             (job.done)(Err(WriteError::Stopped));
         }
     }
@@ -416,7 +407,7 @@ impl Writer {
 
     fn serve(&mut self, jobs: Receiver<Message>) {
         loop {
-            let message = if self.shared.shared_store {
+            let message = if self.shared.kind.shared {
                 match jobs.recv_timeout(FOLLOW_EVERY) {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {

@@ -152,6 +152,8 @@ pub struct StoreKind {
     pub engine: &'static str,
     /// The schema version.
     pub schema: usize,
+    /// Whether other processes may write to it at the same time.
+    pub shared: bool,
 }
 
 #[derive(Debug)]
@@ -272,28 +274,22 @@ impl Store {
         }
     }
 
-    /// The engine's name and the schema version an open store has (opening migrates
-    /// it to this build's).
+    /// What kind of store this is: the engine, the schema version an open store has
+    /// (opening migrates it to this build's), and whether other processes may write
+    /// to it at the same time (a server database, so that a node must follow the log
+    /// to stay fresh; the embedded SQLite file is held by one process).
     pub fn kind(&self) -> StoreKind {
         match &self.0 {
             Engine::Sqlite(_) => StoreKind {
                 engine: "sqlite",
                 schema: engine::sqlite::schema_version(),
+                shared: false,
             },
             Engine::Postgres(_) => StoreKind {
                 engine: "postgresql",
                 schema: engine::postgres::schema_version(),
+                shared: true,
             },
-        }
-    }
-
-    /// Whether other processes may write to this store at the same time (a server
-    /// database), so that a node must follow the log to stay fresh. The embedded
-    /// SQLite file is held by one process.
-    pub fn is_shared(&self) -> bool {
-        match &self.0 {
-            Engine::Sqlite(_) => false,
-            Engine::Postgres(_) => true,
         }
     }
 }

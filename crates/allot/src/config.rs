@@ -676,8 +676,6 @@ impl DatabaseArgs {
     }
 }
 
-/// The authentication mode and what it needs; refuses `noauth2` on an address other
-/// than loopback unless `insecure_noauth` says so.
 /// The Keystone service password: `keystone_password`, or the first line of
 /// `keystone_password_file`, whichever comes from the source of higher precedence
 /// (both from one source: an error).
@@ -719,6 +717,8 @@ fn warnings(merged: &Merged) -> Vec<String> {
     out
 }
 
+/// The authentication mode and what it needs; refuses `noauth2` on an address other
+/// than loopback unless `insecure_noauth` says so.
 fn auth(
     merged: &Merged,
     bind: SocketAddr,

@@ -282,7 +282,8 @@ fn import_placement(args: &ImportArgs, url: &str) -> Result<(), Failure> {
     let read = placement::runtime()?.block_on(placement::read_placement(&db, &placeholders))?;
     if read.incomplete > 0 {
         eprintln!(
-            "allot import: {} incomplete consumer(s) (no consumer row, or its project or user              gone) given project {:?} and user {:?}, as Placement's online migration does",
+            "allot import: {} incomplete consumer(s) (no consumer row, or its project or \
+             user gone) given project {:?} and user {:?}, as Placement's online migration does",
             read.incomplete, placeholders.project_id, placeholders.user_id
         );
     }

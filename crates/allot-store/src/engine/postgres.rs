@@ -238,36 +238,30 @@ pub fn config(url: &str) -> Result<Config, StoreError> {
 /// The URL without its password (in the user part or as a `password=` parameter),
 /// for logs and messages.
 pub fn redact(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
+    // The credentials as SQLAlchemy reads them (placement.conf's URLs): after `://`, a
+    // user without `:` or `/`, then `:` and a password up to the first `@`, which may
+    // hold `/`, `?` and `#` as they are.
+    let (head, rest) = match url.split_once("://") {
+        Some((scheme, after)) => match after.split_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) if !user.contains('/') => (format!("{scheme}://{user}:***@"), host),
+                _ => (format!("{scheme}://"), after),
+            },
+            None => (format!("{scheme}://"), after),
+        },
+        None => (String::new(), url),
     };
-    let mut out = match (base.find("://"), base.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &base[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:***{}",
-                    &base[..scheme + 3],
-                    &userinfo[..colon],
-                    &base[at..]
-                ),
-                None => base.to_string(),
-            }
-        }
-        _ => base.to_string(),
+    let Some((base, query)) = rest.split_once('?') else {
+        return format!("{head}{rest}");
     };
-    if let Some(query) = query {
-        let parameters: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some(("password", _)) => "password=***".to_string(),
-                _ => p.to_string(),
-            })
-            .collect();
-        out = format!("{out}?{}", parameters.join("&"));
-    }
-    out
+    let parameters: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some(("password", _)) => "password=***".to_string(),
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}{base}?{}", parameters.join("&"))
 }
 
 /// Retries `connect` with a doubling pause for up to [`RECONNECT_FOR`].
@@ -1198,5 +1192,15 @@ mod tests {
             "postgresql://db/allot?user=me&password=***&sslmode=disable"
         );
         assert_eq!(redact("sqlite:/var/lib/a@b.db"), "sqlite:/var/lib/a@b.db");
+        // A password holding what SQLAlchemy lets it hold unescaped.
+        assert_eq!(
+            redact("mysql+pymysql://placement:pa#s/s?w:d@db/placement?charset=utf8"),
+            "mysql+pymysql://placement:***@db/placement?charset=utf8"
+        );
+        // An `@` past the path is no credentials.
+        assert_eq!(
+            redact("postgresql://db/allot?options=a@b"),
+            "postgresql://db/allot?options=a@b"
+        );
     }
 }

@@ -172,17 +172,10 @@ fn split_password(text: &str) -> (String, Option<String>) {
     }
 }
 
-/// The URL with its password replaced by `***`, by the same reading as
-/// [`split_password`], whether or not the rest of it parses.
+/// The URL with its password replaced by `***` (`allot_store::redacted`, which reads
+/// the credentials as [`split_password`] does), whether or not the rest parses.
 fn hide(text: &str) -> String {
-    match split_password(text) {
-        (rest, Some(_)) => {
-            let (scheme, tail) = rest.split_once("://").unwrap_or(("", &rest));
-            let (user, host) = tail.split_once('@').unwrap_or(("", tail));
-            format!("{scheme}://{user}:***@{host}")
-        }
-        (_, None) => text.to_owned(),
-    }
+    allot_store::redacted(text)
 }
 
 /// A percent-escaped part of a URL, decoded ('+' stays '+': a user name may hold it).
