@@ -11,10 +11,13 @@
 //! - connections are served as HTTP/1 straight away (no sniffing: allot speaks
 //!   nothing else);
 //! - once `shutdown` resolves, the listener stops taking new connections (on Linux a
-//!   socket filter that drops every packet makes the kernel drop new handshakes, so
+//!   socket filter that drops every SYN makes the kernel ignore new handshakes, so
 //!   their clients are refused once the listener closes rather than reset), and the
 //!   connections already waiting in the listen queue are accepted and served too
-//!   before it closes;
+//!   before it closes. Handshakes half done when the filter goes on still complete
+//!   (their last ACK passes it), so the listener takes connections for
+//!   [`HANDSHAKES`] more before it closes: dropping those ACKs instead would leave
+//!   clients that believe they are connected, whose requests are reset;
 //! - a connection is told to stop only once its request has begun to arrive: one
 //!   accepted before the stop but whose client has not written yet (a client thread
 //!   between `connect` and `write`) is driven on for up to [`FIRST_BYTES`] until its
@@ -53,6 +56,10 @@ use crate::context::LocalAddr;
 /// writing.
 pub const FIRST_BYTES: Duration = Duration::from_secs(1);
 
+/// How long, once new handshakes are refused, the listener goes on accepting the
+/// handshakes that were half done: a round trip, with room for a loaded host.
+pub const HANDSHAKES: Duration = Duration::from_millis(200);
+
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and
 /// waits for the connections under way to finish their requests.
 pub async fn serve(
@@ -83,8 +90,22 @@ pub async fn serve(
     // No new handshakes from here on: a connection the kernel completed between the
     // last accept below and the close would be reset with its request sent.
     refuse_new_connections(&listener);
-    // Connections the kernel completed before the stop: their clients have sent their
-    // requests (or are about to), and a closed listener would reset them.
+    // Connections the kernel completed before the stop, and those whose handshake
+    // completes within the window: their clients have sent their requests (or are
+    // about to), and a closed listener would reset them.
+    let mut window = std::pin::pin!(tokio::time::sleep(HANDSHAKES));
+    loop {
+        tokio::select! {
+            biased;
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => spawn(stream),
+                Err(e) => accept_failed(e).await,
+            },
+            () = &mut window => break,
+        }
+    }
+    // The reactor may not have told of the last arrivals yet: one sweep that asks the
+    // kernel itself.
     let listener = listener.into_std()?;
     loop {
         match listener.accept() {
@@ -112,22 +133,42 @@ pub async fn serve(
     Ok(())
 }
 
-/// Makes the kernel drop every packet that reaches `listener`, handshakes included, so
-/// that no connection joins its queue any more (a client's SYN is retransmitted until
-/// the listener is gone, then refused). Not on other systems: there the connections
-/// completed in the instant between the queue's last accept and the close are reset.
+/// Makes the kernel drop every SYN that reaches `listener`, so that no new handshake
+/// begins (a client's SYN is retransmitted until the listener is gone, then refused),
+/// while the ACKs that finish the handshakes already begun still pass. Not on other
+/// systems: there the connections completed in the instant between the queue's last
+/// accept and the close are reset.
 fn refuse_new_connections(listener: &TcpListener) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        // One classic BPF instruction: BPF_RET | BPF_K, accept 0 bytes (drop).
-        const DROP_ALL: [socket2::SockFilter; 1] = [socket2::SockFilter::new(0x06, 0, 0, 0)];
-        if let Err(e) = socket2::SockRef::from(listener).attach_filter(&DROP_ALL) {
-            tracing::debug!("filtering the listener's new connections: {e}");
-        }
+    if let Err(e) = drop_syns(listener) {
+        tracing::debug!("filtering the listener's new connections: {e}");
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = listener;
 }
+
+/// Attaches [`DROP_SYN`] to a TCP socket.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn drop_syns(socket: &impl std::os::fd::AsFd) -> std::io::Result<()> {
+    socket2::SockRef::from(socket).attach_filter(&DROP_SYN)
+}
+
+/// A classic BPF program for a TCP socket, which sees each segment from its TCP header
+/// on: drop a segment whose flags hold SYN without ACK, keep any other whole.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const DROP_SYN: [socket2::SockFilter; 5] = {
+    use socket2::SockFilter;
+    const FLAGS: u32 = 13; // the TCP header's flags byte
+    const SYN: u32 = 0x02;
+    const ACK: u32 = 0x10;
+    [
+        SockFilter::new(0x30, 0, 0, FLAGS),     // BPF_LD | BPF_B | BPF_ABS
+        SockFilter::new(0x54, 0, 0, SYN | ACK), // BPF_ALU | BPF_AND | BPF_K
+        SockFilter::new(0x15, 0, 1, SYN),       // BPF_JMP | BPF_JEQ | BPF_K: SYN alone?
+        SockFilter::new(0x06, 0, 0, 0),         // BPF_RET | BPF_K: drop
+        SockFilter::new(0x06, 0, 0, u32::MAX),  // BPF_RET | BPF_K: keep it all
+    ]
+};
 
 /// Serves one connection until it closes; on the stop, lets it finish its request
 /// (see the module doc). The connection's local address goes into every request, as
@@ -285,4 +326,45 @@ async fn accept_failed(e: std::io::Error) {
     }
     tracing::error!("accepting a connection: {e}");
     tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The filter ignores a new handshake: the client's connect does not complete.
+    #[tokio::test]
+    async fn the_filter_drops_new_handshakes() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        refuse_new_connections(&listener);
+        let connect = tokio::task::spawn_blocking(move || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300))
+        });
+        let outcome = connect.await.unwrap();
+        assert!(
+            outcome
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::TimedOut),
+            "a SYN passed the filter: {outcome:?}"
+        );
+    }
+
+    /// The filter reads the flags where they are: segments with ACK set (every one
+    /// after the SYN) pass, so data still reaches a socket that runs it.
+    #[test]
+    fn the_filter_keeps_what_follows_a_handshake() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut served, _) = listener.accept().unwrap();
+        drop_syns(&served).unwrap();
+        served
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        client.write_all(b"ping").unwrap();
+        let mut got = [0u8; 4];
+        served.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+    }
 }
