@@ -1,0 +1,383 @@
+//! allot's TLS settings turned into rustls configurations, in one place for every
+//! connection that uses TLS (issue 27):
+//!
+//! - the client side ([`ClientTls`]), for Keystone (`[keystone_authtoken]`'s `cafile`,
+//!   `certfile`/`keyfile`, `insecure`) and PostgreSQL (libpq's `sslmode` and
+//!   `sslrootcert`): which roots are trusted, how much of the server's certificate is
+//!   checked ([`Check`]: libpq's `verify-full`, `verify-ca` and `require` are
+//!   [`Check::Full`], [`Check::Chain`] and [`Check::Nothing`]), and an optional client
+//!   certificate;
+//! - the server side ([`ServerTls`]): the certificate and key allot serves HTTPS with,
+//!   read from PEM files and read again by [`ServerTls::reload`] (SIGHUP), so that a
+//!   certificate can rotate without a restart; a file that does not load keeps the old
+//!   certificate in use.
+//!
+//! The cryptography is rustls's `ring` provider (see the workspace manifest for why
+//! not its default). A certificate that does not verify is an error the caller shows;
+//! nothing here ever falls back to plain text.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+pub use rustls;
+
+/// What went wrong turning TLS settings into a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file that cannot be read or holds nothing usable.
+    #[error("{path}: {what}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The platform's CA certificates could not be read.
+    #[error("the system's CA certificates: {0}")]
+    Platform(String),
+    /// rustls refused the material (a key that does not match its certificate).
+    #[error("{0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// The cryptography every configuration here uses.
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Which certificate authorities a client trusts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Roots {
+    /// The system's (the files OpenSSL reads: `/etc/ssl/certs`, or `SSL_CERT_FILE`).
+    System,
+    /// Those of one PEM file (Keystone's `cafile`, libpq's `sslrootcert`).
+    File(PathBuf),
+}
+
+/// How much of the server's certificate a client checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The chain up to a trusted root, and the host name (libpq's `verify-full`; the
+    /// only check Keystone's client makes unless `insecure`).
+    Full,
+    /// The chain only (libpq's `verify-ca`: any certificate the roots signed).
+    Chain,
+    /// Nothing but the handshake's own signatures (libpq's `require`, Keystone's
+    /// `insecure`): encrypted, open to a man in the middle.
+    Nothing,
+}
+
+/// A client certificate and its key, PEM files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The certificate, with its chain after it.
+    pub cert: PathBuf,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// The TLS settings of a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientTls {
+    /// Who is trusted.
+    pub roots: Roots,
+    /// How much is checked.
+    pub check: Check,
+    /// The certificate shown to a server that asks for one.
+    pub identity: Option<Identity>,
+}
+
+impl Default for ClientTls {
+    /// The system's roots, everything checked, no client certificate.
+    fn default() -> Self {
+        ClientTls {
+            roots: Roots::System,
+            check: Check::Full,
+            identity: None,
+        }
+    }
+}
+
+impl ClientTls {
+    /// The rustls configuration these settings describe (the files are read now).
+    pub fn config(&self) -> Result<rustls::ClientConfig, TlsError> {
+        let provider = provider();
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?;
+        let builder = match self.check {
+            Check::Nothing => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Unchecked(provider))),
+            Check::Full | Check::Chain => {
+                let roots = Arc::new(self.root_store()?);
+                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
+                    .build()
+                    .map_err(|e| TlsError::Platform(e.to_string()))?;
+                if self.check == Check::Full {
+                    builder.with_webpki_verifier(webpki)
+                } else {
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(ChainOnly(webpki)))
+                }
+            }
+        };
+        Ok(match &self.identity {
+            Some(identity) => {
+                let (certs, key) = identity_files(&identity.cert, &identity.key)?;
+                builder.with_client_auth_cert(certs, key)?
+            }
+            None => builder.with_no_client_auth(),
+        })
+    }
+
+    fn root_store(&self) -> Result<RootCertStore, TlsError> {
+        let mut store = RootCertStore::empty();
+        match &self.roots {
+            Roots::File(path) => {
+                for cert in certificates(path)? {
+                    store.add(cert).map_err(|e| TlsError::File {
+                        path: path.clone(),
+                        what: format!("not a CA certificate: {e}"),
+                    })?;
+                }
+            }
+            Roots::System => {
+                let found = rustls_native_certs::load_native_certs();
+                let (added, _) = store.add_parsable_certificates(found.certs);
+                if added == 0 {
+                    let why = found
+                        .errors
+                        .first()
+                        .map_or_else(|| "none found".to_owned(), ToString::to_string);
+                    return Err(TlsError::Platform(why));
+                }
+            }
+        }
+        Ok(store)
+    }
+}
+
+/// Every certificate of a PEM file, in order; at least one.
+fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bad = |what: String| TlsError::File {
+        path: path.to_owned(),
+        what,
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(pem_error(e)))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(pem_error(e)))?;
+    if certs.is_empty() {
+        return Err(bad("holds no PEM certificate".into()));
+    }
+    Ok(certs)
+}
+
+/// A certificate chain and its key.
+fn identity_files(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    let certs = certificates(cert)?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::File {
+        path: key.to_owned(),
+        what: match e {
+            rustls::pki_types::pem::Error::NoItemsFound => "holds no PEM private key".into(),
+            e => pem_error(e),
+        },
+    })?;
+    Ok((certs, key))
+}
+
+fn pem_error(e: rustls::pki_types::pem::Error) -> String {
+    match e {
+        rustls::pki_types::pem::Error::Io(e) => e.to_string(),
+        e => format!("not PEM: {e:?}"),
+    }
+}
+
+/// libpq's `verify-ca`: the chain must lead to a trusted root; the name is not
+/// looked at. webpki checks the chain before the name, so a name mismatch is the one
+/// error forgiven.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// libpq's `require` and Keystone's `insecure`: any certificate; the handshake's
+/// signatures are still checked, so the connection is encrypted to whoever holds the
+/// key of the certificate shown.
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The certificate allot serves HTTPS with, and the files it came from.
+#[derive(Debug)]
+pub struct ServerTls {
+    cert: PathBuf,
+    key: PathBuf,
+    current: ArcSwap<CertifiedKey>,
+}
+
+impl ServerTls {
+    /// Reads the certificate chain and its key (PEM files); the key must match the
+    /// certificate.
+    pub fn open(cert: &Path, key: &Path) -> Result<Arc<Self>, TlsError> {
+        let current = ArcSwap::from_pointee(certified_key(cert, key)?);
+        Ok(Arc::new(ServerTls {
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+            current,
+        }))
+    }
+
+    /// Reads the files again; the next handshake uses what they hold. A file that
+    /// does not load (half written, a key for another certificate) leaves the
+    /// certificate in use as it was.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        self.current
+            .store(Arc::new(certified_key(&self.cert, &self.key)?));
+        Ok(())
+    }
+
+    /// The certificate file.
+    pub fn cert_path(&self) -> &Path {
+        &self.cert
+    }
+
+    /// A server configuration that offers `alpn` (most preferred first) and shows
+    /// whatever certificate was loaded last.
+    pub fn config(self: &Arc<Self>, alpn: &[&[u8]]) -> Result<rustls::ServerConfig, TlsError> {
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_cert_resolver(self.clone());
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Ok(config)
+    }
+}
+
+impl ResolvesServerCert for ServerTls {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.load_full())
+    }
+}
+
+fn certified_key(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
+    let (certs, key_der) = identity_files(cert, key)?;
+    let signing = provider()
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|e| TlsError::File {
+            path: key.to_owned(),
+            what: format!("not a usable private key: {e}"),
+        })?;
+    let certified = CertifiedKey::new(certs, signing);
+    certified.keys_match().map_err(|e| TlsError::File {
+        path: key.to_owned(),
+        what: format!("not the key of {}: {e}", cert.display()),
+    })?;
+    Ok(certified)
+}
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+#[cfg(test)]
+mod tests;
