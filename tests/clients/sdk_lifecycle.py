@@ -7,42 +7,28 @@ ask for allocation candidates, claim one, read usages, drop the claim, delete th
 provider; and one error, whose SDK exception must carry the request id. Every step
 asserts; the last line is ``N passed, N failed``.
 
-Usage: sdk_lifecycle.py URL (scripts/clients starts allot and passes its URL).
+Usage: sdk_lifecycle.py URL [CACERT] (scripts/clients starts allot and passes its
+URL; for an https:// URL, the CA file that verifies allot's certificate).
 """
 
 import sys
-import traceback
 import uuid
 
 import openstack
 from openstack import exceptions
 
+from steps import step, summary
+
 VERSION = '1.39'
-results = []
 
 
-def step(name):
-    """Runs the decorated function at once as one named, counted step."""
-    def run(fn):
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - a failing step is reported, not fatal
-            results.append((name, False))
-            print('FAIL %s' % name)
-            traceback.print_exc(limit=3)
-        else:
-            results.append((name, True))
-            print('ok   %s' % name)
-        return fn
-    return run
-
-
-def main(url):
+def main(url, cacert=None):
     conn = openstack.connection.Connection(
         auth_type='admin_token',
         auth={'endpoint': url, 'token': 'admin'},
         placement_endpoint_override=url,
         placement_api_version=VERSION,
+        cacert=cacert,
     )
     placement = conn.placement
     # The raw session, for calls the proxy has no method for; always at VERSION.
@@ -221,13 +207,10 @@ def main(url):
         assert r.status_code == 403, (r.status_code, r.text)
         assert 'placement:reshaper:reshape' in r.text, r.text
 
-    passed = sum(1 for _, ok in results if ok)
-    failed = len(results) - passed
-    print('%d passed, %d failed' % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 2:
-        sys.exit('usage: sdk_lifecycle.py URL')
-    sys.exit(main(sys.argv[1].rstrip('/')))
+    if len(sys.argv) not in (2, 3):
+        sys.exit('usage: sdk_lifecycle.py URL [CACERT]')
+    sys.exit(main(sys.argv[1].rstrip('/'), *sys.argv[2:]))

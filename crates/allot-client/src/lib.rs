@@ -26,6 +26,7 @@ use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 /// The request methods and statuses the client's signatures use.
 pub use hyper::{Method, StatusCode};
 use hyper::{Request, Uri};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client as HyperClient};
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
@@ -57,16 +58,21 @@ pub struct Config {
     pub token: String,
     /// The microversion sent in `openstack-api-version: placement X`.
     pub microversion: String,
+    /// For an `https://` URL: whom to trust. The default is the system's roots, which
+    /// `SSL_CERT_FILE` replaces, as for OpenSSL and curl.
+    pub tls: allot_tls::ClientTls,
 }
 
 impl Config {
-    /// An endpoint with the defaults: `x-auth-token: admin`, microversion 1.39.
+    /// An endpoint with the defaults: `x-auth-token: admin`, microversion 1.39, the
+    /// system's roots.
     pub fn new(url: impl Into<String>) -> Config {
         Config {
             url: url.into(),
             token_header: "x-auth-token".into(),
             token: "admin".into(),
             microversion: "1.39".into(),
+            tls: allot_tls::ClientTls::default(),
         }
     }
 }
@@ -167,7 +173,7 @@ impl Inventory {
 /// A cheap, cloneable handle on one endpoint; clones share the connection pool.
 #[derive(Clone)]
 pub struct Client {
-    http: HyperClient<HttpConnector, Full<Bytes>>,
+    http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     base: String,
     token_header: HeaderName,
     token: HeaderValue,
@@ -189,12 +195,21 @@ impl Client {
         let uri: Uri = base
             .parse()
             .map_err(|e| Error::Config(format!("url {:?}: {e}", config.url)))?;
-        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        let https = uri.scheme_str() == Some("https");
+        if !(https || uri.scheme_str() == Some("http")) || uri.host().is_none() {
             return Err(Error::Config(format!(
-                "url {:?}: only http://host[:port][/prefix] is supported",
+                "url {:?}: only http[s]://host[:port][/prefix] is supported",
                 config.url
             )));
         }
+        // Built (and its files read) for https:// only.
+        let tls = match https {
+            true => config
+                .tls
+                .config()
+                .map_err(|e| Error::Config(format!("TLS: {e}")))?,
+            false => allot_tls::trusting_no_one(),
+        };
         let token_header = HeaderName::from_bytes(config.token_header.as_bytes())
             .map_err(|e| Error::Config(format!("token header: {e}")))?;
         let mut token = HeaderValue::from_str(&config.token)
@@ -206,6 +221,12 @@ impl Client {
         // Small requests back to back: Nagle would add 40 ms to some of them.
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(10)));
+        connector.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let http = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector);
@@ -857,9 +878,14 @@ mod tests {
     #[test]
     fn bad_configuration_is_refused() {
         assert!(matches!(
-            Client::new(&Config::new("https://x")),
+            Client::new(&Config::new("ftp://x")),
             Err(Error::Config(_))
         ));
+        // https:// reads its CA file when the client is made: a missing one is named.
+        let mut config = Config::new("https://x");
+        config.tls.roots = allot_tls::Roots::File("/nonexistent/ca.pem".into());
+        let e = Client::new(&config).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
         assert!(matches!(
             Client::new(&Config::new("not a url")),
             Err(Error::Config(_))

@@ -9,13 +9,10 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::serve::IncomingStream;
-use tokio::net::TcpListener;
 
 use crate::error::{render, ApiError, ErrorContext, ErrorFormat, ErrorInfo};
 use crate::microversion::{self, Version};
@@ -26,24 +23,17 @@ use crate::AppState;
 /// openstacksdk read. Placement sends both, with the same value.
 pub const REQUEST_ID_HEADERS: [&str; 2] = ["openstack-request-id", "x-openstack-request-id"];
 
-/// The local address a connection came in on. [`crate::serve`] records it per
-/// connection so that a `Location` header can still be made absolute when the request
-/// names no usable host (WSGI's `SERVER_NAME` and `SERVER_PORT`, which webob falls
-/// back on).
+/// How a request's connection came in: the local address it was accepted on and
+/// whether it is TLS. [`crate::graceful`] records it per connection so that a
+/// `Location` header can be made absolute with the right scheme, and still when the
+/// request names no usable host (WSGI's `SERVER_NAME` and `SERVER_PORT`, which webob
+/// falls back on).
 #[derive(Debug, Clone, Copy)]
-pub struct LocalAddr(pub SocketAddr);
-
-impl Connected<IncomingStream<'_, TcpListener>> for LocalAddr {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
-        // A socket that cannot say its own address is not worth failing a connection
-        // over; the placeholder only ever ends up in a Location header.
-        LocalAddr(
-            stream
-                .io()
-                .local_addr()
-                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0))),
-        )
-    }
+pub struct Arrival {
+    /// The address the connection was accepted on.
+    pub local: SocketAddr,
+    /// Whether the connection is HTTPS.
+    pub https: bool,
 }
 
 /// Who is calling.
@@ -195,17 +185,26 @@ fn usable_host(host: &str) -> bool {
         && port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok())
 }
 
-/// The `http://host[:port]` that relative `Location`s are resolved against, as webob
-/// does it: the request's `Host` header, else the address the connection came in on
-/// (else `localhost`, for requests that did not come through a socket), without the
-/// default port 80.
-fn base_url(headers: &HeaderMap, local: Option<SocketAddr>) -> String {
-    let authority = match header_str(headers, "host").filter(|h| usable_host(h)) {
+/// The `http[s]://host[:port]` that relative `Location`s are resolved against, as
+/// webob does it: the request's `Host` header (HTTP/2's `:authority`, in the URI),
+/// else the address the connection came in on (else `localhost`, for requests that
+/// did not come through a socket), without the scheme's default port.
+fn base_url(headers: &HeaderMap, uri: &axum::http::Uri, arrival: Option<Arrival>) -> String {
+    let https = arrival.is_some_and(|a| a.https);
+    let authority = match header_str(headers, "host")
+        .or_else(|| uri.authority().map(|a| a.as_str()))
+        .filter(|h| usable_host(h))
+    {
         Some(host) => host.to_owned(),
-        None => local.map_or_else(|| "localhost".to_owned(), |a| a.to_string()),
+        None => arrival.map_or_else(|| "localhost".to_owned(), |a| a.local.to_string()),
     };
-    let authority = authority.strip_suffix(":80").unwrap_or(&authority);
-    format!("http://{authority}")
+    let (scheme, default_port) = if https {
+        ("https", ":443")
+    } else {
+        ("http", ":80")
+    };
+    let authority = authority.strip_suffix(default_port).unwrap_or(&authority);
+    format!("{scheme}://{authority}")
 }
 
 /// Makes a relative (`/...`) `Location` header absolute against `base`.
@@ -228,10 +227,8 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
     let request_id = format!("req-{}", uuid::Uuid::new_v4());
     let method = req.method().clone();
     let headers = req.headers().clone();
-    let local = req
-        .extensions()
-        .get::<ConnectInfo<LocalAddr>>()
-        .map(|ConnectInfo(LocalAddr(a))| *a);
+    let arrival = req.extensions().get::<Arrival>().copied();
+    let uri = req.uri().clone();
     let accept = header_str(&headers, "accept").map(str::to_owned);
     let format = error_format(accept.as_deref());
     let origin = header_str(&headers, "origin").map(str::to_owned);
@@ -301,7 +298,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
     if let (Some(cors), Some(origin)) = (&app.config.cors, origin.as_deref()) {
         cors.decorate(&mut response, origin);
     }
-    absolute_location(&mut response, &base_url(&headers, local));
+    absolute_location(&mut response, &base_url(&headers, &uri, arrival));
     if let Ok(v) = HeaderValue::from_str(&request_id) {
         for name in REQUEST_ID_HEADERS {
             response.headers_mut().insert(name, v.clone());

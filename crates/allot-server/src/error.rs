@@ -400,6 +400,24 @@ pub fn render(status: StatusCode, info: &ErrorInfo, request: &ErrorContext) -> R
     response
 }
 
+/// The answer to a plain-HTTP request that reached the HTTPS port (see `graceful`):
+/// a 400 that says which scheme to use, rather than the TLS alert a client would
+/// show as garbage.
+pub fn https_required(authority: &str) -> Response {
+    let request_id = format!("req-{}", uuid::Uuid::new_v4());
+    let info = ErrorInfo {
+        message: format!("This port speaks HTTPS: use https://{authority}/."),
+        code: ErrorCode::Undefined,
+    };
+    let request = ErrorContext {
+        method: "GET",
+        request_id: &request_id,
+        version: None,
+        format: ErrorFormat::Json,
+    };
+    render(StatusCode::BAD_REQUEST, &info, &request)
+}
+
 /// The content type and bytes of an error's body.
 fn body(status: StatusCode, info: &ErrorInfo, request: &ErrorContext) -> (&'static str, Vec<u8>) {
     let title = status.canonical_reason().unwrap_or("Error");

@@ -24,6 +24,11 @@
 //!   first bytes are read ([`Watched`] notes them), and one accepted after the stop
 //!   waits as long for them before hyper sees it.
 //!
+//! With a certificate ([`Tls`]), every connection is HTTPS: the TLS handshake comes
+//! first (bounded by [`HANDSHAKE`]), then HTTP/2 if the client asked for `h2` by ALPN,
+//! else HTTP/1.1. The certificate is looked up at each handshake, so a reload (SIGHUP)
+//! reaches the next connection and leaves those open as they are.
+//!
 //! hyper's graceful stop then lets every connection finish the request it has begun,
 //! answers it with `connection: close`, and closes the connections idle between
 //! requests. Every connection's task holds a clone of one channel's sender, so that
@@ -38,18 +43,25 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::Request;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
-use crate::context::LocalAddr;
+use crate::context::Arrival;
+
+/// The certificate a listener serves HTTPS with (`None`: plain HTTP).
+pub type Tls = Option<Arc<allot_tls::ServerTls>>;
+
+/// How long a client is given to finish its TLS handshake.
+pub const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// How long, once the stop has come, a connection that has sent nothing yet is given
 /// to send its request: one accepted an instant before the stop, whose client is
@@ -60,19 +72,30 @@ pub const FIRST_BYTES: Duration = Duration::from_secs(1);
 /// handshakes that were half done: a round trip, with room for a loaded host.
 pub const HANDSHAKES: Duration = Duration::from_millis(200);
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and
-/// waits for the connections under way to finish their requests.
+/// Serves `app` on `listener` (HTTPS with `tls`) until `shutdown` resolves, then
+/// stops accepting and waits for the connections under way to finish their requests.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    tls: Tls,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let acceptor = match &tls {
+        Some(tls) => {
+            let config = tls
+                .config(&[b"h2", b"http/1.1"])
+                .map_err(std::io::Error::other)?;
+            Some(TlsAcceptor::from(Arc::new(config)))
+        }
+        None => None,
+    };
     let (stop, stopping) = watch::channel(false);
     let (running, mut all_done) = mpsc::channel::<()>(1);
     let spawn = |stream: TcpStream| {
         tokio::spawn(connection(
             stream,
             app.clone(),
+            acceptor.clone(),
             stopping.clone(),
             running.clone(),
         ));
@@ -171,12 +194,13 @@ const DROP_SYN: [socket2::SockFilter; 5] = {
 };
 
 /// Serves one connection until it closes; on the stop, lets it finish its request
-/// (see the module doc). The connection's local address goes into every request, as
-/// `LocalAddr` (see `context::base_url`). `_running` tells [`serve`] when it ends.
+/// (see the module doc). How it arrived goes into every request, as [`Arrival`] (see
+/// `context::base_url`). `_running` tells [`serve`] when it ends.
 async fn connection(
     stream: TcpStream,
     app: Router,
-    mut stopping: watch::Receiver<bool>,
+    tls: Option<TlsAcceptor>,
+    stopping: watch::Receiver<bool>,
     _running: mpsc::Sender<()>,
 ) {
     let local = stream
@@ -191,15 +215,92 @@ async fn connection(
     {
         return;
     }
-    let service = app.map_request(move |mut req: Request<Incoming>| {
-        req.extensions_mut().insert(ConnectInfo(LocalAddr(local)));
+    let arrival = Arrival {
+        local,
+        https: tls.is_some(),
+    };
+    let service = TowerToHyperService::new(app.map_request(move |mut req: Request<Incoming>| {
+        req.extensions_mut().insert(arrival);
         req
+    }));
+    let outcome = match tls {
+        None => {
+            let (stream, first_read) = Watched::new(stream);
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            drive(connection, &first_read, stopping).await
+        }
+        Some(acceptor) => {
+            if speaks_plain_http(&stream).await {
+                return https_required(stream, local).await;
+            }
+            let stream = match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return tracing::debug!("a TLS handshake failed: {e}"),
+                Err(_) => return tracing::debug!("a TLS handshake took over {HANDSHAKE:?}"),
+            };
+            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            let (stream, first_read) = Watched::new(stream);
+            let io = TokioIo::new(stream);
+            if h2 {
+                let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(io, service);
+                drive(connection, &first_read, stopping).await
+            } else {
+                let connection =
+                    hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+                drive(connection, &first_read, stopping).await
+            }
+        }
+    };
+    if let Err(e) = outcome {
+        tracing::debug!("serving a connection: {e}");
+    }
+}
+
+/// Whether a connection to the HTTPS port begins with an HTTP method rather than a
+/// TLS record (whose first byte, a handshake's, is 0x16).
+async fn speaks_plain_http(stream: &TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(
+        tokio::time::timeout(HANDSHAKE, stream.peek(&mut first)).await,
+        Ok(Ok(1)) if first[0].is_ascii_uppercase()
+    )
+}
+
+/// Answers a plain-HTTP request on the HTTPS port with a 400 that names the scheme
+/// (nginx answers its 497 to the same mistake), then closes the connection.
+async fn https_required(stream: TcpStream, local: SocketAddr) {
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let authority = req
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map_or_else(|| local.to_string(), str::to_owned);
+        std::future::ready(Ok::<_, std::convert::Infallible>(
+            crate::error::https_required(&authority),
+        ))
     });
-    let (stream, first_read) = Watched::new(stream);
-    let connection = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    let served = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), service);
+    if let Err(e) = tokio::time::timeout(HANDSHAKE, served)
+        .await
+        .unwrap_or(Ok(()))
+    {
+        tracing::debug!("answering plain HTTP on the HTTPS port: {e}");
+    }
+}
+
+/// Drives one HTTP connection to its end; once the stop comes, tells it to stop when
+/// its request has begun to arrive (see the module doc).
+async fn drive<C: GracefulConnection>(
+    connection: C,
+    first_read: &FirstRead,
+    mut stopping: watch::Receiver<bool>,
+) -> Result<(), C::Error> {
     let mut connection = std::pin::pin!(connection);
-    let outcome = tokio::select! {
+    tokio::select! {
         // The connection first, so that it has read what has arrived before it is
         // told to stop.
         biased;
@@ -210,11 +311,10 @@ async fn connection(
             // hyper would close at once a connection that has read nothing: its
             // client may be about to write. It is served on until the first bytes
             // come (then the request under way is finished) or FIRST_BYTES passes.
-            let arrived = first_read.arrived();
             let waited = tokio::select! {
                 biased;
                 outcome = connection.as_mut() => Some(outcome),
-                () = arrived => None,
+                () = first_read.arrived() => None,
                 () = tokio::time::sleep(FIRST_BYTES) => None,
             };
             match waited {
@@ -225,15 +325,12 @@ async fn connection(
                 }
             }
         }
-    };
-    if let Err(e) = outcome {
-        tracing::debug!("serving a connection: {e}");
     }
 }
 
 /// A connection's stream that notes when its first bytes have been read.
-struct Watched {
-    stream: TcpStream,
+struct Watched<S> {
+    stream: S,
     first: Arc<FirstRead>,
 }
 
@@ -257,8 +354,8 @@ impl FirstRead {
     }
 }
 
-impl Watched {
-    fn new(stream: TcpStream) -> (Self, Arc<FirstRead>) {
+impl<S> Watched<S> {
+    fn new(stream: S) -> (Self, Arc<FirstRead>) {
         let first = Arc::new(FirstRead::default());
         let watched = Watched {
             stream,
@@ -268,7 +365,7 @@ impl Watched {
     }
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -283,7 +380,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -165,12 +165,13 @@ pub fn router(state: AppState) -> Router {
         ))
 }
 
-/// Serves the application on `listener` until `shutdown` resolves, then finishes the
-/// requests under way (see [`graceful`]).
+/// Serves the application on `listener` (HTTPS with `tls`) until `shutdown`
+/// resolves, then finishes the requests under way (see [`graceful`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
+    tls: graceful::Tls,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    graceful::serve(listener, router(state), shutdown).await
+    graceful::serve(listener, router(state), tls, shutdown).await
 }

@@ -51,7 +51,7 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(allot_server::serve(listener, app.clone(), async {
+        let task = tokio::spawn(allot_server::serve(listener, app.clone(), None, async {
             let _ = stopped.await;
         }));
         Server {

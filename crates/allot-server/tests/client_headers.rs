@@ -140,7 +140,7 @@ async fn location_falls_back_to_the_local_address_over_a_socket() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(allot_server::serve(listener, state, async {
+    let server = tokio::spawn(allot_server::serve(listener, state, None, async {
         let _ = stopped.await;
     }));
 

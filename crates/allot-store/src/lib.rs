@@ -15,6 +15,7 @@ pub mod dump;
 mod engine;
 mod host;
 pub mod log;
+pub mod pg_tls;
 /// The store suite's databases on the test PostgreSQL server, for the engine's own
 /// unit tests too: one rule for a missing server.
 #[cfg(test)]
@@ -51,6 +52,11 @@ pub enum StoreError {
     /// The PostgreSQL engine failed (or could not connect: the message says why).
     #[error("postgres: {}", postgres_message(.0))]
     Postgres(postgres::Error),
+    /// TLS to PostgreSQL failed: a certificate that does not verify, a server without
+    /// TLS under a mode that requires it, a file of the settings that cannot be read
+    /// ([`pg_tls`] says which, in libpq's terms).
+    #[error("postgres: {0}")]
+    PostgresTls(String),
     /// An I/O error outside the engine (creating the database's directory, ...).
     #[error("{0}")]
     Io(#[from] std::io::Error),

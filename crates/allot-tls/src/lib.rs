@@ -114,23 +114,25 @@ impl ClientTls {
         let provider = provider();
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
-        let builder = match self.check {
-            Check::Nothing => builder
+        let webpki = match self.check {
+            Check::Nothing => None,
+            Check::Full | Check::Chain => Some(
+                WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(self.root_store()?),
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|e| TlsError::Platform(e.to_string()))?,
+            ),
+        };
+        let builder = match (self.check, webpki) {
+            (Check::Full, Some(webpki)) => builder.with_webpki_verifier(webpki),
+            (check, webpki) => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unchecked(provider))),
-            Check::Full | Check::Chain => {
-                let roots = Arc::new(self.root_store()?);
-                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
-                    .build()
-                    .map_err(|e| TlsError::Platform(e.to_string()))?;
-                if self.check == Check::Full {
-                    builder.with_webpki_verifier(webpki)
-                } else {
-                    builder
-                        .dangerous()
-                        .with_custom_certificate_verifier(Arc::new(ChainOnly(webpki)))
-                }
-            }
+                .with_custom_certificate_verifier(Arc::new(Lenient {
+                    chain: webpki.filter(|_| check == Check::Chain),
+                    provider,
+                })),
         };
         Ok(match &self.identity {
             Some(identity) => {
@@ -166,6 +168,16 @@ impl ClientTls {
         }
         Ok(store)
     }
+}
+
+/// A client configuration that trusts no certificate: for a connector that can
+/// reach `https://` URLs but is only ever given `http://` ones.
+pub fn trusting_no_one() -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("ring offers the default protocol versions")
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth()
 }
 
 /// Every certificate of a PEM file, in order; at least one.
@@ -207,13 +219,19 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
     }
 }
 
-/// libpq's `verify-ca`: the chain must lead to a trusted root; the name is not
-/// looked at. webpki checks the chain before the name, so a name mismatch is the one
-/// error forgiven.
+/// The checks short of [`Check::Full`]. With `chain` (libpq's `verify-ca`), the chain
+/// must lead to a trusted root and the name is not looked at: webpki checks the chain
+/// before the name, so a name mismatch is the one error forgiven. Without it (libpq's
+/// `require`, Keystone's `insecure`), any certificate. Either way the handshake's
+/// signatures are checked, so the connection is encrypted to whoever holds the key of
+/// the certificate shown.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -222,10 +240,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -239,7 +257,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -248,62 +267,14 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// libpq's `require` and Keystone's `insecure`: any certificate; the handshake's
-/// signatures are still checked, so the connection is encrypted to whoever holds the
-/// key of the certificate shown.
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

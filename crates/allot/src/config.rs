@@ -215,6 +215,26 @@ pub struct Layer {
     #[arg(long, value_name = "FILE")]
     keystone_password_file: Option<PathBuf>,
 
+    /// With --auth keystone and an https:// URL: the CA certificates (PEM) Keystone's
+    /// certificate must lead to [default: the system's].
+    #[arg(long, value_name = "FILE")]
+    keystone_cafile: Option<PathBuf>,
+
+    /// With --auth keystone and an https:// URL: a client certificate (PEM) to show
+    /// Keystone, with --keystone-keyfile.
+    #[arg(long, value_name = "FILE")]
+    keystone_certfile: Option<PathBuf>,
+
+    /// With --auth keystone: the key (PEM) of --keystone-certfile.
+    #[arg(long, value_name = "FILE")]
+    keystone_keyfile: Option<PathBuf>,
+
+    /// With --auth keystone and an https:// URL: accept any certificate Keystone shows
+    /// (encrypted, but open to whoever sits between; for testing only).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value = "false", value_parser = BOOL)]
+    keystone_insecure: Option<bool>,
+
     /// With --auth keystone: the project allot's token is scoped to.
     #[arg(long, value_name = "NAME", default_value = "service")]
     keystone_project: Option<String>,
@@ -288,6 +308,16 @@ pub struct Layer {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
           default_value = shown!(DEFAULT_SHUTDOWN_GRACE))]
     shutdown_grace: Option<u64>,
+
+    /// Serve HTTPS (HTTP/1.1 and HTTP/2) with this certificate, PEM, its chain after
+    /// it; with --tls-key. Reread on SIGHUP, with the key: the next connections get
+    /// the new one. The --metrics-bind listener uses it too [default: plain HTTP].
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
 
     /// Also serve GET /metrics on this address, to anyone who can reach it (a
     /// scraper on a private network) [default: none: /metrics only on the API's
@@ -374,8 +404,19 @@ pub struct Settings {
     pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
     pub metrics_bind: Option<SocketAddr>,
+    /// HTTPS: the certificate and its key.
+    pub tls: Option<ServerTlsFiles>,
     /// What the start logs as warnings about the settings themselves.
     pub warnings: Vec<String>,
+}
+
+/// The files `allot serve` serves HTTPS with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTlsFiles {
+    /// The certificate, its chain after it.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
 }
 
 /// How callers are authenticated, with what each mode needs.
@@ -386,7 +427,7 @@ pub enum Auth {
     /// The static token file.
     Tokens(PathBuf),
     /// Keystone.
-    Keystone(allot_server::auth::keystone::KeystoneConfig),
+    Keystone(Box<allot_server::auth::keystone::KeystoneConfig>),
 }
 
 /// The default token file: beside the default database.
@@ -610,7 +651,8 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .map(std::time::Duration::from_millis),
         shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
         metrics_bind: s.metrics_bind,
-        warnings: warnings(&merged),
+        tls: server_tls(&merged)?,
+        warnings: warnings(&merged, bind),
     })
 }
 
@@ -704,9 +746,55 @@ fn keystone_password(merged: &Merged) -> anyhow::Result<String> {
     }
 }
 
+/// `tls_cert` and `tls_key`, the certificate `allot serve` serves HTTPS with.
+fn server_tls(merged: &Merged) -> anyhow::Result<Option<ServerTlsFiles>> {
+    let s = &merged.layer;
+    let files = cert_and_key(merged, ("tls_cert", &s.tls_cert), ("tls_key", &s.tls_key))?;
+    Ok(files.map(|(cert, key)| ServerTlsFiles { cert, key }))
+}
+
+/// A certificate and its key, given by the settings named: both or neither (a blank
+/// path is none, so that a wrapper can clear one).
+fn cert_and_key(
+    merged: &Merged,
+    (cert_id, cert): (&str, &Option<PathBuf>),
+    (key_id, key): (&str, &Option<PathBuf>),
+) -> anyhow::Result<Option<(PathBuf, PathBuf)>> {
+    let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.to_string_lossy().trim().is_empty());
+    let flag = |id: &str| format!("--{}", id.replace('_', "-"));
+    match (given(cert), given(key)) {
+        (Some(cert), Some(key)) => Ok(Some((cert, key))),
+        (None, None) => Ok(None),
+        (Some(_), None) => anyhow::bail!(
+            "{} gives a certificate but no key: add {}",
+            merged.source(cert_id),
+            flag(key_id)
+        ),
+        (None, Some(_)) => anyhow::bail!(
+            "{} gives a key but no certificate: add {}",
+            merged.source(key_id),
+            flag(cert_id)
+        ),
+    }
+}
+
 /// What a start should warn of in the settings themselves.
-fn warnings(merged: &Merged) -> Vec<String> {
+fn warnings(merged: &Merged, bind: SocketAddr) -> Vec<String> {
     let mut out = Vec::new();
+    let s = &merged.layer;
+    if !bind.ip().is_loopback() && server_tls(merged).ok().flatten().is_none() {
+        out.push(format!(
+            "serving plain HTTP on {bind}: tokens cross the network in clear text; give \
+             --tls-cert and --tls-key, or keep a TLS-terminating proxy in front"
+        ));
+    }
+    if declared(s.keystone_insecure) {
+        out.push(format!(
+            "{}: Keystone's certificate is not checked, so whoever sits between can read \
+             the service password and every token",
+            merged.source("keystone_insecure")
+        ));
+    }
     if let layers::Source::Flag(flag) = merged.source("keystone_password") {
         out.push(format!(
             "{flag} shows the Keystone password to every local user (the process \
@@ -715,6 +803,30 @@ fn warnings(merged: &Merged) -> Vec<String> {
         ));
     }
     out
+}
+
+/// TLS to Keystone, from `keystone_cafile`, `keystone_certfile`/`keystone_keyfile`
+/// and `keystone_insecure` (read by `Keystone::new`, for an https:// URL only).
+fn keystone_tls(merged: &Merged) -> anyhow::Result<allot_tls::ClientTls> {
+    let s = &merged.layer;
+    let identity = cert_and_key(
+        merged,
+        ("keystone_certfile", &s.keystone_certfile),
+        ("keystone_keyfile", &s.keystone_keyfile),
+    )?
+    .map(|(cert, key)| allot_tls::Identity { cert, key });
+    Ok(allot_tls::ClientTls {
+        roots: match &s.keystone_cafile {
+            Some(file) => allot_tls::Roots::File(file.clone()),
+            None => allot_tls::Roots::System,
+        },
+        check: if declared(s.keystone_insecure) {
+            allot_tls::Check::Nothing
+        } else {
+            allot_tls::Check::Full
+        },
+        identity,
+    })
 }
 
 /// The authentication mode and what it needs; refuses `noauth2` on an address other
@@ -774,10 +886,11 @@ fn auth(
             config.user_domain_name = domain.clone();
             config.project_domain_name = domain;
             config.cache_ttl = std::time::Duration::from_secs(declared(s.token_cache_ttl));
+            config.tls = keystone_tls(merged)?;
             // Checked here, so that a bad URL stops the start with its reason.
             allot_server::auth::keystone::Keystone::new(config.clone())
                 .map_err(|e| anyhow!("--auth keystone: {e}"))?;
-            Ok(Auth::Keystone(config))
+            Ok(Auth::Keystone(Box::new(config)))
         }
     }
 }
@@ -830,6 +943,49 @@ mod tests {
         }
         let lookup = move |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
         args(argv).resolve_with(&lookup)
+    }
+
+    #[test]
+    fn tls_settings_come_in_pairs_and_reach_keystone() {
+        let s = resolve(&["--tls-cert", "/c.pem", "--tls-key", "/c.key"], &[], None).unwrap();
+        assert_eq!(
+            s.tls,
+            Some(ServerTlsFiles {
+                cert: "/c.pem".into(),
+                key: "/c.key".into()
+            })
+        );
+        // From the file and the environment alike; one without the other is refused.
+        let e = resolve(&[], &[("ALLOT_TLS_KEY", "/c.key")], None).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("ALLOT_TLS_KEY gives a key but no certificate"),
+            "{e}"
+        );
+        let e = resolve(&[], &[], Some("tls_cert = \"/c.pem\"\n")).unwrap_err();
+        assert!(e.to_string().contains("no key: add --tls-key"), "{e}");
+        assert_eq!(resolve(&[], &[], None).unwrap().tls, None);
+
+        let keystone = ["--auth", "keystone", "--keystone-url", "https://k:5000/v3"];
+        let password = [("ALLOT_KEYSTONE_PASSWORD", "p")];
+        let mut argv = keystone.to_vec();
+        argv.extend(["--keystone-certfile", "/client.pem"]);
+        let e = resolve(&argv, &password, None).unwrap_err();
+        assert!(e.to_string().contains("add --keystone-keyfile"), "{e}");
+        // The insecure flag turns the check off, and says so.
+        let mut argv = keystone.to_vec();
+        argv.push("--keystone-insecure");
+        let s = resolve(&argv, &password, None).unwrap();
+        let Auth::Keystone(k) = &s.auth else {
+            panic!("keystone")
+        };
+        assert_eq!(k.tls.check, allot_tls::Check::Nothing);
+        assert_eq!(k.tls.roots, allot_tls::Roots::System);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("--keystone-insecure")),
+            "{:?}",
+            s.warnings
+        );
     }
 
     /// One setting's precedence: with all sources present the flag wins; without the
@@ -1082,7 +1238,8 @@ mod tests {
             !format!("{k:?}").contains("pw"),
             "the password stays out of Debug"
         );
-        // Keystone without its endpoint or password, or over https, says what is missing.
+        // Keystone without its endpoint or password, or with a CA file that is not
+        // there, says what is missing.
         assert!(error(&["--auth", "keystone"], &[], None).contains("--keystone-url"));
         let m = error(
             &["--auth", "keystone", "--keystone-url", "http://k"],
@@ -1092,10 +1249,16 @@ mod tests {
         assert!(m.contains("ALLOT_KEYSTONE_PASSWORD"), "{m}");
         let m = error(
             &["--auth", "keystone", "--keystone-url", "https://k"],
-            &[("ALLOT_KEYSTONE_PASSWORD", "x")],
+            &[
+                ("ALLOT_KEYSTONE_PASSWORD", "x"),
+                ("ALLOT_KEYSTONE_CAFILE", "/nonexistent/ca.pem"),
+            ],
             None,
         );
-        assert!(m.contains("TLS"), "{m}");
+        assert!(
+            m.contains("TLS to Keystone") && m.contains("/nonexistent/ca.pem"),
+            "{m}"
+        );
         assert!(error(&[], &[("ALLOT_AUTH", "none")], None).contains("ALLOT_AUTH"));
     }
 
@@ -1366,7 +1529,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 27, "every setting is checked");
+        assert_eq!(checked, 33, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

@@ -131,6 +131,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The authenticator is chosen before the database opens, so that a bad token
     // file stops the start at once.
     let mut token_table = None;
+    let mut keystone = None;
     let auth: Arc<dyn allot_server::auth::Authenticator> = match &settings.auth {
         config::Auth::NoAuth2 => Arc::new(allot_server::auth::NoAuth2),
         config::Auth::Tokens(path) => {
@@ -141,10 +142,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             token_table = Some(tokens.clone());
             tokens
         }
-        config::Auth::Keystone(k) => Arc::new(
-            allot_server::auth::keystone::Keystone::new(k.clone())
-                .map_err(|e| anyhow::anyhow!("--auth keystone: {e}"))?,
+        config::Auth::Keystone(k) => {
+            let k = Arc::new(
+                allot_server::auth::keystone::Keystone::new((**k).clone())
+                    .map_err(|e| anyhow::anyhow!("--auth keystone: {e}"))?,
+            );
+            keystone = Some(k.clone());
+            k
+        }
+    };
+    // The certificate too, before the database opens.
+    let tls = match &settings.tls {
+        Some(files) => Some(
+            allot_tls::ServerTls::open(&files.cert, &files.key)
+                .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key: {e}"))?,
         ),
+        None => None,
     };
     // The policy file too: a rule that does not parse stops the start, naming the
     // rule and the column.
@@ -210,23 +223,33 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         // Before "listening" is printed: a SIGHUP sent once we listen must find the
         // handler in place (unhandled, it would end the process).
-        if token_table.is_some() || policy_file.is_some() {
-            spawn_reloader(token_table, policy_file);
+        if token_table.is_some() || policy_file.is_some() || tls.is_some() {
+            spawn_reloader(token_table, policy_file, tls.clone());
         }
+        // A Keystone certificate that does not verify stops the start here, rather
+        // than answering every request 503 (Keystone merely down does not).
+        if let Some(keystone) = &keystone {
+            match keystone.check_tls().await {
+                Ok(None) => {}
+                Ok(Some(why)) => tracing::warn!("{why}"),
+                Err(e) => anyhow::bail!("--auth keystone: {e}"),
+            }
+        }
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
             .with_context(|| format!("binding {}", settings.bind))?;
         // The real address (the port may have been 0) goes on stderr for scripts and
         // tests that start us on an ephemeral port.
         let addr = listener.local_addr()?;
-        eprintln!("allot: listening on http://{addr}");
+        eprintln!("allot: listening on {scheme}://{addr}");
         let metrics_listener = match settings.metrics_bind {
             Some(bind) => {
                 let listener = tokio::net::TcpListener::bind(bind)
                     .await
                     .with_context(|| format!("binding {bind} (metrics_bind)"))?;
                 let addr = listener.local_addr()?;
-                eprintln!("allot: metrics on http://{addr}{}", allot_server::metrics::PATH);
+                eprintln!("allot: metrics on {scheme}://{addr}{}", allot_server::metrics::PATH);
                 Some(listener)
             }
             None => None,
@@ -247,13 +270,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // No token there: whoever reaches the address may scrape (see --help).
             let app = allot_server::metrics::router(state.clone());
             let stopped = signalled(stopping.clone());
+            let tls = tls.clone();
             tokio::spawn(async move {
-                if let Err(e) = allot_server::graceful::serve(listener, app, stopped).await {
+                if let Err(e) = allot_server::graceful::serve(listener, app, tls, stopped).await {
                     tracing::error!("serving the metrics: {e}");
                 }
             });
         }
-        let server = allot_server::serve(listener, state, signalled(stopping.clone()));
+        let server = allot_server::serve(listener, state, tls, signalled(stopping.clone()));
         let grace = settings.shutdown_grace;
         tokio::select! {
             served = server => served?,
@@ -345,18 +369,19 @@ fn warn_unknown_rules(file: &allot_server::policy_file::PolicyFile) {
     }
 }
 
-/// Rereads the token file and the policy file on every SIGHUP; a file that does not
-/// parse keeps its old contents, and the log says why.
+/// Rereads the token file, the policy file and the certificate on every SIGHUP; a
+/// file that does not parse keeps its old contents, and the log says why.
 fn spawn_reloader(
     tokens: Option<Arc<allot_server::auth::tokens::StaticTokens>>,
     policy_file: Option<Arc<allot_server::policy_file::PolicyFile>>,
+    tls: Option<Arc<allot_tls::ServerTls>>,
 ) {
     #[cfg(unix)]
     {
         let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         else {
             tracing::warn!(
-                "cannot listen for SIGHUP: the token and policy files will not be reloaded"
+                "cannot listen for SIGHUP: the token file, the policy file and the certificate will not be reloaded"
             );
             return;
         };
@@ -369,6 +394,16 @@ fn spawn_reloader(
                         }
                         Err(e) => {
                             tracing::error!("token file not reloaded, the old tokens stay: {e}")
+                        }
+                    }
+                }
+                if let Some(tls) = &tls {
+                    match tls.reload() {
+                        Ok(()) => {
+                            tracing::info!(path = %tls.cert_path().display(), "certificate reloaded")
+                        }
+                        Err(e) => {
+                            tracing::error!("certificate not reloaded, the old one stays: {e}")
                         }
                     }
                 }
@@ -387,7 +422,7 @@ fn spawn_reloader(
         });
     }
     #[cfg(not(unix))]
-    drop((tokens, policy_file));
+    drop((tokens, policy_file, tls));
 }
 
 /// Resolves on SIGINT or SIGTERM, with the signal's name and number.

@@ -52,10 +52,19 @@ fn keystone() -> Option<Keystone> {
         .next()
         .unwrap()
         .to_owned();
+    // The same Keystone over TLS, and the CA that signed its certificate.
+    let https = match (
+        std::env::var("ALLOT_TEST_KEYSTONE_HTTPS_URL"),
+        std::env::var("ALLOT_TEST_KEYSTONE_CA"),
+    ) {
+        (Ok(url), Ok(ca)) => Some((url, ca)),
+        _ => None,
+    };
     Some(Keystone {
         base,
         addr,
         password,
+        https,
     })
 }
 
@@ -73,6 +82,8 @@ struct Keystone {
     addr: String,
     /// Every user's password.
     password: String,
+    /// Its `https://HOST:PORT/v3` URL and the CA file that verifies it.
+    https: Option<(String, String)>,
 }
 
 /// A token Keystone issued.
@@ -399,4 +410,81 @@ fn real_keystone_expiry_revocation_and_service_tokens() {
         );
         assert_eq!(with(server, &alice, &service.id).status, 200);
     }
+}
+
+/// Keystone over TLS (issue 27): with its CA, tokens are validated as over plain HTTP;
+/// with another CA the start is refused with the reason; `--keystone-insecure` takes
+/// any certificate, with a warning.
+#[test]
+fn real_keystone_over_tls() {
+    let Some(ks) = keystone() else { return };
+    let Some((url, ca)) = ks.https.clone() else {
+        skip(
+            "ALLOT_TEST_KEYSTONE_HTTPS_URL and ALLOT_TEST_KEYSTONE_CA are not set, so \
+             Keystone over TLS was not tried (scripts/keystone env sets them)",
+        );
+        return;
+    };
+    assert!(url.starts_with("https://"), "{url}");
+    let dir = tempfile::tempdir().unwrap();
+    let password = [("ALLOT_KEYSTONE_PASSWORD", ks.password.as_str())];
+    let over_tls = |more: &[&str]| -> Vec<String> {
+        let mut args = vec!["--auth", "keystone", "--keystone-url", url.as_str()];
+        args.extend_from_slice(more);
+        args.into_iter().map(str::to_owned).collect()
+    };
+    let start = |args: &[String]| {
+        let db = format!(
+            "sqlite:{}",
+            dir.path().join(format!("{}.db", unique_name())).display()
+        );
+        let mut all = vec!["--bind", "127.0.0.1:0"];
+        all.extend(args.iter().map(String::as_str));
+        Server::start_args(&db, &all, &password)
+    };
+
+    let server = start(&over_tls(&["--keystone-cafile", &ca]));
+    let alice = ks.token("alice", Some("p1"));
+    assert_eq!(get(&server, "/resource_providers", &alice), 200);
+    assert_eq!(create(&server, &alice), 200);
+    assert_eq!(
+        call(&server, "GET", "/resource_providers", "bogus", &[]).status,
+        401
+    );
+    let carol = ks.token("carol", Some("p1"));
+    assert_eq!(create(&server, &carol), 403, "a reader may not write");
+
+    // Another CA: the start stops and says why.
+    let other = allot_tls::testing::TestCa::new(dir.path(), "other");
+    let other = other.cert().to_str().unwrap().to_owned();
+    let args = over_tls(&["--keystone-cafile", &other]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let e = support::refused(&args, &password);
+    assert!(
+        e.contains("TLS to Keystone") && e.contains("UnknownIssuer"),
+        "{e}"
+    );
+
+    // --keystone-insecure: any certificate, and a warning at start.
+    let server = start(&over_tls(&[
+        "--keystone-cafile",
+        &other,
+        "--keystone-insecure",
+    ]));
+    assert_eq!(
+        get(
+            &server,
+            "/resource_providers",
+            &ks.token("alice", Some("p1"))
+        ),
+        200
+    );
+    assert!(
+        server
+            .startup_log()
+            .iter()
+            .any(|l| l.contains("certificate is not checked")),
+        "{:?}",
+        server.startup_log()
+    );
 }

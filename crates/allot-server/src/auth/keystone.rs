@@ -28,11 +28,11 @@
 //!   and revoked ones). The identity is always the user's: the service token's roles
 //!   are not added to it.
 //!
-//! Only `http://` identity endpoints are supported: a TLS client would add a TLS
-//! stack to the build (minutes on CI's 2 cores) for what a local TLS-terminating
-//! proxy or an internal endpoint provides. `allot serve` refuses an `https://` URL
-//! with that explanation rather than send credentials in clear text to a host
-//! expecting TLS.
+//! - An `https://` endpoint is reached over TLS (rustls, through `allot_tls`): the
+//!   system's roots or `cafile`, a client certificate if given, and no check at all
+//!   only with `insecure` (keystonemiddleware's options of the same names). A
+//!   certificate that does not verify stops the start ([`Keystone::check_tls`]) and,
+//!   at run time, is a 503 whose logged reason says so; never a retry in plain text.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -42,6 +42,7 @@ use axum::http::HeaderMap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::{Method, Request, StatusCode, Uri};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
@@ -97,6 +98,8 @@ pub struct KeystoneConfig {
     /// Roles a service token must carry for `allow_expired` (keystonemiddleware's
     /// `service_token_roles`).
     pub service_roles: Vec<String>,
+    /// TLS to an `https://` endpoint (`cafile`, `certfile`/`keyfile`, `insecure`).
+    pub tls: allot_tls::ClientTls,
 }
 
 impl std::fmt::Debug for KeystoneConfig {
@@ -107,6 +110,7 @@ impl std::fmt::Debug for KeystoneConfig {
             .field("username", &self.username)
             .field("project_name", &self.project_name)
             .field("cache_ttl", &self.cache_ttl)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +129,7 @@ impl KeystoneConfig {
             cache_entries: DEFAULT_CACHE_ENTRIES,
             timeout: DEFAULT_TIMEOUT,
             service_roles: vec!["service".to_owned()],
+            tls: allot_tls::ClientTls::default(),
         }
     }
 }
@@ -144,7 +149,7 @@ pub struct Keystone {
     /// The same with `?allow_expired=1`, for a user's token behind a service token.
     tokens_url_allow_expired: Uri,
     challenge: String,
-    http: Client<HttpConnector, Full<Bytes>>,
+    http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     /// allot's own token and when to renew it ([`renew_at`]). A tokio mutex:
     /// renewing it awaits Keystone, and the requests that need it meanwhile wait for
     /// that one renewal.
@@ -161,20 +166,17 @@ impl std::fmt::Debug for Keystone {
 }
 
 impl Keystone {
-    /// Checks the configuration (an `http://` URL, credentials present); makes no
-    /// call yet, so that allot starts while Keystone is down (requests get 503 until
-    /// it is back).
+    /// Checks the configuration (an `http://` or `https://` URL, credentials present,
+    /// the TLS files readable); makes no call yet, so that allot starts while Keystone
+    /// is down (requests get 503 until it is back).
     pub fn new(config: KeystoneConfig) -> Result<Keystone, String> {
         let base = config.auth_url.trim().trim_end_matches('/');
         let base = base.strip_suffix("/v3").unwrap_or(base);
-        if base.starts_with("https://") {
+        let https = base.starts_with("https://");
+        if !https && !base.starts_with("http://") {
             return Err(format!(
-                "the Keystone URL {base} is https://, but allot has no TLS client: put a \
-                 TLS-terminating proxy on loopback and give its http:// URL"
+                "the Keystone URL {base:?} must start with http:// or https://"
             ));
-        }
-        if !base.starts_with("http://") {
-            return Err(format!("the Keystone URL {base:?} must start with http://"));
         }
         let url = |suffix: &str| -> Result<Uri, String> {
             format!("{base}/v3/auth/tokens{suffix}")
@@ -194,6 +196,21 @@ impl Keystone {
         }
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(config.timeout));
+        connector.enforce_http(false);
+        // An http:// endpoint never reaches the TLS configuration: it is built (and
+        // its files read) only for https://.
+        let tls = match https {
+            true => config
+                .tls
+                .config()
+                .map_err(|e| format!("TLS to Keystone: {e}"))?,
+            false => allot_tls::trusting_no_one(),
+        };
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let http = Client::builder(TokioExecutor::new()).build(connector);
         Ok(Keystone {
             challenge: format!("Keystone uri=\"{base}\""),
@@ -206,6 +223,30 @@ impl Keystone {
         })
     }
 
+    /// At start, for an `https://` endpoint: one request to it, so that a certificate
+    /// that does not verify (the wrong `cafile`, a name it does not carry) stops the
+    /// start with its reason. Keystone being down or slow is not an error here (the
+    /// requests get 503 until it answers): the call's outcome other than a TLS
+    /// failure is given back for the log.
+    pub async fn check_tls(&self) -> Result<Option<String>, String> {
+        if self.tokens_url.scheme_str() != Some("https") {
+            return Ok(None);
+        }
+        let request = Request::get(self.tokens_url.clone())
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        match tokio::time::timeout(self.config.timeout, self.http.request(request)).await {
+            Ok(Ok(_)) => Ok(None),
+            Ok(Err(e)) if is_tls_failure(&e) => Err(format!(
+                "TLS to Keystone at {}: {}",
+                self.tokens_url,
+                causes(&e)
+            )),
+            Ok(Err(e)) => Ok(Some(format!("cannot reach Keystone yet: {}", causes(&e)))),
+            Err(_) => Ok(Some("Keystone did not answer in time yet".to_owned())),
+        }
+    }
+
     /// One call to Keystone within the timeout: status, headers and body (JSON or
     /// `Null`). Transport failures and timeouts are [`AuthError::Unavailable`].
     async fn call(
@@ -213,11 +254,9 @@ impl Keystone {
         request: Request<Full<Bytes>>,
     ) -> Result<(StatusCode, HeaderMap, Value), AuthError> {
         let work = async {
-            let response = self
-                .http
-                .request(request)
-                .await
-                .map_err(|e| AuthError::Unavailable(format!("cannot reach Keystone ({e})")))?;
+            let response = self.http.request(request).await.map_err(|e| {
+                AuthError::Unavailable(format!("cannot reach Keystone: {}", causes(&e)))
+            })?;
             let (parts, body) = response.into_parts();
             let bytes = Limited::new(body, MAX_RESPONSE_BYTES)
                 .collect()
@@ -438,6 +477,39 @@ fn parse_token(body: &Value, allow_expired: bool) -> Result<Validated, AuthError
     })
 }
 
+/// An error and its causes, outermost first (hyper's own message says only "client
+/// error (Connect)"; the certificate's problem is a few causes down).
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether a failed call failed in the TLS handshake (rustls refused the certificate,
+/// or the server refused ours).
+fn is_tls_failure(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(cause) = source {
+        if cause.is::<allot_tls::rustls::Error>() {
+            return true;
+        }
+        // An io::Error's `source` skips the error it wraps (hyper-rustls wraps
+        // tokio-rustls's io::Error, which wraps rustls's, in another): look inside.
+        source = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => cause.source(),
+        };
+    }
+    false
+}
+
 impl Authenticator for Keystone {
     fn authenticate<'a>(&'a self, headers: &'a HeaderMap) -> AuthFuture<'a> {
         Box::pin(self.authenticate_headers(headers))
@@ -499,10 +571,18 @@ mod tests {
     }
 
     #[test]
-    fn https_is_refused_with_a_reason() {
-        let e = Keystone::new(KeystoneConfig::new("https://k", "u", "p", "service")).unwrap_err();
-        assert!(e.contains("TLS"), "{e}");
+    fn urls_and_credentials_are_checked() {
+        let e = Keystone::new(KeystoneConfig::new("ftp://k", "u", "p", "service")).unwrap_err();
+        assert!(e.contains("http:// or https://"), "{e}");
         assert!(Keystone::new(KeystoneConfig::new("http://k:5000/v3", "u", "p", "s")).is_ok());
         assert!(Keystone::new(KeystoneConfig::new("http://k", "u", "", "s")).is_err());
+        // https:// reads its CA file at once: a missing one is named.
+        let mut config = KeystoneConfig::new("https://k", "u", "p", "service");
+        config.tls.roots = allot_tls::Roots::File("/nonexistent/ca.pem".into());
+        let e = Keystone::new(config).unwrap_err();
+        assert!(
+            e.contains("TLS to Keystone") && e.contains("/nonexistent/ca.pem"),
+            "{e}"
+        );
     }
 }

@@ -92,7 +92,10 @@ impl AuthError {
                     headers.insert("www-authenticate", v);
                 }
             }
-            AuthError::Unavailable(_) => {
+            AuthError::Unavailable(why) => {
+                // The caller sees the reason too, but the operator reads the log (a
+                // certificate that stopped verifying, Keystone down).
+                tracing::warn!(reason = %why, "identity service unavailable: 503");
                 headers.insert("retry-after", HeaderValue::from_static(RETRY_AFTER_SECONDS));
             }
             AuthError::BadHeader(_) => {}

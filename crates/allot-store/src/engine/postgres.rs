@@ -32,6 +32,11 @@
 //!
 //! Three nodes hold six connections, far below PostgreSQL's default limit of 100.
 //!
+//! TLS: the URL's libpq arguments (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`)
+//! are read by [`crate::pg_tls`], the one home of that reading; both connections use
+//! the rustls connector it makes (its files read once, at open), and a handshake that
+//! fails is [`StoreError::PostgresTls`] with the cause in libpq's terms.
+//!
 //! Connection loss: a call that finds its connection closed reconnects, retrying
 //! with a doubling pause for a few seconds before it gives up with an error. A write
 //! in flight when the connection drops fails with [`StoreError::Postgres`] (the host
@@ -84,14 +89,16 @@ use futures_util::future::MaybeDone;
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{FromSql, ToSql};
-use postgres::{IsolationLevel, NoTls, Row, Statement};
+use postgres::{IsolationLevel, Row, Statement};
 use std::collections::HashMap;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, Config, Portal, Transaction, TransactionBuilder};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::load::{self, Cells, Key, Rows, Source};
 use super::sql::{self, col, Conflict, Ddl, Dialect, Op, Table, Type, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
+use crate::pg_tls::{self, PgTls};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
 /// The change log: every commit's changes, numbered.
@@ -192,7 +199,7 @@ const RECONNECT_FOR: Duration = Duration::from_secs(3);
 
 /// The PostgreSQL engine: the writer's connection.
 pub struct PgEngine {
-    config: Config,
+    target: Target,
     /// `None` after the connection was found broken and a reconnect failed.
     conn: Option<Conn>,
 }
@@ -200,20 +207,65 @@ pub struct PgEngine {
 impl std::fmt::Debug for PgEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgEngine")
-            .field("hosts", &self.config.get_hosts())
-            .field("dbname", &self.config.get_dbname())
+            .field("hosts", &self.target.config.get_hosts())
+            .field("dbname", &self.target.config.get_dbname())
+            .field("sslmode", &self.target.tls.mode)
             .finish_non_exhaustive()
     }
 }
 
-/// Parses a `postgres://` or `postgresql://` URL into a connection config, with a
-/// connect timeout unless the URL sets one (an unreachable host must be an error,
-/// not a hang).
-pub fn config(url: &str) -> Result<Config, StoreError> {
-    let mut config = Config::from_str(url).map_err(|e| StoreError::BadUrl {
+/// Where a node connects and how: the driver's settings, the TLS settings they were
+/// read with, and the TLS connector made from them (its files read once, at open, so
+/// a reconnect does not fail on a file being rotated).
+#[derive(Clone)]
+pub(crate) struct Target {
+    config: Config,
+    tls: PgTls,
+    connector: MakeRustlsConnect,
+}
+
+impl Target {
+    /// A connection of the writer's kind (tokio-postgres), its task on `runtime`.
+    fn connect(&self, runtime: &Runtime) -> Result<Client, StoreError> {
+        let (client, connection) = runtime
+            .block_on(self.config.connect(self.connector.clone()))
+            .map_err(|e| self.error(e))?;
+        runtime.spawn(async move {
+            // Its end shows at the next call (`is_closed`), which reconnects.
+            if let Err(e) = connection.await {
+                tracing::debug!("PostgreSQL connection ended: {e}");
+            }
+        });
+        Ok(client)
+    }
+
+    /// A connection of the listener's kind (the blocking `postgres` crate).
+    fn connect_blocking(&self) -> Result<postgres::Client, StoreError> {
+        postgres::Config::from(self.config.clone())
+            .connect(self.connector.clone())
+            .map_err(|e| self.error(e))
+    }
+
+    /// A failed connect, explained in libpq's terms when TLS is why.
+    fn error(&self, e: postgres::Error) -> StoreError {
+        match self.tls.explain(&e) {
+            Some(why) => StoreError::PostgresTls(why),
+            None => e.into(),
+        }
+    }
+}
+
+/// Parses a `postgres://` or `postgresql://` URL into a connection target: libpq's
+/// TLS arguments by [`pg_tls::split_url`] (with libpq's variables), the rest by the
+/// driver, with a connect timeout unless the URL sets one (an unreachable host must
+/// be an error, not a hang).
+pub(crate) fn target(url: &str) -> Result<Target, StoreError> {
+    let bad = |reason: String| StoreError::BadUrl {
         url: redact(url),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    let (rest, tls) = pg_tls::split_url(url, &pg_tls::process_env).map_err(bad)?;
+    let mut config = Config::from_str(&rest).map_err(|e| bad(e.to_string()))?;
     if config.get_hosts().is_empty() {
         return Err(StoreError::BadUrl {
             url: redact(url),
@@ -232,7 +284,13 @@ pub fn config(url: &str) -> Result<Config, StoreError> {
         None => "-c jit=off".to_owned(),
     };
     config.options(&options);
-    Ok(config)
+    tls.apply(&mut config);
+    let connector = tls.connector().map_err(StoreError::PostgresTls)?;
+    Ok(Target {
+        config,
+        tls,
+        connector,
+    })
 }
 
 /// The URL without its password (in the user part or as a `password=` parameter),
@@ -292,17 +350,11 @@ struct Conn {
 }
 
 impl Conn {
-    fn open(config: &Config) -> Result<Conn, StoreError> {
+    fn open(target: &Target) -> Result<Conn, StoreError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (client, connection) = runtime.block_on(config.connect(NoTls))?;
-        runtime.spawn(async move {
-            // Its end shows at the next call (`is_closed`), which reconnects.
-            if let Err(e) = connection.await {
-                tracing::debug!("PostgreSQL connection ended: {e}");
-            }
-        });
+        let client = target.connect(&runtime)?;
         Ok(Conn {
             runtime,
             client,
@@ -455,11 +507,11 @@ impl Tx<'_> {
 impl PgEngine {
     /// Connects to the database `url` names and migrates it.
     pub fn open(url: &str) -> Result<Self, StoreError> {
-        let config = config(url)?;
-        let mut conn = Conn::open(&config)?;
+        let target = target(url)?;
+        let mut conn = Conn::open(&target)?;
         migrate(&mut conn)?;
         Ok(PgEngine {
-            config,
+            target,
             conn: Some(conn),
         })
     }
@@ -468,7 +520,7 @@ impl PgEngine {
     fn conn(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.as_ref().is_none_or(|c| c.client.is_closed()) {
             self.conn = None;
-            self.conn = Some(reconnect(|| Conn::open(&self.config))?);
+            self.conn = Some(reconnect(|| Conn::open(&self.target))?);
         }
         match &mut self.conn {
             Some(conn) => Ok(conn),
@@ -888,7 +940,7 @@ fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
 
 /// The listener's connection: waits for other nodes' commits (`NOTIFY allot_log`).
 pub struct PgListener {
-    config: postgres::Config,
+    target: Target,
     client: Option<postgres::Client>,
 }
 
@@ -901,11 +953,11 @@ impl std::fmt::Debug for PgListener {
 impl PgListener {
     /// Connects and starts listening.
     pub fn open(url: &str) -> Result<Self, StoreError> {
-        let config = postgres::Config::from(config(url)?);
-        let mut client = config.connect(NoTls)?;
+        let target = target(url)?;
+        let mut client = target.connect_blocking()?;
         client.batch_execute("LISTEN allot_log")?;
         Ok(PgListener {
-            config,
+            target,
             client: Some(client),
         })
     }
@@ -916,7 +968,7 @@ impl PgListener {
     pub fn wait(&mut self, timeout: Duration) -> Result<bool, StoreError> {
         if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
             self.client = None;
-            let mut client = reconnect(|| Ok(self.config.connect(NoTls)?))?;
+            let mut client = reconnect(|| self.target.connect_blocking())?;
             client.batch_execute("LISTEN allot_log")?;
             self.client = Some(client);
             return Ok(true);
@@ -959,7 +1011,7 @@ mod tests {
 
     /// A connection of the test's own to the database.
     fn client(db: &Database) -> postgres::Client {
-        postgres::Client::connect(&db.url, NoTls).unwrap()
+        postgres::Client::connect(&db.url, postgres::NoTls).unwrap()
     }
 
     fn trait_change(name: &str) -> Vec<Change> {
@@ -1196,6 +1248,13 @@ mod tests {
         assert_eq!(
             redact("mysql+pymysql://placement:pa#s/s?w:d@db/placement?charset=utf8"),
             "mysql+pymysql://placement:***@db/placement?charset=utf8"
+        );
+        // libpq's TLS arguments stay as they are (a path is no secret).
+        assert_eq!(
+            redact(
+                "postgres://me:pw@db/allot?sslmode=verify-full&sslrootcert=/etc/ca.pem&password=x"
+            ),
+            "postgres://me:***@db/allot?sslmode=verify-full&sslrootcert=/etc/ca.pem&password=***"
         );
         // An `@` past the path is no credentials.
         assert_eq!(

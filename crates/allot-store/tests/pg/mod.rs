@@ -6,7 +6,7 @@
 use allot_core::Uuid;
 
 #[path = "../skip/mod.rs"]
-mod skip;
+pub mod skip;
 
 /// A database of its own on the PostgreSQL server of `ALLOT_TEST_POSTGRES_URL`,
 /// dropped when this goes. `None` (the case is skipped, or fails under CI) without

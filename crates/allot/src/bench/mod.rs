@@ -46,7 +46,8 @@ enum BenchCommand {
 /// Where the endpoint is and how to talk to it.
 #[derive(Args, Debug, Clone)]
 struct Endpoint {
-    /// The Placement endpoint, e.g. http://127.0.0.1:8778.
+    /// The Placement endpoint, e.g. http://127.0.0.1:8778 (https:// trusts the
+    /// system's roots, or those of SSL_CERT_FILE).
     #[arg(long)]
     url: String,
     /// The token (allot's default policy and Placement's noauth2 want `admin`).
@@ -67,6 +68,7 @@ impl Endpoint {
             token_header: self.token_header.clone(),
             token: token.to_owned(),
             microversion: self.microversion.clone(),
+            tls: allot_tls::ClientTls::default(),
         };
         Ok(allot_client::Client::new(&config)?)
     }

@@ -456,6 +456,7 @@ mod tests {
             token_header: "x-auth-token".into(),
             token: "admin".into(),
             microversion: "1.39".into(),
+            tls: allot_tls::ClientTls::default(),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -10,8 +10,8 @@
 //! in the file is dropped without a word.
 //!
 //! What is taken (docs/migrate.md has the table): `[DEFAULT] debug` (the log level),
-//! `[api] auth_strategy`, `[keystone_authtoken]`'s URL, user, password, project and
-//! domain, `[oslo_policy] policy_file` (relative to the file, as oslo.config finds it)
+//! `[api] auth_strategy`, `[keystone_authtoken]`'s URL, user, password, project,
+//! domain and TLS options (`cafile`, `certfile`, `keyfile`, `insecure`), `[oslo_policy] policy_file` (relative to the file, as oslo.config finds it)
 //! and `enforce_new_defaults` (`--policy secure` or `legacy`), `[placement]
 //! max_allocation_candidates` and `randomize_allocation_candidates`.
 //! `[placement_database] connection` is never taken: it names Placement's database,
@@ -192,6 +192,21 @@ fn keystone(taken: &mut Taken, layer: &mut Layer) -> anyhow::Result<()> {
     layer.keystone_project = taken
         .take(S, "project_name", "keystone_project")
         .map(|(v, _)| v.to_owned());
+    // keystonemiddleware's TLS options, under the same names.
+    for (key, setting, field) in [
+        ("cafile", "keystone_cafile", &mut layer.keystone_cafile),
+        (
+            "certfile",
+            "keystone_certfile",
+            &mut layer.keystone_certfile,
+        ),
+        ("keyfile", "keystone_keyfile", &mut layer.keystone_keyfile),
+    ] {
+        *field = taken.take(S, key, setting).map(|(v, _)| PathBuf::from(v));
+    }
+    if let Some((value, key)) = taken.take(S, "insecure", "keystone_insecure") {
+        layer.keystone_insecure = Some(parse_bool(value).map_err(|e| anyhow!("{key}: {e}"))?);
+    }
     if let Some(t) = taken.peek(S, "auth_type") {
         // allot always logs in by password; another plugin is not taken.
         if matches!(t, "password" | "v3password") {
@@ -331,5 +346,30 @@ mod tests {
         let c = conf("[keystone_authtoken]\nuser_domain_name = Ops\nproject_domain_id = default\nproject_domain_name = Ops\n");
         assert_eq!(c.values["keystone_domain"], "Ops");
         assert!(c.unused.is_empty(), "{:?}", c.unused);
+    }
+
+    #[test]
+    fn keystone_tls_options_are_taken() {
+        let c = conf(
+            "[keystone_authtoken]\nauth_url = https://k:5000\ncafile = /etc/ssl/ca.pem\n\
+             certfile = /etc/allot/client.pem\nkeyfile = /etc/allot/client.key\n\
+             insecure = False\n",
+        );
+        assert_eq!(c.values["keystone_url"], "https://k:5000");
+        assert_eq!(c.values["keystone_cafile"], "/etc/ssl/ca.pem");
+        assert_eq!(c.values["keystone_certfile"], "/etc/allot/client.pem");
+        assert_eq!(c.values["keystone_keyfile"], "/etc/allot/client.key");
+        assert_eq!(c.values["keystone_insecure"], false);
+        assert_eq!(c.keys["keystone_cafile"], "[keystone_authtoken] cafile");
+        assert!(c.unused.is_empty(), "{:?}", c.unused);
+        let e = parse(
+            Path::new("p.conf"),
+            "[keystone_authtoken]\ninsecure = maybe\n",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("[keystone_authtoken] insecure"),
+            "{e:#}"
+        );
     }
 }

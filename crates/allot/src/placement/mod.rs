@@ -11,12 +11,19 @@
 //! this build understands. The connection speaks text only (MySQL's text protocol,
 //! PostgreSQL's simple queries), so that one parser serves both databases and no
 //! column type can be read differently by the two drivers.
+//!
+//! TLS: a PostgreSQL URL's libpq arguments (`sslmode`, `sslrootcert`, `sslcert`,
+//! `sslkey`) and variables (`PGSSLMODE`, ...) are read by `allot_store::pg_tls`, the
+//! one reading of them that the store's engine uses too, so a Placement database and
+//! an allot database are reached alike. MySQL's TLS arguments are still refused (the
+//! MySQL driver is built without a TLS stack): never a silent plain-text connection.
 
 mod read;
 mod write;
 
 use std::time::Duration;
 
+use allot_store::pg_tls::{self, PgTls};
 use anyhow::{anyhow, bail, Context};
 
 pub use read::{read_placement, Placeholders};
@@ -66,6 +73,8 @@ pub struct PlacementUrl {
     shown: String,
     /// How long connecting (TCP, handshake, authentication) may take.
     connect_timeout: Duration,
+    /// PostgreSQL's TLS settings, as libpq reads them (`None` for MySQL).
+    tls: Option<PgTls>,
 }
 
 impl std::fmt::Display for PlacementUrl {
@@ -79,10 +88,11 @@ impl PlacementUrl {
     /// `postgresql+psycopg2://...`) or the plain one (`mysql://`, `postgres://`,
     /// `postgresql://`). As in SQLAlchemy, the password runs from the first `:` of
     /// the credentials to the `@`, so it may hold `/`, `?`, `#` and `:` unescaped
-    /// (and anything percent-escaped). Query arguments other than the socket are the
-    /// Python driver's (charset, plugins) and are ignored, except that asking for TLS
-    /// is refused: this build connects without it (issue 27). No message shows the
-    /// password.
+    /// (and anything percent-escaped). Query arguments other than the socket and
+    /// PostgreSQL's TLS settings (libpq's `sslmode`, `sslrootcert`, `sslcert`,
+    /// `sslkey`: `allot_store::pg_tls`) are the Python driver's (charset, plugins) and
+    /// are ignored, except that asking MySQL for TLS is refused: this build speaks TLS
+    /// to PostgreSQL only (issue 27). No message shows the password.
     pub fn parse(text: &str) -> anyhow::Result<PlacementUrl> {
         let (rest, password) = split_password(text);
         let shown = hide(text);
@@ -107,24 +117,35 @@ impl PlacementUrl {
             return Err(bad("it names no database (…/placement at its end)"));
         }
         let mut socket = None;
+        let mut pg_args = Vec::new();
         for (key, value) in url.query_pairs() {
             match (dialect, key.as_ref()) {
                 (Dialect::MySql, "unix_socket") | (Dialect::Postgres, "host") => {
                     socket = Some(value.into_owned())
                 }
-                // Plain text allowed: what connecting without TLS does anyway.
-                (Dialect::Postgres, "sslmode")
-                    if matches!(value.as_ref(), "disable" | "allow" | "prefer") => {}
-                (_, key) if key.starts_with("ssl") || key.starts_with("tls") => {
+                // libpq's, read (and checked) below, all together.
+                (Dialect::Postgres, _) => pg_args.push((key, value)),
+                (Dialect::MySql, key) if key.starts_with("ssl") || key.starts_with("tls") => {
                     return Err(bad(&format!(
-                        "it asks for TLS ({key}), which allot does not speak to the \
-                         database yet: connect over a trusted network or a local socket, \
-                         without the TLS arguments"
+                        "it asks for TLS ({key}), which allot does not speak to MySQL or \
+                         MariaDB yet: connect over a trusted network or a local socket, \
+                         without the TLS arguments (TLS to a PostgreSQL database is \
+                         supported: sslmode, sslrootcert)"
                     )))
                 }
                 _ => {}
             }
         }
+        let tls = match dialect {
+            Dialect::MySql => None,
+            Dialect::Postgres => Some(
+                PgTls::from_params(
+                    pg_args.iter().map(|(k, v)| (k.as_ref(), v.as_ref())),
+                    &pg_tls::process_env,
+                )
+                .map_err(|why| bad(&why))?,
+            ),
+        };
         let host = url.host_str().unwrap_or("").to_owned();
         if host.is_empty() && socket.is_none() {
             return Err(bad("it names no host"));
@@ -141,6 +162,7 @@ impl PlacementUrl {
             database,
             shown,
             connect_timeout: CONNECT_TIMEOUT,
+            tls,
         })
     }
 
@@ -233,10 +255,17 @@ impl Conn {
                     if let Some(password) = &db.password {
                         config.password(password);
                     }
-                    let (client, connection) = config
-                        .connect(tokio_postgres::NoTls)
-                        .await
-                        .map_err(pg_error)?;
+                    let tls = db.tls.as_ref().expect("a PostgreSQL URL has TLS settings");
+                    tls.apply(&mut config);
+                    let connector = tls.connector().map_err(|e| anyhow!(e))?;
+                    let (client, connection) =
+                        config
+                            .connect(connector)
+                            .await
+                            .map_err(|e| match tls.explain(&e) {
+                                Some(why) => anyhow!(why),
+                                None => pg_error(e),
+                            })?;
                     tokio::spawn(connection);
                     Ok(Conn::Pg(client))
                 }
@@ -442,17 +471,60 @@ mod tests {
     }
 
     #[test]
-    fn tls_is_refused_rather_than_dropped() {
+    fn mysql_tls_is_refused_rather_than_dropped() {
         for url in [
             "mysql+pymysql://u:secret@db/placement?ssl_ca=/etc/ca.pem",
-            "postgresql://u:secret@db/placement?sslmode=verify-full",
+            "mysql://u:secret@db/placement?tls=true",
         ] {
             let e = PlacementUrl::parse(url).unwrap_err().to_string();
-            assert!(e.contains("TLS"), "{e}");
+            assert!(e.contains("does not speak to MySQL or MariaDB"), "{e}");
             assert!(!e.contains("secret"), "{e}");
         }
-        let u = PlacementUrl::parse("postgresql://u@db/placement?sslmode=prefer").unwrap();
-        assert_eq!(u.database, "placement");
+    }
+
+    #[test]
+    fn postgres_tls_is_read_as_libpq_reads_it() {
+        use allot_store::pg_tls::SslMode;
+        use allot_tls::{Check, Roots};
+        let tls = |url: &str| PlacementUrl::parse(url).map(|u| u.tls.unwrap());
+        // The store's reading (allot_store::pg_tls, tested there in full): the mode
+        // and what is checked.
+        let t = tls(
+            "postgresql+psycopg2://u:secret@db/placement?sslmode=verify-full\
+                     &sslrootcert=/etc/placement/ca.pem&charset=utf8",
+        )
+        .unwrap();
+        assert_eq!(t.mode, SslMode::VerifyFull);
+        let client = t.client.unwrap();
+        assert_eq!(client.check, Check::Full);
+        assert_eq!(client.roots, Roots::File("/etc/placement/ca.pem".into()));
+        let t = tls("postgresql://u@db/placement?sslmode=require&sslrootcert=/ca.pem").unwrap();
+        assert_eq!(t.client.unwrap().check, Check::Chain);
+        assert_eq!(
+            tls("postgresql://u@db/placement?sslmode=disable")
+                .unwrap()
+                .client,
+            None
+        );
+        // What libpq refuses, and what allot does not implement, with the password hidden.
+        for (url, why) in [
+            (
+                "postgresql://u:secret@db/placement?sslmode=verify",
+                "invalid sslmode",
+            ),
+            (
+                "postgresql://u:secret@db/placement?sslcrl=/crl.pem",
+                "sslcrl is not supported",
+            ),
+            (
+                "postgresql://u:secret@db/placement?sslmode=require&sslrootcert=system",
+                "needs sslmode=verify-full",
+            ),
+        ] {
+            let e = tls(url).unwrap_err().to_string();
+            assert!(e.contains(why), "{url}: {e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
     }
 
     #[test]

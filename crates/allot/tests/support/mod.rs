@@ -39,6 +39,8 @@ pub struct Server {
     pub addr: String,
     /// Its standard error after the "listening" line, as it comes.
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Its standard error before that line (the start's warnings).
+    startup: Vec<String>,
 }
 
 impl Server {
@@ -69,14 +71,19 @@ impl Server {
             .expect("start allot");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
+        let mut startup = Vec::new();
         let addr = loop {
             let line = lines
                 .next()
                 .expect("allot exited before listening")
                 .expect("read stderr");
-            if let Some(addr) = line.strip_prefix("allot: listening on http://") {
+            let addr = line
+                .strip_prefix("allot: listening on http://")
+                .or_else(|| line.strip_prefix("allot: listening on https://"));
+            if let Some(addr) = addr {
                 break addr.to_owned();
             }
+            startup.push(line);
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -87,7 +94,12 @@ impl Server {
             }
         });
         let addr = addr.replace("0.0.0.0", "127.0.0.1");
-        Server { child, addr, log }
+        Server {
+            child,
+            addr,
+            log,
+            startup,
+        }
     }
 
     /// The server's process id (to read its memory from `/proc`).
@@ -105,6 +117,11 @@ impl Server {
     /// One request as admin at the latest microversion; returns (status, body).
     pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
         self.client().call(method, path, body)
+    }
+
+    /// What the server wrote to its standard error before it listened.
+    pub fn startup_log(&self) -> &[String] {
+        &self.startup
     }
 
     /// The lines the server has written to its standard error since it listened.
@@ -355,6 +372,41 @@ pub fn psql(url: &str, sql: &str) {
         "psql {sql}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `allot serve ARGS` (on a fresh SQLite file, loopback) with more environment `env`,
+/// which must refuse to start within 20 s: its standard error.
+pub fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite:{}", dir.path().join("a.db").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["serve", "--database", &db, "--bind", "127.0.0.1:0"])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start allot");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("allot started with {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "allot started with {args:?}");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
 }
 
 /// A response body as JSON; a body that is not JSON fails the test, naming it.

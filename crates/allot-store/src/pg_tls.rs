@@ -1,0 +1,497 @@
+//! TLS to PostgreSQL, as libpq does it (issue 27): the one reading of libpq's TLS
+//! settings for every PostgreSQL connection allot makes, the store's engine (`allot
+//! serve`, `allot db migrate`, `allot import`/`export` with a `postgres://` database:
+//! [`split_url`]) and the Placement importer and exporter of the `allot` crate
+//! ([`PgTls::from_params`] on the arguments of its SQLAlchemy URL).
+//!
+//! tokio-postgres knows only `sslmode=disable|prefer|require`, leaves every check of
+//! the server's certificate to its TLS connector, and its URL parser refuses keys it
+//! does not know (`sslrootcert`). So the TLS keys are taken out of the URL here and
+//! the rest is handed to tokio-postgres; the settings become the driver's mode
+//! (whether to ask for TLS, and whether a server that says no is accepted:
+//! [`PgTls::apply`]) and allot-tls's [`ClientTls`] (what the rustls connector checks:
+//! [`PgTls::connector`]). Read, in this order of precedence: the URL's arguments,
+//! libpq's variables (`PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`,
+//! `PGSSLNEGOTIATION`), libpq's defaults (`~/.postgresql/root.crt`,
+//! `~/.postgresql/postgresql.crt` and `.key`):
+//!
+//! | `sslmode`                 | TLS                     | the server's certificate        |
+//! |---------------------------|-------------------------|---------------------------------|
+//! | `disable`                 | never                   | -                               |
+//! | `allow`, `prefer` (default) | if the server offers it | not checked (but see below)   |
+//! | `require`                 | always                  | not checked (but see below)     |
+//! | `verify-ca`               | always                  | signed by `sslrootcert`         |
+//! | `verify-full`             | always                  | signed, and names the host      |
+//!
+//! libpq's rule for the modes that do not verify: when a root file is there (an
+//! `sslrootcert` given, or `~/.postgresql/root.crt` present), the chain is checked
+//! against it, as `verify-ca` does. `sslrootcert=system` trusts the system's roots;
+//! as in libpq 16, it makes `verify-full` the default and refuses any weaker mode (a
+//! public CA signs certificates for anyone, so only the name makes it mean anything).
+//! Over a Unix socket there is no TLS whatever the mode (libpq ignores `sslmode`
+//! there, and the server never offers it).
+//!
+//! Where allot departs from libpq, it is stricter, never weaker:
+//! - `allow` is `prefer` (libpq tries plain text first): the same servers are reached,
+//!   with TLS whenever they offer it;
+//! - `prefer` never retries in plain text after a failed handshake (libpq does): a
+//!   certificate that does not verify is an error, not a reason to drop TLS;
+//! - an `sslcert`, `sslkey` or `sslrootcert` named but missing is an error (libpq
+//!   silently skips a missing `sslcert`);
+//! - the libpq TLS keys allot does not implement (`sslcrl`, `sslpassword`,
+//!   `ssl_min_protocol_version`, ...) are refused by name rather than ignored.
+
+use std::path::PathBuf;
+
+use allot_tls::rustls::{self, CertificateError};
+use allot_tls::{Check, ClientTls, Identity, Roots, TlsError};
+use tokio_postgres::config::{Host, SslMode as DriverMode, SslNegotiation};
+use tokio_postgres::Config;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// libpq's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// No TLS.
+    Disable,
+    /// libpq: plain text, TLS if the server insists. Here: as [`SslMode::Prefer`].
+    Allow,
+    /// TLS if the server offers it, plain text if it does not (libpq's default).
+    Prefer,
+    /// TLS, or no connection.
+    Require,
+    /// TLS, with a certificate signed by a trusted root.
+    VerifyCa,
+    /// TLS, with a certificate signed by a trusted root for the host connected to.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// Every mode, weakest first, as libpq spells them.
+    pub const ALL: [SslMode; 6] = [
+        SslMode::Disable,
+        SslMode::Allow,
+        SslMode::Prefer,
+        SslMode::Require,
+        SslMode::VerifyCa,
+        SslMode::VerifyFull,
+    ];
+
+    /// libpq's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    fn parse(text: &str) -> Result<SslMode, String> {
+        SslMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "invalid sslmode {text:?}: expected disable, allow, prefer, require, \
+                     verify-ca or verify-full"
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for SslMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The TLS settings of one PostgreSQL connection, as libpq would read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgTls {
+    /// The mode asked for (or libpq's default).
+    pub mode: SslMode,
+    /// What the TLS connector trusts and checks; `None` under `disable`.
+    pub client: Option<ClientTls>,
+    /// `sslnegotiation=direct` (PostgreSQL 17): TLS from the first byte, without the
+    /// `SSLRequest` round trip.
+    pub direct: bool,
+}
+
+/// The libpq keys read here; any other key that starts with `ssl` is refused.
+const KEYS: [&str; 5] = [
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "sslnegotiation",
+];
+
+/// Whether a connection argument is one of libpq's TLS keys: `ssl*`, and
+/// `requiressl` (`sslmode=require`'s old spelling, refused like the unknown ones).
+fn is_tls_key(key: &str) -> bool {
+    key.starts_with("ssl") || key == "requiressl"
+}
+
+/// The process's environment, as [`PgTls::from_params`] reads it: a variable that is
+/// set but empty counts as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl PgTls {
+    /// Reads the TLS settings from a connection's arguments (`params`: every
+    /// argument, or only the TLS ones; the others are passed over), then `env`
+    /// (libpq's `PGSSL*` variables and `HOME`; [`process_env`] for the process's
+    /// own) and libpq's default files. Files are not read yet, only looked for
+    /// where a default depends on whether one is there. The error says what is
+    /// wrong, naming the argument.
+    pub fn from_params<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<PgTls, String> {
+        let mut given: [Option<String>; KEYS.len()] = Default::default();
+        for (key, value) in params {
+            if let Some(i) = KEYS.iter().position(|k| *k == key) {
+                // The last one wins, as in libpq and tokio-postgres.
+                given[i] = Some(value.to_owned());
+            } else if key == "sslcompression" {
+                // Ignored by libpq since PostgreSQL 14: TLS compression is never used.
+            } else if is_tls_key(key) {
+                return Err(format!(
+                    "the libpq setting {key} is not supported by allot (it reads {})",
+                    KEYS.join(", ")
+                ));
+            }
+        }
+        let [mode, root, cert, key, negotiation] = given;
+        let setting = |given: Option<String>, var: &str| given.or_else(|| env(var));
+        let mode = setting(mode, "PGSSLMODE");
+        let root = setting(root, "PGSSLROOTCERT");
+        let cert = setting(cert, "PGSSLCERT");
+        let key = setting(key, "PGSSLKEY");
+        let direct = match setting(negotiation, "PGSSLNEGOTIATION").as_deref() {
+            None | Some("postgres") => false,
+            Some("direct") => true,
+            Some(other) => {
+                return Err(format!(
+                    "invalid sslnegotiation {other:?}: expected postgres or direct"
+                ))
+            }
+        };
+        // libpq's files in the home directory, for what was not given.
+        let home = env("HOME").map(PathBuf::from);
+        let default_file = |name: &str| home.as_ref().map(|h| h.join(".postgresql").join(name));
+        let system = root.as_deref() == Some("system");
+        let mode = match mode.as_deref() {
+            Some(text) => SslMode::parse(text)?,
+            None if system => SslMode::VerifyFull,
+            None => SslMode::Prefer,
+        };
+        if mode == SslMode::Disable {
+            return Ok(PgTls {
+                mode,
+                client: None,
+                direct,
+            });
+        }
+        if system && mode != SslMode::VerifyFull {
+            return Err(format!(
+                "sslrootcert=system needs sslmode=verify-full, not {mode}: the system's \
+                 certificate authorities sign certificates for anyone, so only the host \
+                 name makes the check mean something"
+            ));
+        }
+        let verifies = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);
+        let roots = match root {
+            Some(_) if system => Some(Roots::System),
+            Some(file) => Some(Roots::File(PathBuf::from(file))),
+            None => match default_file("root.crt") {
+                Some(file) if file.exists() => Some(Roots::File(file)),
+                file if verifies => {
+                    let looked = match file {
+                        Some(file) => format!("the default, {}, does not exist", file.display()),
+                        None => "HOME is not set, so there is no default".to_owned(),
+                    };
+                    return Err(format!(
+                        "sslmode={mode} checks the server's certificate against the \
+                         certificate authorities of sslrootcert, and none was given \
+                         ({looked}): name a PEM file with sslrootcert=FILE, use the \
+                         system's with sslrootcert=system, or choose an sslmode that \
+                         does not verify (require)"
+                    ));
+                }
+                _ => None,
+            },
+        };
+        let check = match (mode, &roots) {
+            (SslMode::VerifyFull, _) => Check::Full,
+            (SslMode::VerifyCa, _) => Check::Chain,
+            // libpq: a root file makes the weaker modes check the chain too.
+            (_, Some(_)) => Check::Chain,
+            (_, None) => Check::Nothing,
+        };
+        let identity = match (cert, key) {
+            (Some(cert), key) => {
+                let key = key
+                    .map(PathBuf::from)
+                    .or_else(|| default_file("postgresql.key"));
+                let Some(key) = key else {
+                    return Err(
+                        "sslcert needs its private key: sslkey=FILE (HOME is not set, so \
+                         there is no default)"
+                            .into(),
+                    );
+                };
+                Some(Identity {
+                    cert: PathBuf::from(cert),
+                    key,
+                })
+            }
+            (None, Some(_)) => {
+                return Err("sslkey without sslcert: name the certificate too".into());
+            }
+            // libpq's default client certificate, when there is one.
+            (None, None) => match default_file("postgresql.crt") {
+                Some(cert) if cert.exists() => Some(Identity {
+                    key: cert.with_extension("key"),
+                    cert,
+                }),
+                _ => None,
+            },
+        };
+        Ok(PgTls {
+            mode,
+            client: Some(ClientTls {
+                roots: roots.unwrap_or(Roots::System),
+                check,
+                identity,
+            }),
+            direct,
+        })
+    }
+
+    /// Sets the driver's side of these settings on `config`: whether it asks for
+    /// TLS (`disable`: never; `allow` and `prefer`: and accepts a server that says
+    /// no; the others: or fails) and how it negotiates. A connection over Unix
+    /// sockets only never asks (libpq ignores `sslmode` there).
+    pub fn apply(&self, config: &mut Config) {
+        let hosts = config.get_hosts();
+        let sockets_only = !hosts.is_empty() && hosts.iter().all(is_socket);
+        config.ssl_mode(match self.mode {
+            _ if sockets_only => DriverMode::Disable,
+            SslMode::Disable => DriverMode::Disable,
+            SslMode::Allow | SslMode::Prefer => DriverMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => DriverMode::Require,
+        });
+        config.ssl_negotiation(if self.direct {
+            SslNegotiation::Direct
+        } else {
+            SslNegotiation::Postgres
+        });
+    }
+
+    /// The TLS connector these settings describe, for tokio-postgres's `connect`
+    /// (and the `postgres` crate's): the files are read now, and an error names the
+    /// argument whose file is wrong. Under `disable` the connector is never used (the
+    /// driver does not ask for TLS), but the driver's type wants one.
+    pub fn connector(&self) -> Result<MakeRustlsConnect, String> {
+        let client = self.client.clone().unwrap_or(ClientTls {
+            roots: Roots::System,
+            check: Check::Nothing,
+            identity: None,
+        });
+        let mut config = client.config().map_err(|e| self.file_error(e))?;
+        // What libpq 17 sends, and what a server's direct TLS negotiation requires.
+        config.alpn_protocols = vec![b"postgresql".to_vec()];
+        Ok(MakeRustlsConnect::new(config))
+    }
+
+    /// An error of reading the files, with the argument that named the file.
+    fn file_error(&self, e: TlsError) -> String {
+        let TlsError::File { path, what } = &e else {
+            return format!("TLS to PostgreSQL: {e}");
+        };
+        let client = self.client.as_ref();
+        let argument = if client.is_some_and(|c| c.roots == Roots::File(path.clone())) {
+            "sslrootcert"
+        } else if client
+            .and_then(|c| c.identity.as_ref())
+            .is_some_and(|i| &i.cert == path)
+        {
+            "sslcert"
+        } else {
+            "sslkey"
+        };
+        format!("{argument} {}: {what}", path.display())
+    }
+
+    /// What a connection error means, in the words of these settings, when TLS is
+    /// why it failed (a certificate that does not verify, a server without TLS under
+    /// a mode that requires it); `None` for any other error.
+    pub fn explain(&self, e: &tokio_postgres::Error) -> Option<String> {
+        let why = match rustls_error(e) {
+            Some(tls) => self.describe(tls),
+            None => {
+                let cause = std::error::Error::source(e)?.to_string();
+                if cause != "server does not support TLS" {
+                    return None;
+                }
+                "the server does not offer TLS (ssl = on in its postgresql.conf), which \
+                 this sslmode requires"
+                    .to_owned()
+            }
+        };
+        Some(format!("TLS (sslmode={}): {why}", self.mode))
+    }
+
+    /// A rustls error, with the settings that led to it.
+    fn describe(&self, e: &rustls::Error) -> String {
+        let roots = match self.client.as_ref().map(|c| &c.roots) {
+            Some(Roots::File(path)) => {
+                format!("a certificate authority of sslrootcert {}", path.display())
+            }
+            _ => "any of the system's certificate authorities (sslrootcert=system)".to_owned(),
+        };
+        match e {
+            rustls::Error::InvalidCertificate(why) => match why {
+                CertificateError::UnknownIssuer => {
+                    format!("the server's certificate is not signed by {roots}")
+                }
+                CertificateError::NotValidForNameContext {
+                    expected,
+                    presented,
+                } => format!(
+                    "the server's certificate is not for the host name {} (it names {}); \
+                     sslmode=verify-full checks the name: connect by a name the \
+                     certificate has",
+                    expected.to_str(),
+                    if presented.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        presented
+                            .iter()
+                            .map(|n| bare_name(n))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+                CertificateError::NotValidForName => {
+                    "the server's certificate is not for the host name connected to \
+                     (sslmode=verify-full checks the name)"
+                        .to_owned()
+                }
+                CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                    "the server's certificate has expired".to_owned()
+                }
+                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                    "the server's certificate is not valid yet (is the clock right?)".to_owned()
+                }
+                other => format!("the server's certificate was refused: {other:?}"),
+            },
+            rustls::Error::AlertReceived(alert) => {
+                let hint = match self.client.as_ref().and_then(|c| c.identity.as_ref()) {
+                    Some(identity) => format!(
+                        " (does it accept the client certificate of sslcert {}?)",
+                        identity.cert.display()
+                    ),
+                    None => " (does it require a client certificate? sslcert, sslkey)".into(),
+                };
+                format!("the server refused the TLS handshake: {alert:?}{hint}")
+            }
+            other => format!("the TLS handshake failed: {other}"),
+        }
+    }
+}
+
+/// A name of the certificate as rustls lists it (`DnsName("db")`, `IpAddress(10.0.0.1)`),
+/// as a person writes it.
+fn bare_name(presented: &str) -> &str {
+    ["DnsName(\"", "IpAddress("]
+        .into_iter()
+        .find_map(|prefix| presented.strip_prefix(prefix))
+        .map_or(presented, |rest| {
+            rest.trim_end_matches(')').trim_end_matches('"')
+        })
+}
+
+#[cfg(unix)]
+fn is_socket(host: &Host) -> bool {
+    matches!(host, Host::Unix(_))
+}
+
+#[cfg(not(unix))]
+fn is_socket(_: &Host) -> bool {
+    false
+}
+
+/// The rustls error under a driver error: tokio-rustls hands it over inside an
+/// `io::Error`, whose own `source` skips it, so each level is looked into.
+fn rustls_error(e: &tokio_postgres::Error) -> Option<&rustls::Error> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = next {
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(tls) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(tls);
+        }
+        next = error.source();
+    }
+    None
+}
+
+/// Takes libpq's TLS arguments out of a `postgres://` (or `postgresql://`) URL:
+/// returns the URL tokio-postgres can parse (every other argument kept as written)
+/// and the TLS settings ([`PgTls::from_params`] on the arguments taken, with `env`).
+/// The query starts at the first `?` after the credentials, as tokio-postgres reads
+/// it; the arguments taken are percent-decoded.
+pub fn split_url(
+    url: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, PgTls), String> {
+    let scheme = ["postgres://", "postgresql://"]
+        .into_iter()
+        .find(|p| url.starts_with(p))
+        .map_or(0, str::len);
+    let after = &url[scheme..];
+    let credentials = after.find('@').map_or(0, |at| at + 1);
+    let Some(question) = after[credentials..].find('?') else {
+        return Ok((url.to_owned(), PgTls::from_params([], env)?));
+    };
+    let (base, query) = url.split_at(scheme + credentials + question);
+    let mut kept = Vec::new();
+    let mut taken = Vec::new();
+    for part in query[1..].split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        let key = decode(key)?;
+        if is_tls_key(&key) {
+            taken.push((key, decode(value)?));
+        } else {
+            kept.push(part);
+        }
+    }
+    let tls = PgTls::from_params(taken.iter().map(|(k, v)| (k.as_str(), v.as_str())), env)?;
+    let rest = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((rest, tls))
+}
+
+fn decode(text: &str) -> Result<String, String> {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| format!("{text:?}: a percent-escape in it is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests;
