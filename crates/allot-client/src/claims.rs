@@ -132,6 +132,64 @@ pub struct NewClaim {
     pub tag: Option<String>,
 }
 
+/// A pick-and-claim (`POST /claims` with `request`): the server chooses where. One
+/// consumer (`consumer_uuid`) or many (`consumers`, a mass start).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PickClaim {
+    /// The one consumer, for a single claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_uuid: Option<Uuid>,
+    /// The instances of a mass start, each `(consumer, tag)`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "instances")]
+    pub consumers: Option<Vec<(Uuid, Option<String>)>>,
+    /// The consumers' type, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_type: Option<String>,
+    /// The consumers' project.
+    pub project_id: String,
+    /// The consumers' user.
+    pub user_id: String,
+    /// The query string of `GET /allocation_candidates`.
+    pub request: String,
+    /// `pack`, `spread` or `random`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sort: Option<String>,
+    /// Preferred traits, comma-separated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefer: Option<String>,
+    /// `none`, `different_roots` or `same_root` (with `consumers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
+    /// Whether some instances may stay unplaced (with `consumers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// When the claims expire.
+    #[serde(skip_serializing_if = "ClaimExpiry::is_server_default")]
+    pub expires_in: ClaimExpiry,
+    /// Free text the caller interprets (each instance's, unless its own is given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+}
+
+/// `consumers` as the API takes them: `[{"consumer_uuid": U, "tag": T}, ...]`.
+fn instances<S: Serializer>(
+    consumers: &Option<Vec<(Uuid, Option<String>)>>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Instance<'a> {
+        consumer_uuid: &'a Uuid,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tag: &'a Option<String>,
+    }
+    let list: Vec<Instance> = consumers
+        .iter()
+        .flatten()
+        .map(|(consumer_uuid, tag)| Instance { consumer_uuid, tag })
+        .collect();
+    list.serialize(serializer)
+}
+
 /// Which claims `GET /claims` lists; `None` fields do not filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimFilter {
@@ -192,6 +250,16 @@ pub struct ClaimList {
     pub claims: Vec<Claim>,
 }
 
+/// `POST /claims` with `request` and `consumers` (pick-and-claim for a mass start):
+/// the claims made, in the order of `consumers`, and the consumers that did not fit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Placed {
+    /// The claims made.
+    pub claims: Vec<Claim>,
+    /// The consumers left without a claim (with `partial: true`).
+    pub unplaced: Vec<Uuid>,
+}
+
 #[derive(Deserialize)]
 struct ProviderList {
     resource_providers: Vec<ProviderRef>,
@@ -216,6 +284,23 @@ impl Client {
             .expect(Method::POST, "/claims", Some(&body), &[StatusCode::CREATED])
             .await?;
         parse(Method::POST, "/claims", &response.body)
+    }
+
+    /// `POST /claims` with `request`: the claims the server chose, and the consumers
+    /// it could not place (a single consumer's claim comes back as a list of one).
+    pub async fn pick_claims(&self, pick: &PickClaim) -> Result<Placed> {
+        let body = serde_json::to_value(pick).expect("a pick always serialises");
+        let response = self
+            .expect(Method::POST, "/claims", Some(&body), &[StatusCode::CREATED])
+            .await?;
+        if pick.consumers.is_some() {
+            return parse(Method::POST, "/claims", &response.body);
+        }
+        let claim: Claim = parse(Method::POST, "/claims", &response.body)?;
+        Ok(Placed {
+            claims: vec![claim],
+            unplaced: Vec::new(),
+        })
     }
 
     /// `GET /claims?...`: one page of the claims `filter` selects, oldest first.

@@ -40,8 +40,8 @@ pub mod survey;
 mod usages;
 
 pub use claims::{
-    Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim,
-    ProviderPending,
+    Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim, PickClaim,
+    Placed, ProviderPending,
 };
 pub use status::Status;
 pub use usages::ProjectUsages;

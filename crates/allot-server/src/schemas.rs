@@ -440,11 +440,36 @@ pub fn claim_create() -> Value {
                 "maximum": MAX_CLAIM_EXPIRES_IN,
             },
             "tag": {"type": ["string", "null"], "maxLength": MAX_CLAIM_TAG},
+            // Pick-and-claim (issue 24): the server chooses where.
+            "request": {"type": "string", "minLength": 1, "maxLength": MAX_PICK_QUERY},
+            "sort": {"type": "string", "enum": ["pack", "spread", "random"]},
+            "prefer": {"type": "string", "minLength": 1},
+            "consumers": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_PICK_INSTANCES,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "consumer_uuid": {"type": "string", "format": "uuid"},
+                        "tag": {"type": ["string", "null"], "maxLength": MAX_CLAIM_TAG},
+                    },
+                    "required": ["consumer_uuid"],
+                    "additionalProperties": false,
+                },
+            },
+            "affinity": {"type": "string", "enum": ["none", "different_roots", "same_root"]},
+            "partial": {"type": "boolean"},
         },
-        "required": ["consumer_uuid", "project_id", "user_id", "allocations"],
+        "required": ["project_id", "user_id"],
         "additionalProperties": false,
     })
 }
+
+/// The longest `request` of a pick: a candidate query string.
+pub const MAX_PICK_QUERY: usize = 8192;
+/// The most instances one pick places.
+pub const MAX_PICK_INSTANCES: usize = 1000;
 
 /// `POST /claims/{uuid}/confirm` (an allot extension): an optional `replace`.
 pub fn claim_confirm() -> Value {
@@ -527,6 +552,12 @@ pub fn allocation_candidates_query(minor: u16) -> Value {
         "minLength": 1,
     });
     let mut properties = serde_json::Map::new();
+    // allot's extension at every microversion (issue 24): how candidates are ordered.
+    properties.insert(
+        "sort".into(),
+        json!({"type": "string", "enum": ["pack", "spread", "random"]}),
+    );
+    properties.insert("prefer".into(), string.clone());
     if minor < 25 {
         properties.insert("resources".into(), string.clone());
         if minor >= 16 {

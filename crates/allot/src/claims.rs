@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use allot_client::{
     Claim, ClaimExpiry, ClaimFilter, ClaimResources, ClaimState, Client, Config, NewClaim,
-    ProviderPending,
+    PickClaim, ProviderPending,
 };
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
@@ -50,6 +50,9 @@ enum ClaimsCommand {
     },
     /// Make a pending claim: all of it fits, or nothing is taken.
     Create(CreateArgs),
+    /// Let the server choose: pending claims where a candidate query fits, one per
+    /// instance, in one step (no race, no retry).
+    Pick(PickArgs),
     /// Turn a pending claim into allocations of its consumer.
     Confirm {
         /// The claim's uuid.
@@ -123,6 +126,75 @@ struct CreateArgs {
     /// providers.
     #[arg(long = "resource", required = true, value_parser = parse_resource)]
     resources: Vec<ResourceArg>,
+}
+
+/// The options of `allot claims pick`.
+#[derive(Args, Debug)]
+struct PickArgs {
+    /// The query string of GET /allocation_candidates, e.g.
+    /// 'resources=VCPU:2,MEMORY_MB:4096&required=HW_CPU_X86_AVX2'.
+    #[arg(long)]
+    request: String,
+    /// How many instances (a fresh consumer each) when no --consumer is given.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    count: u64,
+    /// An instance's consumer (repeat for several).
+    #[arg(long = "consumer")]
+    consumers: Vec<Uuid>,
+    /// The order candidates are taken in: pack, spread or random.
+    #[arg(long)]
+    sort: Option<String>,
+    /// Traits that rank a candidate first, comma-separated.
+    #[arg(long)]
+    prefer: Option<String>,
+    /// The instances' affinity rule: none, different_roots or same_root.
+    #[arg(long)]
+    affinity: Option<String>,
+    /// Place as many instances as fit rather than all or none.
+    #[arg(long)]
+    partial: bool,
+    /// The consumers' project.
+    #[arg(long)]
+    project: String,
+    /// The consumers' user.
+    #[arg(long)]
+    user: String,
+    /// The consumers' type (e.g. INSTANCE).
+    #[arg(long = "type")]
+    consumer_type: Option<String>,
+    /// Free text for the caller, on every claim.
+    #[arg(long)]
+    tag: Option<String>,
+    /// Seconds until the claims expire, or `never` (the server's default when left
+    /// out).
+    #[arg(long, value_parser = parse_expiry)]
+    expires_in: Option<ClaimExpiry>,
+}
+
+impl PickArgs {
+    /// The body: one consumer's claim, or a mass start when there are several
+    /// instances or a rule for them.
+    fn body(self) -> PickClaim {
+        let mut consumers = self.consumers;
+        if consumers.is_empty() {
+            consumers = (0..self.count).map(|_| Uuid::new_v4()).collect();
+        }
+        let single = consumers.len() == 1 && self.affinity.is_none() && !self.partial;
+        PickClaim {
+            consumer_uuid: single.then(|| consumers[0]),
+            consumers: (!single).then(|| consumers.into_iter().map(|c| (c, None)).collect()),
+            consumer_type: self.consumer_type,
+            project_id: self.project,
+            user_id: self.user,
+            request: self.request,
+            sort: self.sort,
+            prefer: self.prefer,
+            affinity: self.affinity,
+            partial: self.partial.then_some(true),
+            expires_in: self.expires_in.unwrap_or_default(),
+            tag: self.tag,
+        }
+    }
 }
 
 /// One `--resource`: an amount of a class on a provider not yet resolved.
@@ -240,6 +312,19 @@ pub fn run(args: ClaimsArgs) -> anyhow::Result<()> {
             ClaimsCommand::Create(create) => {
                 let claim = new_claim(&client, create).await?;
                 render_claim(&client.create_claim(&claim).await?, format)
+            }
+            ClaimsCommand::Pick(pick) => {
+                let placed = client.pick_claims(&pick.body()).await?;
+                match format {
+                    Format::Json => json_text(&json!(placed)),
+                    Format::Table => {
+                        let mut text = render_claims(&placed.claims, format);
+                        for consumer in &placed.unplaced {
+                            text.push_str(&format!("unplaced: {consumer}\n"));
+                        }
+                        text
+                    }
+                }
             }
             ClaimsCommand::Confirm { uuid, replace } => {
                 render_claim(&client.confirm_claim(uuid, replace).await?, format)

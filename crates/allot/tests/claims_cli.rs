@@ -255,3 +255,104 @@ fn claims_from_the_command_line() {
     );
     server.terminate();
 }
+
+/// `allot claims pick`: the server chooses; one consumer gets one claim, a mass start
+/// with anti-affinity places one instance per host and names the others.
+#[test]
+fn picks_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("allot.db"));
+    let mut hosts = Vec::new();
+    for name in ["cn1", "cn2"] {
+        let (status, body) = server.call(
+            "POST",
+            "/resource_providers",
+            Some(&json!({"name": name}).to_string()),
+        );
+        assert_eq!(status, 200, "{body}");
+        let uuid = serde_json::from_str::<Value>(&body).unwrap()["uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let inventories = json!({"resource_provider_generation": 0, "inventories": {
+            "VCPU": {"total": 8}}});
+        let (status, body) = server.call(
+            "PUT",
+            &format!("/resource_providers/{uuid}/inventories"),
+            Some(&inventories.to_string()),
+        );
+        assert_eq!(status, 200, "{body}");
+        hosts.push(uuid);
+    }
+    let common = [
+        "claims",
+        "pick",
+        "--request",
+        "resources=VCPU:2",
+        "--project",
+        "p",
+        "--user",
+        "u",
+    ];
+    let one = json_of(allot(
+        &server,
+        &[&common[..], &["--sort", "spread", "-f", "json"]].concat(),
+    ));
+    assert_eq!(one["claims"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["unplaced"], json!([]));
+    let placed = json_of(allot(
+        &server,
+        &[
+            &common[..],
+            &[
+                "--count",
+                "3",
+                "--affinity",
+                "different_roots",
+                "--partial",
+                "-f",
+                "json",
+            ],
+        ]
+        .concat(),
+    ));
+    let claims = placed["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 2, "{placed}");
+    let on: std::collections::BTreeSet<&str> = claims
+        .iter()
+        .map(|c| {
+            c["allocations"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .as_str()
+        })
+        .collect();
+    assert_eq!(on.len(), 2, "one per host: {placed}");
+    assert_eq!(placed["unplaced"].as_array().unwrap().len(), 1);
+    // All or nothing, the default: refused, and the message says why.
+    let e = failure_of(allot(
+        &server,
+        &[
+            &common[..],
+            &["--count", "3", "--affinity", "different_roots"],
+        ]
+        .concat(),
+    ));
+    assert!(e.contains("Only 2 of 3 instances fit"), "{e}");
+    // The table lists the claims and names the unplaced.
+    let text = stdout_of(allot(
+        &server,
+        &[
+            &common[..],
+            &["--count", "3", "--affinity", "different_roots", "--partial"],
+        ]
+        .concat(),
+    ));
+    assert!(
+        text.contains("CONSUMER") && text.contains("unplaced: "),
+        "{text}"
+    );
+}

@@ -60,6 +60,7 @@ mod filter;
 mod search;
 mod summary;
 mod validate;
+mod weigh;
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -71,6 +72,7 @@ use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 pub use summary::{ProviderSummary, SummaryResource};
+pub use weigh::{load, Sort, Weigh};
 
 use filter::Prepared;
 use search::{AnchorSearch, Budget, Tables};
@@ -128,6 +130,9 @@ pub struct CandidateQuery {
     /// The moment the question is asked: pending claims live then count as used,
     /// expired ones do not (see `crate::ops::claims`).
     pub now: Timestamp,
+    /// How the candidates are ordered (allot's extension; by default the search's
+    /// order, Placement's).
+    pub weigh: Weigh,
 }
 
 /// How a search runs (server settings, not part of the request).
@@ -202,7 +207,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 
@@ -226,11 +231,33 @@ impl State {
         query: &CandidateQuery,
         options: &SearchOptions,
     ) -> Result<Candidates> {
+        self.candidates_admitted(query, options, &|_| true)
+    }
+
+    /// The candidates `accept` admits, as [`State::allocation_candidates`] answers them
+    /// (a limit counts admitted candidates only): how pick-and-claim keeps affinity
+    /// rules (`crate::ops::pick`).
+    pub fn candidates_admitted(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+        accept: &dyn Fn(&AllocationRequest) -> bool,
+    ) -> Result<Candidates> {
         if let Some(refusal) = validate::first_refusal(self, query) {
             return match refusal {
                 validate::Refusal::Empty => Ok(Candidates::default()),
                 validate::Refusal::Error(e) => Err(e),
             };
+        }
+        if let Some(unknown) = query
+            .weigh
+            .prefer
+            .iter()
+            .find(|t| !t.name().is_some_and(|t| self.trait_exists(t)))
+        {
+            return Err(crate::Error::invalid(format!(
+                "No such trait(s): {unknown}."
+            )));
         }
         let prep = Prepared::new(self, query);
         let mut out = Candidates {
@@ -241,7 +268,12 @@ impl State {
             return Ok(out);
         }
         let bound = options.max_candidates.max(1);
-        let cap = query.limit.map_or(bound, |l| l.min(bound));
+        let weighed = query.weigh.is_set();
+        // Weighing orders the whole set: the limit applies after it.
+        let cap = match query.limit {
+            Some(limit) if !weighed => limit.min(bound),
+            _ => bound,
+        };
         let mut budget = Budget {
             steps_left: options.step_budget,
             exhausted: false,
@@ -249,11 +281,16 @@ impl State {
         let mut gen = Generator {
             prep: &prep,
             seen: HashSet::new(),
+            accept,
         };
-        let (requests, bound_hit) = match options.random_seed {
-            None => gen.in_order(cap, &mut budget),
-            Some(seed) => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
+        let (mut requests, bound_hit) = match options.random_seed {
+            Some(seed) if !weighed => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
+            _ => gen.in_order(cap, &mut budget),
         };
+        if weighed {
+            weigh::order(self, &out.classes, &mut requests, &query.weigh, query.now);
+            requests.truncate(query.limit.unwrap_or(usize::MAX));
+        }
         out.truncated = budget.exhausted || (bound_hit && query.limit.is_none_or(|l| l > bound));
         out.summaries = self.summarised(&requests, query.nested_aware);
         out.requests = requests;
@@ -274,6 +311,7 @@ impl State {
         let mut gen = Generator {
             prep: &prep,
             seen: HashSet::new(),
+            accept: &|_| true,
         };
         !gen.in_order(1, &mut budget).0.is_empty()
     }
@@ -299,17 +337,22 @@ impl State {
 }
 
 /// Pulls candidates from anchor searches.
-struct Generator<'p, 's, 'q> {
+struct Generator<'p, 's, 'q, 'a> {
     prep: &'p Prepared<'s, 'q>,
     /// Candidates made only of sharing providers, which several anchors can produce
     /// identically: each is answered once.
     seen: HashSet<AllocationRequest>,
+    /// Which candidates may be answered at all.
+    accept: &'a dyn Fn(&AllocationRequest) -> bool,
 }
 
-impl<'p, 's, 'q> Generator<'p, 's, 'q> {
-    /// Whether a candidate is new (only candidates of sharing providers alone can
-    /// repeat across anchors).
+impl<'p, 's, 'q> Generator<'p, 's, 'q, '_> {
+    /// Whether a candidate is admitted and new (only candidates of sharing providers
+    /// alone can repeat across anchors).
     fn fresh(&mut self, candidate: &AllocationRequest) -> bool {
+        if !(self.accept)(candidate) {
+            return false;
+        }
         let only_sharing = candidate
             .mappings
             .iter()

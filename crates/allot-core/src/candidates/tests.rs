@@ -1012,6 +1012,7 @@ fn random_query(rng: &mut Rng, w: &World) -> CandidateQuery {
         same_subtrees,
         nested_aware: rng.below(5) > 0,
         now: 0,
+        weigh: Weigh::default(),
     }
 }
 
@@ -1067,4 +1068,156 @@ fn resourceless_group_does_not_skip_unknown_class_error() {
     // the answer is empty before the unknown class is reached.
     w.traits("root", &[]);
     assert!(run(&w, &q).requests.is_empty());
+}
+
+/// Weighing (issue 24) only reorders: for random worlds and queries, every `sort` and
+/// `prefer` gives the set of candidates the search gives unweighed, in the order the
+/// keys say, and `limit` takes the first of that order.
+#[test]
+fn weighing_only_reorders() {
+    let mut rng = Rng::new(11);
+    let traits = ["CUSTOM_A", "CUSTOM_B", "HW_NUMA_ROOT"];
+    let mut reordered = 0;
+    for case in 0..1500 {
+        let w = random_world(&mut rng);
+        let q = random_query(&mut rng, &w);
+        let plain = searched(&w.state, &q);
+        for sort in [
+            None,
+            Some(Sort::Pack),
+            Some(Sort::Spread),
+            Some(Sort::Random(case)),
+        ] {
+            let mut weighed = q.clone();
+            weighed.weigh = Weigh {
+                sort,
+                prefer: (0..rng.below(3))
+                    .map(|_| TraitName::requested(traits[rng.below(3)]))
+                    .collect(),
+            };
+            if !weighed.weigh.is_set() {
+                continue;
+            }
+            assert_eq!(
+                searched(&w.state, &weighed),
+                plain,
+                "case {case}: {weighed:#?}"
+            );
+            let all = run(&w, &weighed);
+            let firsts: Vec<String> = all
+                .requests
+                .iter()
+                .map(|r| show(&w, &all, &weighed, r))
+                .collect();
+            let unweighed = run(&w, &q);
+            if all.requests != unweighed.requests {
+                reordered += 1;
+            }
+            // The keys are in order.
+            let keys: Vec<(usize, f64)> = all
+                .requests
+                .iter()
+                .map(|r| {
+                    let preferred = weighed
+                        .weigh
+                        .prefer
+                        .iter()
+                        .filter_map(|t| t.name())
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .into_iter()
+                        .filter(|t| {
+                            r.allocations
+                                .iter()
+                                .map(|a| a.0)
+                                .chain(r.mappings.iter().flatten().copied())
+                                .any(|id| w.state.provider(id).unwrap().traits.contains(t.as_str()))
+                        })
+                        .count();
+                    (preferred, load(&w.state, &all.classes, r, 0))
+                })
+                .collect();
+            for pair in keys.windows(2) {
+                let ((p0, l0), (p1, l1)) = (pair[0], pair[1]);
+                assert!(p0 >= p1, "case {case}: prefer out of order {keys:?}");
+                if p0 == p1 {
+                    match sort {
+                        Some(Sort::Pack) => assert!(l0 >= l1, "case {case}: pack {keys:?}"),
+                        Some(Sort::Spread) => assert!(l0 <= l1, "case {case}: spread {keys:?}"),
+                        _ => {}
+                    }
+                }
+            }
+            // A limit takes the first of the weighed order.
+            if firsts.len() > 1 {
+                let mut limited = weighed.clone();
+                limited.limit = Some(firsts.len() / 2);
+                let some = run(&w, &limited);
+                let shown: Vec<String> = some
+                    .requests
+                    .iter()
+                    .map(|r| show(&w, &some, &limited, r))
+                    .collect();
+                if !matches!(sort, Some(Sort::Random(_))) {
+                    assert_eq!(shown, firsts[..firsts.len() / 2], "case {case}");
+                } else {
+                    assert_eq!(shown.len(), firsts.len() / 2);
+                }
+            }
+        }
+    }
+    assert!(
+        reordered > 200,
+        "the cases exercise the order ({reordered})"
+    );
+}
+
+/// `pack` fills the most used provider first, `spread` the least; `prefer` ranks the
+/// providers with the trait first, whatever the load; an unknown preferred trait is
+/// refused as Placement refuses an unknown required one.
+#[test]
+fn pack_spread_and_prefer_on_three_hosts() {
+    let mut w = World::new();
+    for (name, used) in [("a", 2), ("b", 6), ("c", 0)] {
+        w.provider(name, None).total(name, "VCPU", 8);
+        if used > 0 {
+            w.allocate(name, "VCPU", used);
+        }
+    }
+    w.traits("c", &["CUSTOM_A"]);
+    let order = |weigh: Weigh| -> Vec<String> {
+        let mut q = query(vec![group("", &[("VCPU", 1)])]);
+        q.weigh = weigh;
+        let c = run(&w, &q);
+        c.requests
+            .iter()
+            .map(|r| {
+                w.state
+                    .provider(r.allocations[0].0)
+                    .unwrap()
+                    .row
+                    .name
+                    .clone()
+            })
+            .collect()
+    };
+    let sorted = |sort| Weigh {
+        sort: Some(sort),
+        prefer: Vec::new(),
+    };
+    assert_eq!(order(Weigh::default()), ["a", "b", "c"]);
+    assert_eq!(order(sorted(Sort::Pack)), ["b", "a", "c"]);
+    assert_eq!(order(sorted(Sort::Spread)), ["c", "a", "b"]);
+    let fast = vec![TraitName::requested("CUSTOM_A")];
+    let prefer_fast = Weigh {
+        sort: Some(Sort::Pack),
+        prefer: fast,
+    };
+    assert_eq!(order(prefer_fast), ["c", "b", "a"]);
+    let mut q = query(vec![group("", &[("VCPU", 1)])]);
+    q.weigh.prefer = vec![TraitName::requested("CUSTOM_NOPE")];
+    let e = w
+        .state
+        .allocation_candidates(&q, &SearchOptions::default())
+        .unwrap_err();
+    assert_eq!(e.to_string(), "No such trait(s): CUSTOM_NOPE.");
 }

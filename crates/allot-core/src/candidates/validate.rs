@@ -18,7 +18,7 @@ use crate::names::{RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
 use super::filter::{has_trait, in_all, Prepared};
-use super::{CandidateQuery, RequestGroup};
+use super::{CandidateQuery, RequestGroup, Weigh};
 
 /// Why a request gets no search.
 pub(super) enum Refusal {
@@ -131,6 +131,7 @@ fn group_matches_nothing(state: &State, query: &CandidateQuery, g: &RequestGroup
         same_subtrees: Vec::new(),
         nested_aware: true,
         now: query.now,
+        weigh: Weigh::default(),
     };
     if g.resources.is_empty() {
         // A resourceless group (legal only with same_subtree) matches the providers

@@ -12,6 +12,7 @@ pub mod allocations;
 pub mod claims;
 pub mod classes;
 pub mod inventories;
+pub mod pick;
 mod placing;
 pub mod provider_traits;
 pub mod providers;

@@ -30,7 +30,9 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     ctx.require(10)?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::AllocationCandidatesList)?;
-    let query = request::candidates::parse(ctx.version, raw.as_deref(), app.host.now())?;
+    // A seed for `sort=random`, drawn here: the parse and the core draw nothing.
+    let seed = Uuid::new_v4().as_u64_pair().0;
+    let query = request::candidates::parse(ctx.version, raw.as_deref(), app.host.now(), seed)?;
     let options = SearchOptions {
         max_candidates: app
             .config

@@ -17,7 +17,9 @@
 
 use std::time::Duration;
 
+use allot_core::candidates::SearchOptions;
 use allot_core::ops::claims::{NewClaim, Swept};
+use allot_core::ops::pick::Pick;
 use allot_core::{Error, Uuid};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -29,11 +31,11 @@ use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::request::claims::{
     claim_in_path, read_confirm, read_provider_pending_query, read_release_query, ClaimRequest,
-    ClaimsQuery, Expiry, PendingQuery,
+    ClaimsQuery, Expiry, PendingQuery, PickRequest,
 };
 use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
-use crate::{http, wire, AppState};
+use crate::{http, request, wire, AppState};
 
 /// The most changes one sweep pass makes (one batch of the host): a sweep after a
 /// long stop comes in passes of this size rather than one huge commit.
@@ -57,28 +59,109 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     body.require_json()?;
     authorize(&ctx, app.config.policy, Action::ClaimsCreate)?;
     // The core draws nothing at random; a v4 uuid never met before is ours to draw.
-    let ClaimRequest { claim: new, expiry } = ClaimRequest::read(&body, Uuid::new_v4())?;
+    let ClaimRequest {
+        claim: new,
+        expiry,
+        pick,
+    } = ClaimRequest::read(&body, Uuid::new_v4())?;
     let expires_in = match expiry {
         Expiry::ServerDefault => app.config.claim_expires_in,
         Expiry::Never => None,
         Expiry::After(seconds) => Some(seconds),
     };
+    // The expiry counts from the instant the writer plans the claim, which is also
+    // its `created_at`.
+    let expires_at = move |now: allot_core::Timestamp| match expires_in {
+        None => Ok(None),
+        Some(seconds) => now.checked_add(seconds).map(Some).ok_or_else(|| {
+            Error::invalid("expires_in puts the expiry beyond any representable time.")
+        }),
+    };
+    if let Some(pick) = pick {
+        return create_picked(&app, new, expires_at, pick).await;
+    }
     let (claim, now) = app
         .write(move |view, now| {
-            // The expiry counts from the instant the writer plans the claim, which
-            // is also its `created_at`.
-            let expires_at = match expires_in {
-                None => None,
-                Some(seconds) => Some(now.checked_add(seconds).ok_or_else(|| {
-                    Error::invalid("expires_in puts the expiry beyond any representable time.")
-                })?),
-            };
+            let expires_at = expires_at(now)?;
             let (claim, changes) = view.plan_create_claim(NewClaim { expires_at, ..new }, now)?;
             Ok(((claim, now), changes))
         })
         .await?;
-    let response = http::json(StatusCode::CREATED, &wire::claim_body(&claim, now));
-    Ok(http::location(response, &format!("/claims/{}", claim.uuid)))
+    Ok(created(&claim, now))
+}
+
+/// A 201 with one claim, and its `Location`.
+fn created(claim: &allot_core::Claim, now: allot_core::Timestamp) -> axum::response::Response {
+    let response = http::json(StatusCode::CREATED, &wire::claim_body(claim, now));
+    http::location(response, &format!("/claims/{}", claim.uuid))
+}
+
+/// `POST /claims` with `request`: the server chooses where (issue 24). One consumer
+/// gets its claim as a plain `POST /claims` does; `consumers` get `{"claims": [...],
+/// "unplaced": [...]}`.
+async fn create_picked(
+    app: &AppState,
+    pattern: NewClaim,
+    expires_at: impl Fn(allot_core::Timestamp) -> Result<Option<allot_core::Timestamp>, Error>
+        + Send
+        + 'static,
+    pick: PickRequest,
+) -> ApiResult {
+    let seed = Uuid::new_v4().as_u64_pair().0;
+    let query = request::candidates::parse(crate::microversion::MAX, Some(&pick.query), 0, seed)
+        .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))?;
+    let single = pick.instances.is_none();
+    let instances = pick
+        .instances
+        .unwrap_or_else(|| vec![(pattern.consumer, pattern.tag.clone())]);
+    let claims: Vec<NewClaim> = instances
+        .into_iter()
+        .enumerate()
+        .map(|(i, (consumer, tag))| NewClaim {
+            // The first instance takes the uuid drawn for the request.
+            uuid: if i == 0 { pattern.uuid } else { Uuid::new_v4() },
+            consumer,
+            tag,
+            ..pattern.clone()
+        })
+        .collect();
+    let options = SearchOptions {
+        max_candidates: app
+            .config
+            .max_allocation_candidates
+            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
+        ..Default::default()
+    };
+    let (placed, now) = app
+        .write(move |view, now| {
+            let expires_at = expires_at(now)?;
+            let claims = claims
+                .into_iter()
+                .map(|c| NewClaim { expires_at, ..c })
+                .collect();
+            let pick = Pick {
+                query,
+                options,
+                claims,
+                affinity: pick.affinity,
+                partial: pick.partial,
+            };
+            let (placed, changes) = view.plan_pick(pick, now)?;
+            Ok(((placed, now), changes))
+        })
+        .await?;
+    if single {
+        return Ok(created(&placed.claims[0], now));
+    }
+    let body = wire::Placed {
+        claims: placed
+            .claims
+            .iter()
+            .map(|c| wire::claim_body(c, now))
+            .collect(),
+        unplaced: placed.unplaced,
+    };
+    Ok(http::json(StatusCode::CREATED, &body))
 }
 
 /// `GET /claims`: the claims the filters admit, oldest first, paged by `limit` and

@@ -14,7 +14,7 @@
 
 use std::sync::OnceLock;
 
-use allot_core::candidates::{CandidateQuery, RequestGroup};
+use allot_core::candidates::{CandidateQuery, RequestGroup, Sort, Weigh};
 use allot_core::{ProviderRef, RequestedName, ResourceClass, Timestamp, TraitName, Uuid};
 use regex::Regex;
 use serde_json::{json, Map, Value};
@@ -73,11 +73,13 @@ fn traits(names: &[String]) -> Vec<RequestedName<TraitName>> {
 
 /// Turns the query string into the search's question, with Placement's checks in
 /// Placement's order. `now` is the moment the question is asked: pending claims live
-/// then count as used (allot's extension API).
+/// then count as used (allot's extension API). `seed` shuffles the candidates if the
+/// query asks `sort=random` (the caller draws it: nothing here is random).
 pub fn parse(
     version: Version,
     raw: Option<&str>,
     now: Timestamp,
+    seed: u64,
 ) -> Result<CandidateQuery, ApiError> {
     require_utf8_query(raw.unwrap_or(""))?;
     let query = Query::parse(raw);
@@ -221,6 +223,40 @@ pub fn parse(
         same_subtrees,
         nested_aware: version.at_least(29),
         now,
+        weigh: weigh(&query, seed)?,
+    })
+}
+
+/// allot's `sort` and `prefer` (issue 24): the schema has checked `sort`'s value;
+/// `prefer` is a comma-separated list of traits, and may be repeated.
+fn weigh(query: &Query, seed: u64) -> Result<Weigh, ApiError> {
+    let sort = match query.all("sort").first().copied() {
+        None => None,
+        Some("pack") => Some(Sort::Pack),
+        Some("spread") => Some(Sort::Spread),
+        Some("random") => Some(Sort::Random(seed)),
+        Some(other) => {
+            return Err(ApiError::query_bad_value(format!(
+                "Invalid sort {other:?}: pack, spread or random."
+            )))
+        }
+    };
+    let mut prefer: Vec<String> = Vec::new();
+    for value in query.all("prefer") {
+        for name in value.split(',').map(str::trim) {
+            if name.is_empty() {
+                return Err(ApiError::query_bad_value(format!(
+                    "Invalid query string parameters: prefer={value:?} names an empty trait."
+                )));
+            }
+            if !prefer.iter().any(|p| p == name) {
+                prefer.push(name.to_owned());
+            }
+        }
+    }
+    Ok(Weigh {
+        sort,
+        prefer: traits(&prefer),
     })
 }
 
@@ -388,7 +424,31 @@ mod tests {
     use super::*;
 
     fn message(raw: &str, v: u16) -> String {
-        parse(Version(v), Some(raw), 0).unwrap_err().message
+        parse(Version(v), Some(raw), 0, 0).unwrap_err().message
+    }
+
+    #[test]
+    fn sort_and_prefer() {
+        let q = parse(
+            Version(10),
+            Some("resources=VCPU:1&sort=pack&prefer=CUSTOM_A,CUSTOM_B&prefer=CUSTOM_A"),
+            0,
+            7,
+        )
+        .unwrap();
+        assert_eq!(q.weigh.sort, Some(Sort::Pack));
+        assert_eq!(
+            q.weigh.prefer,
+            traits(&["CUSTOM_A".into(), "CUSTOM_B".into()])
+        );
+        let q = parse(Version(39), Some("resources=VCPU:1&sort=random"), 0, 7).unwrap();
+        assert_eq!(q.weigh.sort, Some(Sort::Random(7)));
+        let q = parse(Version(39), Some("resources=VCPU:1"), 0, 7).unwrap();
+        assert!(!q.weigh.is_set());
+        let m = message("resources=VCPU:1&sort=heaviest", 39);
+        assert!(m.contains("'heaviest' is not one of"), "{m}");
+        let m = message("resources=VCPU:1&prefer=CUSTOM_A,,CUSTOM_B", 39);
+        assert!(m.contains("names an empty trait"), "{m}");
     }
 
     #[test]
@@ -400,6 +460,7 @@ mod tests {
                  &required_A=!CUSTOM_Z&resources1=DISK_GB:5&group_policy=isolate\
                  &group_policy=none&limit=3&limit=9&same_subtree=_A,1",
             ),
+            0,
             0,
         )
         .unwrap();

@@ -4,6 +4,7 @@
 
 use allot_core::names::canonical_uuid;
 use allot_core::ops::claims::{ClaimFilter, NewClaim};
+use allot_core::ops::pick::Affinity;
 use allot_core::{ClaimState, Uuid};
 use serde::Deserialize;
 
@@ -29,23 +30,62 @@ pub enum Expiry {
 pub struct ClaimRequest {
     /// The claim, its amounts by provider as spelled and then by class, in request
     /// order (the rule reports the first problem); its expiry is still to be counted
-    /// from the moment it is planned.
+    /// from the moment it is planned. For a pick, the pattern of every instance's
+    /// claim, without amounts.
     pub claim: NewClaim,
     /// When it expires.
     pub expiry: Expiry,
+    /// With `request` instead of `allocations`: the server chooses (issue 24).
+    pub pick: Option<PickRequest>,
+}
+
+/// The pick-and-claim part of a `POST /claims` body.
+#[derive(Debug)]
+pub struct PickRequest {
+    /// The query string of `GET /allocation_candidates`, with the body's `sort` and
+    /// `prefer` after it.
+    pub query: String,
+    /// With `consumers`: each instance's consumer and tag (the single claim's
+    /// otherwise).
+    pub instances: Option<Vec<(Uuid, Option<String>)>>,
+    /// The instances' affinity rule.
+    pub affinity: Affinity,
+    /// Whether some instances may stay unplaced.
+    pub partial: bool,
 }
 
 /// The tree of [`ClaimRequest`] as its schema checked it.
 #[derive(Debug, Deserialize)]
 struct CreateBody {
-    consumer_uuid: String,
+    #[serde(default)]
+    consumer_uuid: Option<String>,
     #[serde(default)]
     consumer_type: Option<String>,
     project_id: String,
     user_id: String,
-    allocations: Entries<ClaimProvider>,
+    #[serde(default)]
+    allocations: Option<Entries<ClaimProvider>>,
     #[serde(default, deserialize_with = "present")]
     expires_in: Option<Option<i64>>,
+    #[serde(default)]
+    tag: Option<String>,
+    #[serde(default)]
+    request: Option<String>,
+    #[serde(default)]
+    sort: Option<String>,
+    #[serde(default)]
+    prefer: Option<String>,
+    #[serde(default)]
+    consumers: Option<Vec<Instance>>,
+    #[serde(default)]
+    affinity: Option<String>,
+    #[serde(default)]
+    partial: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Instance {
+    consumer_uuid: String,
     #[serde(default)]
     tag: Option<String>,
 }
@@ -62,20 +102,30 @@ impl ClaimRequest {
     }
 
     fn convert(body: CreateBody, uuid: Uuid) -> Result<Self, ApiError> {
-        let by_provider = body
-            .allocations
-            .0
-            .into_iter()
-            .map(|(provider, amounts)| (provider, amounts.resources))
-            .collect();
+        let pick = Self::pick(&body)?;
+        let allocations = match body.allocations {
+            Some(given) => requested(
+                given
+                    .0
+                    .into_iter()
+                    .map(|(provider, amounts)| (provider, amounts.resources))
+                    .collect(),
+            ),
+            None => Vec::new(),
+        };
+        let consumer = match &body.consumer_uuid {
+            Some(raw) => consumer_uuid(raw)?,
+            // A mass start names its consumers per instance.
+            None => Uuid::nil(),
+        };
         let claim = NewClaim {
             uuid,
-            consumer: consumer_uuid(&body.consumer_uuid)?,
+            consumer,
             project_id: body.project_id,
             user_id: body.user_id,
             consumer_type: body.consumer_type,
             tag: body.tag,
-            allocations: requested(by_provider),
+            allocations,
             expires_at: None,
         };
         Ok(ClaimRequest {
@@ -85,7 +135,87 @@ impl ClaimRequest {
                 Some(None) => Expiry::Never,
                 Some(Some(seconds)) => Expiry::After(seconds),
             },
+            pick,
         })
+    }
+
+    /// Which of the two forms the body has: `allocations` (the caller chose) or
+    /// `request` (the server chooses), with what each allows.
+    fn pick(body: &CreateBody) -> Result<Option<PickRequest>, ApiError> {
+        let picking_keys = [
+            ("sort", body.sort.is_some()),
+            ("prefer", body.prefer.is_some()),
+            ("consumers", body.consumers.is_some()),
+            ("affinity", body.affinity.is_some()),
+            ("partial", body.partial.is_some()),
+        ];
+        let Some(request) = &body.request else {
+            if body.allocations.is_none() {
+                return Err(ApiError::bad_request(
+                    "A claim needs 'allocations' (where) or 'request' (what, for the server \
+                     to choose where).",
+                ));
+            }
+            if let Some((key, _)) = picking_keys.iter().find(|(_, given)| *given) {
+                return Err(ApiError::bad_request(format!(
+                    "'{key}' goes with 'request', not with 'allocations'."
+                )));
+            }
+            if body.consumer_uuid.is_none() {
+                return Err(super::not_valid("'consumer_uuid' is a required property"));
+            }
+            return Ok(None);
+        };
+        if body.allocations.is_some() {
+            return Err(ApiError::bad_request(
+                "Give 'allocations' or 'request', not both.",
+            ));
+        }
+        let instances = match (&body.consumer_uuid, &body.consumers) {
+            (Some(_), None) => None,
+            (None, Some(list)) => {
+                let mut seen = std::collections::HashSet::new();
+                let mut instances = Vec::with_capacity(list.len());
+                for instance in list {
+                    let consumer = consumer_uuid(&instance.consumer_uuid)?;
+                    if !seen.insert(consumer) {
+                        return Err(ApiError::bad_request(format!(
+                            "Consumer {consumer} is named twice in 'consumers'."
+                        )));
+                    }
+                    instances.push((consumer, instance.tag.clone().or(body.tag.clone())));
+                }
+                Some(instances)
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "A pick names its consumer with 'consumer_uuid', or its instances with \
+                     'consumers', not both and not neither.",
+                ))
+            }
+        };
+        if instances.is_none() && (body.affinity.is_some() || body.partial.is_some()) {
+            return Err(ApiError::bad_request(
+                "'affinity' and 'partial' go with 'consumers'.",
+            ));
+        }
+        let mut query = request.trim_start_matches('?').to_owned();
+        for (key, value) in [("sort", &body.sort), ("prefer", &body.prefer)] {
+            if let Some(value) = value {
+                let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+                query = format!("{query}&{key}={value}");
+            }
+        }
+        Ok(Some(PickRequest {
+            query,
+            instances,
+            affinity: match body.affinity.as_deref() {
+                None | Some("none") => Affinity::None,
+                Some("different_roots") => Affinity::DifferentRoots,
+                Some(_) => Affinity::SameRoot,
+            },
+            partial: body.partial.unwrap_or(false),
+        }))
     }
 }
 

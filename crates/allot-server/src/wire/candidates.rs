@@ -667,7 +667,7 @@ mod tests {
             raw.insert(next(n + 1), format!("resources={}", values[next(4)]));
             let raw = raw.join("&");
             let version = Version(10 + next(30) as u16);
-            let Ok(query) = parse(version, Some(&raw), 0) else {
+            let Ok(query) = parse(version, Some(&raw), 0, 0) else {
                 continue;
             };
             for seed in [None, Some(3)] {
@@ -718,7 +718,7 @@ mod tests {
         let raw = format!("{}&group_policy=isolate&limit=3", groups.join("&"));
         for version in [29, 34, 39] {
             let version = Version(version);
-            let query = parse(version, Some(&raw), 0).unwrap();
+            let query = parse(version, Some(&raw), 0, 0).unwrap();
             let found = view
                 .allocation_candidates(&query, &SearchOptions::default())
                 .unwrap();

@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 
-pub use allot_client::{Claim, ClaimList, ClaimResources, ClaimState, ProviderPending as Pending};
+pub use allot_client::{
+    Claim, ClaimList, ClaimResources, ClaimState, Placed, ProviderPending as Pending,
+};
 use allot_core::{ResourceClass, Timestamp, Uuid};
 
 use crate::auth::format_utc;

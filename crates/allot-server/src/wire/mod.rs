@@ -43,7 +43,7 @@ pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
 };
-pub use claims::{claim_body, Claim, ClaimList, ClaimResources, Pending};
+pub use claims::{claim_body, Claim, ClaimList, ClaimResources, Pending, Placed};
 pub use classes::{ClassMetadataBody, ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
 pub use providers::{

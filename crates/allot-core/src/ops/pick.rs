@@ -1,0 +1,232 @@
+//! Pick-and-claim (allot's extension, issue 24): the server chooses where a claim goes.
+//!
+//! A pick is a candidate query (`GET /allocation_candidates`'s, weighing included) and
+//! the claims to place with it, one per instance. Planned in the writer like every
+//! write, against the view it will apply to: the search, the choice and the claim are
+//! one step, so two schedulers never choose the same last unit and nobody retries.
+//!
+//! Each instance takes the first candidate of the query's order (the search's, or the
+//! weighed one) that its affinity rule admits, on the view as the instances placed
+//! before it left it:
+//! - [`Affinity::None`]: any candidate;
+//! - [`Affinity::DifferentRoots`]: a root no earlier instance of the pick uses (an
+//!   anti-affinity group);
+//! - [`Affinity::SameRoot`]: the root of the others (an affinity group). The root is
+//!   chosen as the first, in the query's order, that holds the whole group; if none
+//!   does, the one that holds the most.
+//!
+//! A candidate's root is the root of the providers it uses that do not share through
+//! aggregates (a sharing provider serves many trees); a candidate of sharing providers
+//! alone has no root, and no affinity rule holds it back.
+//!
+//! `partial: false` places all the instances or none (a refusal names how many do not
+//! fit); `partial: true` places as many as fit and names the others.
+
+use std::collections::BTreeSet;
+
+use uuid::Uuid;
+
+use super::allocations::Requested;
+use super::claims::NewClaim;
+use super::Plan;
+use crate::candidates::{AllocationRequest, CandidateQuery, SearchOptions};
+use crate::change::Change;
+use crate::error::{ConflictCode, Error};
+use crate::model::{Claim, ProviderId, Timestamp};
+use crate::names::{RequestedName, SHARING_TRAIT};
+use crate::state::State;
+
+/// The affinity rule of a pick's instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Affinity {
+    /// Wherever each fits.
+    #[default]
+    None,
+    /// Each on a root of its own.
+    DifferentRoots,
+    /// All on one root.
+    SameRoot,
+}
+
+/// A pick: where the claims may go, and the claims.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    /// The candidate query (its `limit` is ignored; its `now` is the plan's).
+    pub query: CandidateQuery,
+    /// How the search runs.
+    pub options: SearchOptions,
+    /// One claim per instance, in the order they are placed; their `allocations` are
+    /// what the pick chooses (any given are ignored).
+    pub claims: Vec<NewClaim>,
+    /// The instances' affinity rule.
+    pub affinity: Affinity,
+    /// Whether some instances may stay unplaced.
+    pub partial: bool,
+}
+
+/// What a pick placed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placed {
+    /// The claims made, in the pick's order.
+    pub claims: Vec<Claim>,
+    /// The consumers of the instances that did not fit (with `partial`).
+    pub unplaced: Vec<Uuid>,
+}
+
+impl State {
+    /// Plans a pick (see the module doc): every claim it makes, in one plan.
+    pub fn plan_pick(&self, pick: Pick, now: Timestamp) -> Plan<Placed> {
+        let mut query = pick.query.clone();
+        query.now = now;
+        query.limit = Some(1);
+        let outcome = match pick.affinity {
+            Affinity::SameRoot => self.place_on_one_root(&pick, &query, now)?,
+            affinity => self.place_each(&pick, &query, affinity, None, now)?,
+        };
+        let total = pick.claims.len();
+        let placed = outcome.placed.claims.len();
+        if placed == 0 || (!pick.partial && placed < total) {
+            let rule = match pick.affinity {
+                Affinity::None => "",
+                Affinity::DifferentRoots => " each on a root of its own",
+                Affinity::SameRoot => " on one root",
+            };
+            return Err(Error::conflict(
+                ConflictCode::ClaimDoesNotFit,
+                if total == 1 {
+                    "No allocation candidate fits the request: nothing was claimed.".to_owned()
+                } else {
+                    format!(
+                        "Only {placed} of {total} instances fit the request{rule}: nothing \
+                         was claimed."
+                    )
+                },
+            ));
+        }
+        Ok((outcome.placed, outcome.changes))
+    }
+
+    /// Places the instances one after another, each on the first candidate its
+    /// affinity admits (`only`: on that root alone).
+    fn place_each(
+        &self,
+        pick: &Pick,
+        query: &CandidateQuery,
+        affinity: Affinity,
+        only: Option<ProviderId>,
+        now: Timestamp,
+    ) -> crate::Result<Outcome> {
+        let mut scratch = self.clone();
+        let mut out = Outcome::default();
+        let mut roots: BTreeSet<ProviderId> = BTreeSet::new();
+        for claim in &pick.claims {
+            let found = {
+                let view = &scratch;
+                let accept = |c: &AllocationRequest| {
+                    let root = root_of(view, c);
+                    match (affinity, only) {
+                        (_, Some(only)) => root == Some(only),
+                        (Affinity::DifferentRoots, None) => {
+                            root.is_none_or(|r| !roots.contains(&r))
+                        }
+                        _ => true,
+                    }
+                };
+                scratch.candidates_admitted(query, &pick.options, &accept)?
+            };
+            let Some(chosen) = found.requests.first() else {
+                out.placed.unplaced.push(claim.consumer);
+                continue;
+            };
+            let allocations = chosen
+                .allocations
+                .iter()
+                .filter_map(|&(id, k, amount)| {
+                    Some(Requested {
+                        provider: scratch.provider(id)?.uuid().into(),
+                        class: RequestedName::Name(found.classes[k].clone()),
+                        used: amount,
+                    })
+                })
+                .collect();
+            if let Some(root) = root_of(&scratch, chosen) {
+                roots.insert(root);
+            }
+            let (made, changes) = scratch.plan_create_claim(
+                NewClaim {
+                    allocations,
+                    ..claim.clone()
+                },
+                now,
+            )?;
+            scratch.apply(&changes);
+            out.changes.extend(changes);
+            out.placed.claims.push(made);
+        }
+        Ok(out)
+    }
+
+    /// [`Affinity::SameRoot`]: the first root, in the query's order, that holds every
+    /// instance, else the one that holds the most.
+    fn place_on_one_root(
+        &self,
+        pick: &Pick,
+        query: &CandidateQuery,
+        now: Timestamp,
+    ) -> crate::Result<Outcome> {
+        let mut everywhere = query.clone();
+        everywhere.limit = None;
+        let found = self.allocation_candidates(&everywhere, &pick.options)?;
+        let mut tried: BTreeSet<ProviderId> = BTreeSet::new();
+        let mut best: Option<Outcome> = None;
+        for candidate in &found.requests {
+            let Some(root) = root_of(self, candidate) else {
+                continue;
+            };
+            if !tried.insert(root) {
+                continue;
+            }
+            let outcome = self.place_each(pick, query, Affinity::SameRoot, Some(root), now)?;
+            if outcome.placed.unplaced.is_empty() {
+                return Ok(outcome);
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| outcome.placed.claims.len() > b.placed.claims.len())
+            {
+                best = Some(outcome);
+            }
+        }
+        Ok(best.unwrap_or_else(|| Outcome {
+            placed: Placed {
+                claims: Vec::new(),
+                unplaced: pick.claims.iter().map(|c| c.consumer).collect(),
+            },
+            changes: Vec::new(),
+        }))
+    }
+}
+
+/// What placing some instances made.
+#[derive(Debug, Default)]
+struct Outcome {
+    placed: Placed,
+    changes: Vec<Change>,
+}
+
+/// The root a candidate stands on: that of its providers that do not share through
+/// aggregates (the smallest, should there be several).
+fn root_of(state: &State, candidate: &AllocationRequest) -> Option<ProviderId> {
+    candidate
+        .allocations
+        .iter()
+        .map(|a| a.0)
+        .chain(candidate.mappings.iter().flatten().copied())
+        .filter_map(|id| state.provider(id))
+        .filter(|p| !p.traits.contains(SHARING_TRAIT))
+        .map(|p| p.row.root)
+        .min()
+}
+
+#[cfg(test)]
+mod tests;
