@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+mod headroom;
 pub mod status;
 pub mod survey;
 mod usages;
@@ -43,6 +44,7 @@ pub use claims::{
     Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim, PickClaim,
     Placed, ProviderPending,
 };
+pub use headroom::Headroom;
 pub use status::Status;
 pub use usages::ProjectUsages;
 

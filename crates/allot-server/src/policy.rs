@@ -152,6 +152,8 @@ actions! {
     ClaimsPending => "allot:claims:pending",
     /// `GET /metrics` and `GET /status`, allot's own (issue 23).
     MetricsShow => "allot:metrics",
+    /// `GET /headroom`, allot's own (issue 24).
+    Headroom => "allot:headroom",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -286,6 +288,13 @@ impl Action {
             // only; a service reads it like the class list.
             Action::ClassMetadataUpdate => Rule {
                 check: Check::Rule(Base::Admin),
+                deprecated: None,
+                scopes: PROJECT,
+            },
+            // Headroom (ours): what fits, as readers see usages: admins, services
+            // and readers (of their own project; the answer names no project).
+            Action::Headroom => Rule {
+                check: Check::Rule(Base::AdminOrProjectReaderOrService),
                 deprecated: None,
                 scopes: PROJECT,
             },
@@ -674,6 +683,12 @@ mod tests {
         ("project reader", MetricsShow, None, [N, N, Y]),
         ("system admin", MetricsShow, None, [S, S, S]),
         ("metrics scraper", ProvidersList, None, [N, N, Y]),
+        // Headroom: as usages, readers too.
+        ("admin", Headroom, None, [Y, Y, Y]),
+        ("service", Headroom, None, [Y, Y, Y]),
+        ("project reader", Headroom, Some(MINE), [Y, Y, Y]),
+        ("no roles", Headroom, Some(MINE), [N, N, Y]),
+        ("system admin", Headroom, None, [S, S, S]),
     ];
 
     #[test]
@@ -755,6 +770,7 @@ mod tests {
                     | ClaimsRelease
                     | ClaimsPending
                     | MetricsShow
+                    | Headroom
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -764,7 +780,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 42);
+        assert_eq!(Action::ALL.len(), 43);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

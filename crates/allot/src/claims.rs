@@ -378,6 +378,49 @@ async fn new_claim(client: &Client, create: CreateArgs) -> anyhow::Result<NewCla
     })
 }
 
+/// `allot headroom`.
+#[derive(Args, Debug)]
+pub struct HeadroomArgs {
+    #[command(flatten)]
+    remote: Remote,
+    /// The shape, as GET /allocation_candidates's query string, e.g.
+    /// 'resources=VCPU:2,MEMORY_MB:4096&required=HW_CPU_X86_AVX2'.
+    request: String,
+    /// A breakdown: root, aggregate or trait:PREFIX (e.g. trait:CUSTOM_RACK_).
+    #[arg(long)]
+    group_by: Option<String>,
+    /// Output format.
+    #[arg(short = 'f', long = "format", value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// Runs `allot headroom` to completion.
+pub fn run_headroom(args: HeadroomArgs) -> anyhow::Result<()> {
+    let (runtime, client) = connect(&args.remote)?;
+    let mut query = args.request.trim_start_matches('?').to_owned();
+    if let Some(by) = &args.group_by {
+        let by: String = form_urlencoded::byte_serialize(by.as_bytes()).collect();
+        query = format!("{query}&group_by={by}");
+    }
+    let headroom = runtime.block_on(client.headroom(&query))?;
+    let text = match args.format {
+        Format::Json => json_text(&headroom),
+        Format::Table => {
+            let mut text = format!("headroom: {}\n", headroom.headroom);
+            if let Some(groups) = &headroom.groups {
+                text.push('\n');
+                text.push_str(&table(
+                    ["GROUP", "HEADROOM"],
+                    groups.iter().map(|(k, n)| [k.clone(), n.to_string()]),
+                ));
+            }
+            text
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
 /// Runs a pending command to completion.
 pub fn run_pending(args: PendingArgs) -> anyhow::Result<()> {
     let (runtime, client) = connect(&args.remote)?;

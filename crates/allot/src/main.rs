@@ -78,6 +78,9 @@ enum Command {
     /// One screen on one or several running allot nodes: version, store and schema,
     /// health, the view's lag, counts, requests and claims since the start.
     Status(status::StatusArgs),
+    /// How many more instances of a shape fit now, in all and per root, aggregate or
+    /// trait group (GET /headroom).
+    Headroom(claims::HeadroomArgs),
     /// Show the authorization rules: `allot policy list` prints every rule with the
     /// check in force (a policy file's, or the mode's built-in default).
     Policy(policy::PolicyArgs),
@@ -114,6 +117,7 @@ fn main() -> anyhow::Result<()> {
         Command::Policy(args) => policy::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
+        Command::Headroom(args) => claims::run_headroom(args),
     }
 }
 

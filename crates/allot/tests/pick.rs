@@ -266,3 +266,97 @@ fn bodies_that_mix_the_two_forms_are_refused() {
     let (_, listed) = server.call("GET", "/claims", None);
     assert_eq!(json(&listed)["claims"], json!([]), "nothing was claimed");
 }
+
+#[test]
+fn headroom_counts_what_picks_then_take() {
+    let (_dir, server, hosts) = cloud(5, 20);
+    let client = server.client();
+    // Two racks (an aggregate and a trait each), hosts 0-2 and 3-4.
+    for (i, host) in hosts.iter().enumerate() {
+        let rack = if i < 3 { 1 } else { 2 };
+        let agg = format!("00000000-0000-4000-8000-00000000000{rack}");
+        let (_, body) = client.call("GET", &format!("/resource_providers/{host}"), None);
+        let generation = json(&body)["generation"].as_u64().unwrap();
+        let (status, body) = client.call(
+            "PUT",
+            &format!("/resource_providers/{host}/aggregates"),
+            Some(
+                &json!({"aggregates": [agg], "resource_provider_generation": generation})
+                    .to_string(),
+            ),
+        );
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = client.call("PUT", &format!("/traits/CUSTOM_RACK_{rack}"), None);
+        assert!(status == 201 || status == 204, "{body}");
+        let (status, body) = client.call(
+            "PUT",
+            &format!("/resource_providers/{host}/traits"),
+            Some(
+                &json!({"traits": [format!("CUSTOM_RACK_{rack}")],
+                         "resource_provider_generation": generation + 1})
+                .to_string(),
+            ),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let headroom = |query: &str| -> Value {
+        let (status, body) = client.call("GET", &format!("/headroom?{query}"), None);
+        assert_eq!(status, 200, "{body}");
+        json(&body)
+    };
+    // 3 VCPU an instance: 6 a host.
+    assert_eq!(headroom("resources=VCPU:3"), json!({"headroom": 30}));
+    let by_root = headroom("resources=VCPU:3&group_by=root");
+    for host in &hosts {
+        assert_eq!(by_root["groups"][host.to_string()], 6, "{by_root}");
+    }
+    assert_eq!(
+        headroom("resources=VCPU:3&group_by=aggregate")["groups"],
+        json!({"00000000-0000-4000-8000-000000000001": 18,
+               "00000000-0000-4000-8000-000000000002": 12})
+    );
+    assert_eq!(
+        headroom("resources=VCPU:3&group_by=trait:CUSTOM_RACK_&required=CUSTOM_RACK_2")["groups"],
+        json!({"CUSTOM_RACK_2": 12})
+    );
+    // Exactly that many picks of the shape succeed, and the next is refused.
+    for n in 0..30 {
+        let mut pick = pick_one(Uuid::new_v4());
+        pick["request"] = json!("resources=VCPU:3");
+        let (status, body) = post_claims(&client, pick);
+        assert_eq!(status, 201, "pick {n}: {body}");
+    }
+    let mut pick = pick_one(Uuid::new_v4());
+    pick["request"] = json!("resources=VCPU:3");
+    assert_eq!(post_claims(&client, pick).0, 409);
+    assert_eq!(headroom("resources=VCPU:3")["headroom"], 0);
+    // Two VCPU are left on each host: 1-VCPU instances still fit 10 times.
+    assert_eq!(headroom("resources=VCPU:1")["headroom"], 10);
+    // Bad breakdowns and shapes are 400s.
+    for bad in [
+        "resources=VCPU:1&group_by=rack",
+        "resources=CUSTOM_NOPE:1",
+        "required=CUSTOM_X",
+    ] {
+        let (status, body) = client.call("GET", &format!("/headroom?{bad}"), None);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    // The command line shows the same.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args([
+            "headroom",
+            "resources=VCPU:1",
+            "--group-by",
+            "trait:CUSTOM_RACK_",
+            "-f",
+            "json",
+        ])
+        .env("ALLOT_URL", format!("http://{}", server.addr))
+        .output()
+        .unwrap();
+    let shown = json(&support::stdout_of(out));
+    assert_eq!(
+        shown,
+        json!({"headroom": 10, "groups": {"CUSTOM_RACK_1": 6, "CUSTOM_RACK_2": 4}})
+    );
+}

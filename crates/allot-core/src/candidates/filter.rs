@@ -47,7 +47,7 @@ pub(super) enum InTree {
 }
 
 /// One request group, resolved against the state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Group<'q> {
     /// The request as given.
     pub request: &'q RequestGroup,
@@ -79,10 +79,17 @@ pub(super) struct Prepared<'s, 'q> {
     /// Whether a candidate may not use two providers of one tree (microversions
     /// before 1.29 in a cloud that has trees).
     pub one_provider_per_tree: bool,
-    /// Sharing providers.
-    sharing: HashSet<ProviderId>,
-    /// Sharing providers by aggregate.
-    sharing_by_aggregate: HashMap<Uuid, Vec<ProviderId>>,
+    /// Sharing providers, and by aggregate: shared with [`Prepared::over`]'s copies,
+    /// as usage does not change them.
+    sharing: std::sync::Arc<Sharing>,
+}
+
+/// The sharing providers of a state.
+struct Sharing {
+    /// Every one.
+    ids: HashSet<ProviderId>,
+    /// By aggregate.
+    by_aggregate: HashMap<Uuid, Vec<ProviderId>>,
 }
 
 /// One decision of a candidate: which provider supplies a group (suffixed groups) or
@@ -207,14 +214,32 @@ impl<'s, 'q> Prepared<'s, 'q> {
             groups,
             same_subtrees,
             one_provider_per_tree,
-            sharing,
-            sharing_by_aggregate,
+            sharing: std::sync::Arc::new(Sharing {
+                ids: sharing,
+                by_aggregate: sharing_by_aggregate,
+            }),
+        }
+    }
+
+    /// The same question over `state`, a later version of the same view that only
+    /// usage set apart (the same providers, trees, traits and aggregates): what
+    /// headroom asks after each pick it records, without resolving the query again.
+    pub fn over<'t>(&self, state: &'t State) -> Prepared<'t, 'q> {
+        Prepared {
+            state,
+            query: self.query,
+            classes: self.classes.clone(),
+            unnamed_class: self.unnamed_class,
+            groups: self.groups.clone(),
+            same_subtrees: self.same_subtrees.clone(),
+            one_provider_per_tree: self.one_provider_per_tree,
+            sharing: self.sharing.clone(),
         }
     }
 
     /// Whether a provider shares its inventory through aggregates.
     pub fn is_sharing(&self, id: ProviderId) -> bool {
-        self.sharing.contains(&id)
+        self.sharing.ids.contains(&id)
     }
 
     /// Whether some group can never match anything, whatever the anchor (or there is
@@ -386,13 +411,13 @@ impl<'s, 'q> Prepared<'s, 'q> {
     /// The sharing providers outside the anchor's tree that share an aggregate with a
     /// provider of the tree, in id order.
     fn tied_sharing(&self, anchor: ProviderId, tree: &[&'s Provider]) -> Vec<&'s Provider> {
-        if self.sharing_by_aggregate.is_empty() {
+        if self.sharing.by_aggregate.is_empty() {
             return Vec::new();
         }
         let mut ids: Vec<ProviderId> = Vec::new();
         for p in tree {
             for agg in &p.aggregates {
-                if let Some(list) = self.sharing_by_aggregate.get(agg) {
+                if let Some(list) = self.sharing.by_aggregate.get(agg) {
                     ids.extend(list.iter().copied());
                 }
             }

@@ -57,6 +57,7 @@
 //! `limit` of them are sampled, as Placement's `randomize_allocation_candidates` does.
 
 mod filter;
+mod headroom;
 mod search;
 mod summary;
 mod validate;
@@ -71,6 +72,7 @@ use crate::model::{Provider, ProviderId, Timestamp};
 use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
+pub use headroom::Headroom;
 pub use summary::{ProviderSummary, SummaryResource};
 pub use weigh::{load, Sort, Weigh};
 

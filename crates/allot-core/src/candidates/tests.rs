@@ -1221,3 +1221,81 @@ fn pack_spread_and_prefer_on_three_hosts() {
         .unwrap_err();
     assert_eq!(e.to_string(), "No such trait(s): CUSTOM_NOPE.");
 }
+
+/// Headroom (issue 24) is exact by definition: for random worlds (nested trees,
+/// sharing providers, usage) and random shapes, it equals the number of successive
+/// pick-and-claims of the shape that succeed, and each anchor's share is where those
+/// picks landed.
+#[test]
+fn headroom_equals_the_picks_that_succeed() {
+    use crate::ops::claims::NewClaim;
+    use crate::ops::pick::{Affinity, Pick};
+    let mut rng = Rng::new(23);
+    let mut nonzero = 0;
+    let mut several = 0;
+    for case in 0..1500 {
+        let w = random_world(&mut rng);
+        let q = random_query(&mut rng, &w);
+        let options = SearchOptions::default();
+        let Ok(headroom) = w.state.headroom(&q, &options) else {
+            assert!(w.state.allocation_candidates(&q, &options).is_err());
+            continue;
+        };
+        let mut state = w.state.clone();
+        let mut picked = 0u64;
+        let mut by_root: std::collections::BTreeMap<ProviderId, u64> = Default::default();
+        loop {
+            let pick = Pick {
+                query: q.clone(),
+                options,
+                claims: vec![NewClaim {
+                    uuid: Uuid::from_u128(0x9000 + u128::from(picked)),
+                    consumer: Uuid::from_u128(0x8000 + u128::from(picked)),
+                    project_id: "p".into(),
+                    user_id: "u".into(),
+                    consumer_type: None,
+                    tag: None,
+                    allocations: Vec::new(),
+                    expires_at: None,
+                }],
+                affinity: Affinity::None,
+                partial: false,
+            };
+            let Ok((placed, changes)) = state.plan_pick(pick, 0) else {
+                break;
+            };
+            let roots: BTreeSet<ProviderId> = placed.claims[0]
+                .allocations
+                .iter()
+                .filter_map(|a| state.provider_by_uuid(&a.provider))
+                .filter(|p| !p.traits.contains(SHARING_TRAIT))
+                .map(|p| p.row.root)
+                .collect();
+            state.apply(&changes);
+            picked += 1;
+            if let Some(root) = roots.first() {
+                *by_root.entry(*root).or_default() += 1;
+            }
+            assert!(picked <= 10_000, "case {case}: runaway");
+        }
+        assert_eq!(headroom.total, picked, "case {case}: {q:#?}");
+        if picked > 0 {
+            nonzero += 1;
+        }
+        if headroom.by_anchor.len() > 1 {
+            several += 1;
+        }
+        // Where the picks used a tree's own providers, the anchor counts agree.
+        for (root, n) in by_root {
+            let counted = headroom
+                .by_anchor
+                .iter()
+                .find(|(a, _)| *a == root)
+                .map_or(0, |(_, c)| *c);
+            assert!(counted >= n, "case {case}: root {root:?} {counted} < {n}");
+        }
+    }
+    eprintln!("{nonzero} cases with headroom, {several} over several anchors");
+    assert!(nonzero > 200, "the cases exercise headroom ({nonzero})");
+    assert!(several > 30, "several anchors ({several})");
+}

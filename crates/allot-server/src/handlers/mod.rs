@@ -9,6 +9,7 @@ pub mod aggregates;
 pub mod allocation_candidates;
 pub mod allocations;
 pub mod claims;
+pub mod headroom;
 pub mod inventories;
 pub mod provider_traits;
 pub mod providers;
@@ -58,6 +59,7 @@ pub fn routes() -> Router<AppState> {
         .merge(provider_traits::routes())
         .merge(allocations::routes())
         .merge(usages::routes())
+        .merge(headroom::routes())
         .merge(reshaper::routes())
         .merge(allocation_candidates::routes())
         .merge(claims::routes())

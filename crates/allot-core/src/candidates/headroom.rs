@@ -1,0 +1,156 @@
+//! Headroom (allot's extension, issue 24): how many more instances of one shape fit
+//! now, counting pending claims, reserved, allocation ratios, `min_unit`, `max_unit`,
+//! `step_size`, nested trees and sharing providers.
+//!
+//! Exact by definition: the number of successive pick-and-claims of the shape
+//! (`crate::ops::pick`, in the search's order, no affinity) that would succeed. A pick
+//! takes the first candidate of the first anchor (root, in creation order) that has
+//! one, and usage only grows, so the picks fill the anchors one after another: all the
+//! picks an anchor takes come before the next anchor's. So the count is made anchor by
+//! anchor, on a copy of the view that records each pick. Within an anchor the search's
+//! order does not depend on usage (usage only prunes), so a candidate that was first
+//! and still fits is first again: it is taken as many times as it fits, in one step.
+//! One anchor search per distinct candidate taken, not one per instance.
+
+use uuid::Uuid;
+
+use crate::change::Change;
+use crate::error::Result;
+use crate::model::{Claim, ClaimAmount, ClaimState, ProviderId, Timestamp};
+use crate::state::State;
+
+use super::filter::Prepared;
+use super::search::{AnchorSearch, Budget, Tables};
+use super::{validate, AllocationRequest, CandidateQuery, SearchOptions};
+
+/// How many more instances fit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headroom {
+    /// In all.
+    pub total: u64,
+    /// Per anchor (root) that takes any, in creation order.
+    pub by_anchor: Vec<(ProviderId, u64)>,
+    /// Whether the search's step budget ran out (the count is then a lower bound).
+    pub truncated: bool,
+}
+
+impl State {
+    /// The headroom of `query`'s shape (see the module doc); refuses what
+    /// [`State::allocation_candidates`] refuses.
+    pub fn headroom(&self, query: &CandidateQuery, options: &SearchOptions) -> Result<Headroom> {
+        let mut out = Headroom::default();
+        match validate::first_refusal(self, query) {
+            Some(validate::Refusal::Error(e)) => return Err(e),
+            Some(validate::Refusal::Empty) => return Ok(out),
+            None => {}
+        }
+        let prepared = Prepared::new(self, query);
+        if prepared.hopeless() {
+            return Ok(out);
+        }
+        let anchors: Vec<ProviderId> = prepared.anchors().map(|p| p.id()).collect();
+        let mut scratch = self.clone();
+        let mut budget = Budget {
+            steps_left: options.step_budget,
+            exhausted: false,
+        };
+        let mut spare = Tables::default();
+        let mut picks = 0u128;
+        for anchor in anchors {
+            let mut placed = 0u64;
+            while let Some(record) =
+                next_pick(&prepared.over(&scratch), anchor, &mut budget, &mut spare)
+            {
+                picks += 1;
+                let (claim, copies) = record.into_claim(picks, query.now);
+                scratch.apply(&[Change::PutClaim(Box::new(claim))]);
+                placed = placed.saturating_add(copies);
+            }
+            if placed > 0 {
+                out.total = out.total.saturating_add(placed);
+                out.by_anchor.push((anchor, placed));
+            }
+            if budget.exhausted {
+                out.truncated = true;
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What the next pick at `anchor` takes, as many times as it fits; None when nothing
+/// fits there any more.
+fn next_pick(
+    prep: &Prepared<'_, '_>,
+    anchor: ProviderId,
+    budget: &mut Budget,
+    spare: &mut Tables,
+) -> Option<Taken> {
+    let state = prep.state;
+    let slots = prep.slots_at(state.provider(anchor)?)?;
+    let mut search = AnchorSearch::new(prep, slots, None, spare);
+    let candidate = search.next(budget);
+    search.recycle(spare);
+    let candidate = candidate?;
+    let copies = copies(state, prep, &candidate);
+    let amounts = candidate
+        .allocations
+        .iter()
+        .filter_map(|&(id, k, amount)| {
+            Some(ClaimAmount {
+                provider: state.provider(id)?.uuid(),
+                class: prep.classes[k].clone(),
+                amount: amount.saturating_mul(copies),
+            })
+        })
+        .collect();
+    Some(Taken { amounts, copies })
+}
+
+/// How many times `candidate` fits as it stands (at least once: the search admitted
+/// it). Each copy is the same amounts, so only the capacity left limits them.
+fn copies(state: &State, prep: &Prepared<'_, '_>, candidate: &AllocationRequest) -> u64 {
+    candidate
+        .allocations
+        .iter()
+        .filter_map(|&(id, k, amount)| {
+            let provider = state.provider(id)?;
+            let class = prep.classes[k];
+            let capacity = provider.inventories.get(class.as_str())?.capacity();
+            let free = capacity - i128::from(provider.used(class.as_str(), prep.query.now));
+            Some(u64::try_from(free / i128::from(amount.max(1))).unwrap_or(u64::MAX))
+        })
+        .min()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Some copies of one candidate, recorded on the copy of the view as a claim.
+struct Taken {
+    amounts: Vec<ClaimAmount>,
+    copies: u64,
+}
+
+impl Taken {
+    /// The claim that records the copies (its uuid from a range no client draws in:
+    /// the copy of the view is thrown away).
+    fn into_claim(mut self, n: u128, now: Timestamp) -> (Claim, u64) {
+        self.amounts
+            .sort_by(|a, b| (a.provider, &a.class).cmp(&(b.provider, &b.class)));
+        let claim = Claim {
+            uuid: Uuid::from_u128(u128::MAX - n),
+            consumer: Uuid::from_u128(u128::MAX - n),
+            project_id: "headroom".into(),
+            user_id: "headroom".into(),
+            consumer_type: None,
+            tag: None,
+            allocations: self.amounts.into_boxed_slice(),
+            state: ClaimState::Pending,
+            created_at: now,
+            expires_at: None,
+            ended_at: None,
+        };
+        (claim, self.copies)
+    }
+}

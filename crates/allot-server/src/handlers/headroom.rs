@@ -1,0 +1,101 @@
+//! `GET /headroom` (allot's extension, issue 24, every microversion): how many more
+//! instances of one shape fit now, in total and per root, aggregate or trait group.
+//!
+//! The count is the core's (`State::headroom`: exactly the number of successive
+//! pick-and-claims of the shape that would succeed); here the query is read, the count
+//! runs on a blocking thread on one version of the view, and each anchor's instances
+//! are added to the groups of its root.
+
+use std::collections::BTreeMap;
+
+use allot_core::candidates::SearchOptions;
+use allot_core::State;
+use axum::extract::{RawQuery, State as AppStateOf};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+
+use crate::context::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::policy::{authorize, Action};
+use crate::request::headroom::{parse, GroupBy};
+use crate::{http, wire, AppState};
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/headroom", get(show))
+}
+
+/// `GET /headroom`.
+pub async fn show(
+    ctx: Ctx,
+    AppStateOf(app): AppStateOf<AppState>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult {
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, Action::Headroom)?;
+    let now = app.host.now();
+    let question = parse(raw.as_deref(), now)?;
+    let options = SearchOptions {
+        max_candidates: app
+            .config
+            .max_allocation_candidates
+            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
+        ..Default::default()
+    };
+    let host = app.host.clone();
+    let body = tokio::task::spawn_blocking(move || -> Result<wire::Headroom, ApiError> {
+        let view = host.read();
+        let counted = view.headroom(&question.query, &options)?;
+        if counted.truncated {
+            tracing::warn!(
+                headroom = counted.total,
+                "headroom cut short by the search step budget: a lower bound"
+            );
+        }
+        let groups = question
+            .group_by
+            .map(|by| groups(&view, &by, &counted.by_anchor));
+        Ok(wire::Headroom {
+            headroom: counted.total,
+            groups,
+        })
+    })
+    .await
+    .map_err(|join| {
+        tracing::error!(error = %join, "headroom task failed");
+        ApiError::internal()
+    })??;
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
+}
+
+/// Each anchor's instances added to its root's groups: the root itself, each of its
+/// aggregates, or each of its traits with the prefix (a root in no group of the kind
+/// counts in none).
+fn groups(
+    view: &State,
+    by: &GroupBy,
+    by_anchor: &[(allot_core::ProviderId, u64)],
+) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for &(anchor, n) in by_anchor {
+        let Some(root) = view.provider(anchor) else {
+            continue;
+        };
+        let keys: Vec<String> = match by {
+            GroupBy::Root => vec![root.uuid().to_string()],
+            GroupBy::Aggregate => root.aggregates.iter().map(ToString::to_string).collect(),
+            GroupBy::TraitPrefix(prefix) => root
+                .traits
+                .iter()
+                .map(|t| t.as_str())
+                .filter(|t| t.starts_with(prefix.as_str()))
+                .map(str::to_owned)
+                .collect(),
+        };
+        for key in keys {
+            *out.entry(key).or_default() += n;
+        }
+    }
+    out
+}

@@ -1,0 +1,113 @@
+//! The query string of `GET /headroom` (allot's extension, issue 24): the candidate
+//! query's parameters, read as `GET /allocation_candidates` reads them at 1.39, and
+//! `group_by`.
+
+use allot_core::candidates::CandidateQuery;
+use allot_core::Timestamp;
+
+use crate::error::ApiError;
+use crate::http::Query;
+use crate::request::candidates;
+
+/// How a headroom is broken down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// By the root each instance would land on.
+    Root,
+    /// By each aggregate of that root.
+    Aggregate,
+    /// By each trait of that root that begins with the prefix.
+    TraitPrefix(String),
+}
+
+/// The question: the shape, and the breakdown.
+#[derive(Debug)]
+pub struct HeadroomQuery {
+    /// The shape of one instance.
+    pub query: CandidateQuery,
+    /// The breakdown, if asked.
+    pub group_by: Option<GroupBy>,
+}
+
+/// Reads the query string. `limit`, `sort` and `prefer` are accepted (a scheduler's
+/// query can be pasted as it is) and change nothing: every instance that fits counts.
+pub fn parse(raw: Option<&str>, now: Timestamp) -> Result<HeadroomQuery, ApiError> {
+    let raw = raw.unwrap_or("");
+    let mut group_by = None;
+    let mut rest: Vec<&str> = Vec::new();
+    for pair in raw.split('&').filter(|p| !p.is_empty()) {
+        if pair.split('=').next() != Some("group_by") {
+            rest.push(pair);
+            continue;
+        }
+        if group_by.is_some() {
+            return Err(ApiError::query_duplicate_key(
+                "Query parameter 'group_by' may be specified only once.",
+            ));
+        }
+        let values = Query::parse(Some(pair));
+        let value = values.all("group_by").first().copied().unwrap_or("");
+        group_by = Some(match value {
+            "root" => GroupBy::Root,
+            "aggregate" => GroupBy::Aggregate,
+            _ => match value.strip_prefix("trait:") {
+                Some(prefix)
+                    if !prefix.is_empty()
+                        && prefix
+                            .chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') =>
+                {
+                    GroupBy::TraitPrefix(prefix.to_owned())
+                }
+                _ => {
+                    return Err(ApiError::query_bad_value(format!(
+                        "Invalid group_by {value:?}: root, aggregate or trait:PREFIX (a trait \
+                         name's beginning, e.g. trait:CUSTOM_RACK_)."
+                    )))
+                }
+            },
+        });
+    }
+    let query = candidates::parse(crate::microversion::MAX, Some(&rest.join("&")), now, 0)?;
+    Ok(HeadroomQuery { query, group_by })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_by_and_the_shape() {
+        let q = parse(
+            Some("resources=VCPU:2&group_by=trait:CUSTOM_RACK_&limit=3"),
+            5,
+        )
+        .unwrap();
+        assert_eq!(
+            q.group_by,
+            Some(GroupBy::TraitPrefix("CUSTOM_RACK_".into()))
+        );
+        assert_eq!(q.query.groups[0].resources.len(), 1);
+        assert_eq!(q.query.now, 5);
+        assert_eq!(
+            parse(Some("resources=VCPU:1&group_by=root"), 0)
+                .unwrap()
+                .group_by,
+            Some(GroupBy::Root)
+        );
+        assert_eq!(parse(Some("resources=VCPU:1"), 0).unwrap().group_by, None);
+        for bad in ["group_by=rack", "group_by=trait:", "group_by=trait:lower"] {
+            let e = parse(Some(&format!("resources=VCPU:1&{bad}")), 0).unwrap_err();
+            assert!(
+                e.message.contains("Invalid group_by"),
+                "{bad}: {}",
+                e.message
+            );
+        }
+        let e = parse(Some("resources=VCPU:1&group_by=root&group_by=aggregate"), 0).unwrap_err();
+        assert!(e.message.contains("only once"), "{}", e.message);
+        // The shape is checked as the candidate query is.
+        let e = parse(Some("resources=VCPU:x"), 0).unwrap_err();
+        assert_eq!(e.status, 400);
+    }
+}
