@@ -62,9 +62,13 @@ impl State {
                 next_pick(&prepared.over(&scratch), anchor, &mut budget, &mut spare)
             {
                 picks += 1;
+                let last = record.last;
                 let (claim, copies) = record.into_claim(picks, query.now);
                 scratch.apply(&[Change::PutClaim(Box::new(claim))]);
                 placed = placed.saturating_add(copies);
+                if last {
+                    break;
+                }
             }
             if placed > 0 {
                 out.total = out.total.saturating_add(placed);
@@ -89,11 +93,23 @@ fn next_pick(
 ) -> Option<Taken> {
     let state = prep.state;
     let slots = prep.slots_at(state.provider(anchor)?)?;
+    // What only one provider of this anchor can give (a slot with one option): once
+    // the copies use it up, no candidate is left here, and the search that would say
+    // so is spared (the common case: a host's own VCPU and memory).
+    let sole: Vec<(ProviderId, usize, u64)> = slots
+        .slots
+        .iter()
+        .filter_map(|slot| match slot.options[..] {
+            [only] => Some((slot.demands.iter(), slots.providers[only].id())),
+            _ => None,
+        })
+        .flat_map(|(demands, id)| demands.map(move |&(k, amount)| (id, k, amount)))
+        .collect();
     let mut search = AnchorSearch::new(prep, slots, None, spare);
     let candidate = search.next(budget);
     search.recycle(spare);
     let candidate = candidate?;
-    let copies = copies(state, prep, &candidate);
+    let (copies, left) = copies(state, prep, &candidate);
     let amounts = candidate
         .allocations
         .iter()
@@ -105,13 +121,27 @@ fn next_pick(
             })
         })
         .collect();
-    Some(Taken { amounts, copies })
+    // A slot whose one provider no longer has room for the slot's own amount.
+    let last = sole.iter().any(|&(id, k, amount)| {
+        left.iter()
+            .any(|&(p, c, free)| p == id && c == k && free < i128::from(amount))
+    });
+    Some(Taken {
+        amounts,
+        copies,
+        last,
+    })
 }
 
 /// How many times `candidate` fits as it stands (at least once: the search admitted
-/// it). Each copy is the same amounts, so only the capacity left limits them.
-fn copies(state: &State, prep: &Prepared<'_, '_>, candidate: &AllocationRequest) -> u64 {
-    candidate
+/// it), and what each of its providers has left of each class after that many. Each
+/// copy is the same amounts, so only the capacity left limits them.
+fn copies(
+    state: &State,
+    prep: &Prepared<'_, '_>,
+    candidate: &AllocationRequest,
+) -> (u64, Vec<(ProviderId, usize, i128)>) {
+    let each: Vec<(ProviderId, usize, u64, i128)> = candidate
         .allocations
         .iter()
         .filter_map(|&(id, k, amount)| {
@@ -119,17 +149,36 @@ fn copies(state: &State, prep: &Prepared<'_, '_>, candidate: &AllocationRequest)
             let class = prep.classes[k];
             let capacity = provider.inventories.get(class.as_str())?.capacity();
             let free = capacity - i128::from(provider.used(class.as_str(), prep.query.now));
-            Some(u64::try_from(free / i128::from(amount.max(1))).unwrap_or(u64::MAX))
+            Some((id, k, amount, free))
+        })
+        .collect();
+    let copies = each
+        .iter()
+        .map(|&(_, _, amount, free)| {
+            u64::try_from(free / i128::from(amount.max(1))).unwrap_or(u64::MAX)
         })
         .min()
         .unwrap_or(1)
-        .max(1)
+        .max(1);
+    let left = each
+        .iter()
+        .map(|&(id, k, amount, free)| {
+            (
+                id,
+                k,
+                free.saturating_sub(i128::from(amount).saturating_mul(i128::from(copies))),
+            )
+        })
+        .collect();
+    (copies, left)
 }
 
 /// Some copies of one candidate, recorded on the copy of the view as a claim.
 struct Taken {
     amounts: Vec<ClaimAmount>,
     copies: u64,
+    /// Whether they leave the anchor without a candidate.
+    last: bool,
 }
 
 impl Taken {
