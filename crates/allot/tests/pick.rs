@@ -360,3 +360,29 @@ fn headroom_counts_what_picks_then_take() {
         json!({"headroom": 10, "groups": {"CUSTOM_RACK_1": 6, "CUSTOM_RACK_2": 4}})
     );
 }
+
+#[test]
+fn a_weighed_mass_start_is_bounded() {
+    let (_dir, server, _) = cloud(2, 8);
+    let client = server.client();
+    let consumers: Vec<Value> = (0..101).map(|_| json!({"consumer_uuid": Uuid::new_v4()})).collect();
+    for body in [
+        json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1",
+               "sort": "spread", "consumers": consumers, "partial": true}),
+        json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1&sort=pack",
+               "consumers": consumers, "partial": true}),
+    ] {
+        let (status, reply) = post_claims(&client, body);
+        assert_eq!(status, 400, "{reply}");
+        let detail = reply["errors"][0]["detail"].as_str().unwrap();
+        assert!(detail.contains("at most 100 instances"), "{detail}");
+    }
+    // Unweighed, the same 101 are placed as far as they fit.
+    let (status, placed) = post_claims(
+        &client,
+        json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1",
+               "consumers": consumers, "partial": true}),
+    );
+    assert_eq!(status, 201, "{placed}");
+    assert_eq!(placed["claims"].as_array().unwrap().len(), 16);
+}

@@ -37,6 +37,11 @@ use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
 use crate::{http, request, wire, AppState};
 
+/// The most instances one weighed pick (`sort` or `prefer`) places: each is a search
+/// and an order of the whole candidate set, in the writer (about 20 ms each at 10,000
+/// hosts; see docs/performance.md).
+pub const MAX_WEIGHED_INSTANCES: usize = 100;
+
 /// The most changes one sweep pass makes (one batch of the host): a sweep after a
 /// long stop comes in passes of this size rather than one huge commit.
 pub const SWEEP_BATCH: usize = 1000;
@@ -110,6 +115,20 @@ async fn create_picked(
     let seed = Uuid::new_v4().as_u64_pair().0;
     let query = request::candidates::parse(crate::microversion::MAX, Some(&pick.query), 0, seed)
         .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))?;
+    // A weighed pick orders every candidate again for each instance (the loads change
+    // as the instances land), all in the writer: bounded, so that one request cannot
+    // hold every other write for long.
+    if query.weigh.is_set()
+        && pick
+            .instances
+            .as_ref()
+            .is_some_and(|i| i.len() > MAX_WEIGHED_INSTANCES)
+    {
+        return Err(ApiError::bad_request(format!(
+            "A pick with sort or prefer places at most {MAX_WEIGHED_INSTANCES} instances \
+             in one request; send several, or leave the order to the search."
+        )));
+    }
     let single = pick.instances.is_none();
     let instances = pick
         .instances
