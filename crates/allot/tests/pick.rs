@@ -365,7 +365,9 @@ fn headroom_counts_what_picks_then_take() {
 fn a_weighed_mass_start_is_bounded() {
     let (_dir, server, _) = cloud(2, 8);
     let client = server.client();
-    let consumers: Vec<Value> = (0..101).map(|_| json!({"consumer_uuid": Uuid::new_v4()})).collect();
+    let consumers: Vec<Value> = (0..101)
+        .map(|_| json!({"consumer_uuid": Uuid::new_v4()}))
+        .collect();
     for body in [
         json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1",
                "sort": "spread", "consumers": consumers, "partial": true}),

@@ -233,17 +233,17 @@ impl State {
         query: &CandidateQuery,
         options: &SearchOptions,
     ) -> Result<Candidates> {
-        self.candidates_admitted(query, options, &|_| true)
+        self.candidates_admitted(query, options, &Admit::all())
     }
 
-    /// The candidates `accept` admits, as [`State::allocation_candidates`] answers them
+    /// The candidates `admit` admits, as [`State::allocation_candidates`] answers them
     /// (a limit counts admitted candidates only): how pick-and-claim keeps affinity
     /// rules (`crate::ops::pick`).
     pub fn candidates_admitted(
         &self,
         query: &CandidateQuery,
         options: &SearchOptions,
-        accept: &dyn Fn(&AllocationRequest) -> bool,
+        admit: &Admit<'_>,
     ) -> Result<Candidates> {
         if let Some(refusal) = validate::first_refusal(self, query) {
             return match refusal {
@@ -283,7 +283,7 @@ impl State {
         let mut gen = Generator {
             prep: &prep,
             seen: HashSet::new(),
-            accept,
+            admit,
         };
         let (mut requests, bound_hit) = match options.random_seed {
             Some(seed) if !weighed => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
@@ -313,7 +313,7 @@ impl State {
         let mut gen = Generator {
             prep: &prep,
             seen: HashSet::new(),
-            accept: &|_| true,
+            admit: &Admit::all(),
         };
         !gen.in_order(1, &mut budget).0.is_empty()
     }
@@ -344,15 +344,34 @@ struct Generator<'p, 's, 'q, 'a> {
     /// Candidates made only of sharing providers, which several anchors can produce
     /// identically: each is answered once.
     seen: HashSet<AllocationRequest>,
-    /// Which candidates may be answered at all.
-    accept: &'a dyn Fn(&AllocationRequest) -> bool,
+    /// Which anchors are searched and which candidates may be answered at all.
+    admit: &'a Admit<'a>,
+}
+
+/// A filter on the search (pick-and-claim's affinity rules): which anchors (roots) are
+/// searched at all, and which of the candidates found may be answered.
+pub struct Admit<'a> {
+    /// Whether an anchor is searched.
+    pub anchor: &'a dyn Fn(ProviderId) -> bool,
+    /// Whether a candidate found is answered.
+    pub candidate: &'a dyn Fn(&AllocationRequest) -> bool,
+}
+
+impl Admit<'static> {
+    /// Every anchor and candidate: the plain search.
+    pub fn all() -> Self {
+        Admit {
+            anchor: &|_| true,
+            candidate: &|_| true,
+        }
+    }
 }
 
 impl<'p, 's, 'q> Generator<'p, 's, 'q, '_> {
     /// Whether a candidate is admitted and new (only candidates of sharing providers
     /// alone can repeat across anchors).
     fn fresh(&mut self, candidate: &AllocationRequest) -> bool {
-        if !(self.accept)(candidate) {
+        if !(self.admit.candidate)(candidate) {
             return false;
         }
         let only_sharing = candidate
@@ -370,6 +389,9 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q, '_> {
         rng: Option<&mut Rng>,
         spare: &mut Tables,
     ) -> Option<AnchorSearch<'p, 's, 'q>> {
+        if !(self.admit.anchor)(anchor.id()) {
+            return None;
+        }
         let slots = self.prep.slots_at(anchor)?;
         Some(AnchorSearch::new(self.prep, slots, rng, spare))
     }

@@ -17,7 +17,8 @@
 //!
 //! A candidate's root is the root of the providers it uses that do not share through
 //! aggregates (a sharing provider serves many trees); a candidate of sharing providers
-//! alone has no root, and no affinity rule holds it back.
+//! alone has no root, and no affinity rule holds it back, but it is found only through
+//! an anchor the rule lets the search visit (the roots taken are not searched again).
 //!
 //! `partial: false` places all the instances or none (a refusal names how many do not
 //! fit); `partial: true` places as many as fit and names the others.
@@ -29,7 +30,7 @@ use uuid::Uuid;
 use super::allocations::Requested;
 use super::claims::NewClaim;
 use super::Plan;
-use crate::candidates::{AllocationRequest, CandidateQuery, SearchOptions};
+use crate::candidates::{Admit, AllocationRequest, CandidateQuery, SearchOptions};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Claim, ProviderId, Timestamp};
@@ -122,7 +123,15 @@ impl State {
         for claim in &pick.claims {
             let found = {
                 let view = &scratch;
-                let accept = |c: &AllocationRequest| {
+                // The roots the rule keeps out are not searched at all (so a mass
+                // start stays linear in its instances); the candidates found are
+                // checked too, as one anchored elsewhere may stand on such a root.
+                let anchor = |a: ProviderId| match (affinity, only) {
+                    (_, Some(only)) => a == only,
+                    (Affinity::DifferentRoots, None) => !roots.contains(&a),
+                    _ => true,
+                };
+                let candidate = |c: &AllocationRequest| {
                     let root = root_of(view, c);
                     match (affinity, only) {
                         (_, Some(only)) => root == Some(only),
@@ -132,7 +141,11 @@ impl State {
                         _ => true,
                     }
                 };
-                scratch.candidates_admitted(query, &pick.options, &accept)?
+                let admit = Admit {
+                    anchor: &anchor,
+                    candidate: &candidate,
+                };
+                scratch.candidates_admitted(query, &pick.options, &admit)?
             };
             let Some(chosen) = found.requests.first() else {
                 out.placed.unplaced.push(claim.consumer);
