@@ -122,6 +122,20 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// How a search runs here: bounded by `max_allocation_candidates`, in the
+    /// search's order (`GET /allocation_candidates` adds its random seed when the
+    /// server samples).
+    pub fn search_options(&self) -> allot_core::candidates::SearchOptions {
+        allot_core::candidates::SearchOptions {
+            max_candidates: self
+                .max_allocation_candidates
+                .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
+            ..Default::default()
+        }
+    }
+}
+
 /// What handlers share: the host and the settings.
 #[derive(Clone)]
 pub struct AppState {

@@ -100,12 +100,10 @@ struct ListArgs {
     limit: Option<u64>,
 }
 
-/// The options of `allot claims create`.
+/// Whose a new claim is, and how long it lasts: the options `allot claims create`
+/// and `allot claims pick` share.
 #[derive(Args, Debug)]
-struct CreateArgs {
-    /// The consumer (a fresh uuid when left out; the claim shows it).
-    #[arg(long)]
-    consumer: Option<Uuid>,
+struct Owner {
     /// The consumer's project.
     #[arg(long)]
     project: String,
@@ -122,6 +120,16 @@ struct CreateArgs {
     /// out).
     #[arg(long, value_parser = parse_expiry)]
     expires_in: Option<ClaimExpiry>,
+}
+
+/// The options of `allot claims create`.
+#[derive(Args, Debug)]
+struct CreateArgs {
+    /// The consumer (a fresh uuid when left out; the claim shows it).
+    #[arg(long)]
+    consumer: Option<Uuid>,
+    #[command(flatten)]
+    owner: Owner,
     /// `PROVIDER:CLASS=N`, PROVIDER a uuid or a name; repeat for more classes or
     /// providers.
     #[arg(long = "resource", required = true, value_parser = parse_resource)]
@@ -153,22 +161,8 @@ struct PickArgs {
     /// Place as many instances as fit rather than all or none.
     #[arg(long)]
     partial: bool,
-    /// The consumers' project.
-    #[arg(long)]
-    project: String,
-    /// The consumers' user.
-    #[arg(long)]
-    user: String,
-    /// The consumers' type (e.g. INSTANCE).
-    #[arg(long = "type")]
-    consumer_type: Option<String>,
-    /// Free text for the caller, on every claim.
-    #[arg(long)]
-    tag: Option<String>,
-    /// Seconds until the claims expire, or `never` (the server's default when left
-    /// out).
-    #[arg(long, value_parser = parse_expiry)]
-    expires_in: Option<ClaimExpiry>,
+    #[command(flatten)]
+    owner: Owner,
 }
 
 impl PickArgs {
@@ -183,16 +177,16 @@ impl PickArgs {
         PickClaim {
             consumer_uuid: single.then(|| consumers[0]),
             consumers: (!single).then(|| consumers.into_iter().map(|c| (c, None)).collect()),
-            consumer_type: self.consumer_type,
-            project_id: self.project,
-            user_id: self.user,
+            consumer_type: self.owner.consumer_type,
+            project_id: self.owner.project,
+            user_id: self.owner.user,
             request: self.request,
             sort: self.sort,
             prefer: self.prefer,
             affinity: self.affinity,
             partial: self.partial.then_some(true),
-            expires_in: self.expires_in.unwrap_or_default(),
-            tag: self.tag,
+            expires_in: self.owner.expires_in.unwrap_or_default(),
+            tag: self.owner.tag,
         }
     }
 }
@@ -369,12 +363,12 @@ async fn new_claim(client: &Client, create: CreateArgs) -> anyhow::Result<NewCla
     }
     Ok(NewClaim {
         consumer_uuid: create.consumer.unwrap_or_else(Uuid::new_v4),
-        consumer_type: create.consumer_type,
-        project_id: create.project,
-        user_id: create.user,
+        consumer_type: create.owner.consumer_type,
+        project_id: create.owner.project,
+        user_id: create.owner.user,
         allocations,
-        expires_in: create.expires_in.unwrap_or_default(),
-        tag: create.tag,
+        expires_in: create.owner.expires_in.unwrap_or_default(),
+        tag: create.owner.tag,
     })
 }
 

@@ -34,15 +34,11 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     let seed = Uuid::new_v4().as_u64_pair().0;
     let query = request::candidates::parse(ctx.version, raw.as_deref(), app.host.now(), seed)?;
     let options = SearchOptions {
-        max_candidates: app
-            .config
-            .max_allocation_candidates
-            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
         random_seed: app
             .config
             .randomize_allocation_candidates
             .then(|| Uuid::new_v4().as_u64_pair().0),
-        ..Default::default()
+        ..app.config.search_options()
     };
     let form = wire::candidates::Form::at(ctx.version);
     let host = app.host.clone();

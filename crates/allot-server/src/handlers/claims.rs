@@ -17,7 +17,6 @@
 
 use std::time::Duration;
 
-use allot_core::candidates::SearchOptions;
 use allot_core::ops::claims::{NewClaim, Swept};
 use allot_core::ops::pick::Pick;
 use allot_core::{Error, Uuid};
@@ -144,13 +143,7 @@ async fn create_picked(
             ..pattern.clone()
         })
         .collect();
-    let options = SearchOptions {
-        max_candidates: app
-            .config
-            .max_allocation_candidates
-            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
-        ..Default::default()
-    };
+    let options = app.config.search_options();
     let (placed, now) = app
         .write(move |view, now| {
             let expires_at = expires_at(now)?;

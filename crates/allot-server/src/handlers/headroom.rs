@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use allot_core::candidates::SearchOptions;
 use allot_core::State;
 use axum::extract::{RawQuery, State as AppStateOf};
 use axum::http::StatusCode;
@@ -36,13 +35,7 @@ pub async fn show(
     authorize(&ctx, app.config.policy, Action::Headroom)?;
     let now = app.host.now();
     let question = parse(raw.as_deref(), now)?;
-    let options = SearchOptions {
-        max_candidates: app
-            .config
-            .max_allocation_candidates
-            .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
-        ..Default::default()
-    };
+    let options = app.config.search_options();
     let host = app.host.clone();
     let body = tokio::task::spawn_blocking(move || -> Result<wire::Headroom, ApiError> {
         let view = host.read();
