@@ -38,3 +38,18 @@ pub(crate) fn tn(name: &str) -> crate::names::TraitName {
 pub(crate) fn step(n: u64) -> std::num::NonZeroU64 {
     std::num::NonZeroU64::new(n).expect("a step size is never 0")
 }
+
+/// Claim `n` of a pick: its own uuid and consumer, project `p`, user `u`, no amounts
+/// (the pick chooses them), no expiry.
+pub(crate) fn pick_claim(n: u128) -> crate::ops::claims::NewClaim {
+    crate::ops::claims::NewClaim {
+        uuid: Uuid::from_u128(0xc1a1_0000 + n),
+        consumer: Uuid::from_u128(0xc0_0000 + n),
+        project_id: "p".into(),
+        user_id: "u".into(),
+        consumer_type: None,
+        tag: None,
+        allocations: Vec::new(),
+        expires_at: None,
+    }
+}

@@ -1228,7 +1228,6 @@ fn pack_spread_and_prefer_on_three_hosts() {
 /// picks landed.
 #[test]
 fn headroom_equals_the_picks_that_succeed() {
-    use crate::ops::claims::NewClaim;
     use crate::ops::pick::{Affinity, Pick};
     let mut rng = Rng::new(23);
     let mut nonzero = 0;
@@ -1248,16 +1247,7 @@ fn headroom_equals_the_picks_that_succeed() {
             let pick = Pick {
                 query: q.clone(),
                 options,
-                claims: vec![NewClaim {
-                    uuid: Uuid::from_u128(0x9000 + u128::from(picked)),
-                    consumer: Uuid::from_u128(0x8000 + u128::from(picked)),
-                    project_id: "p".into(),
-                    user_id: "u".into(),
-                    consumer_type: None,
-                    tag: None,
-                    allocations: Vec::new(),
-                    expires_at: None,
-                }],
+                claims: vec![crate::testing::pick_claim(u128::from(picked))],
                 affinity: Affinity::None,
                 partial: false,
             };

@@ -26,18 +26,7 @@ fn flat(roots: u64, vcpus: u64) -> State {
     s
 }
 
-fn claim(n: u128) -> NewClaim {
-    NewClaim {
-        uuid: Uuid::from_u128(0xc1a1_0000 + n),
-        consumer: Uuid::from_u128(0xc0_0000 + n),
-        project_id: "p".into(),
-        user_id: "u".into(),
-        consumer_type: None,
-        tag: None,
-        allocations: Vec::new(),
-        expires_at: None,
-    }
-}
+use crate::testing::pick_claim as claim;
 
 fn pick(amount: u64, instances: u128, affinity: Affinity, partial: bool) -> Pick {
     Pick {
