@@ -44,7 +44,7 @@ pub use claims::{
     Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim, PickClaim,
     Placed, ProviderPending,
 };
-pub use headroom::Headroom;
+pub use headroom::{Explanation, GroupExplanation, Headroom, Miss, Stage};
 pub use status::Status;
 pub use usages::ProjectUsages;
 

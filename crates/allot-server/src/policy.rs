@@ -154,6 +154,8 @@ actions! {
     MetricsShow => "allot:metrics",
     /// `GET /headroom`, allot's own (issue 24).
     Headroom => "allot:headroom",
+    /// `GET /allocation_candidates/explain`, allot's own (issue 24).
+    Explain => "allot:explain",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -291,9 +293,10 @@ impl Action {
                 deprecated: None,
                 scopes: PROJECT,
             },
-            // Headroom (ours): what fits, as readers see usages: admins, services
-            // and readers (of their own project; the answer names no project).
-            Action::Headroom => Rule {
+            // Headroom and explain (ours): what fits and why, as readers see usages:
+            // admins, services and readers (of their own project; the answers name
+            // no project).
+            Action::Headroom | Action::Explain => Rule {
                 check: Check::Rule(Base::AdminOrProjectReaderOrService),
                 deprecated: None,
                 scopes: PROJECT,
@@ -689,6 +692,8 @@ mod tests {
         ("project reader", Headroom, Some(MINE), [Y, Y, Y]),
         ("no roles", Headroom, Some(MINE), [N, N, Y]),
         ("system admin", Headroom, None, [S, S, S]),
+        ("project reader", Explain, Some(MINE), [Y, Y, Y]),
+        ("no roles", Explain, Some(MINE), [N, N, Y]),
     ];
 
     #[test]
@@ -771,6 +776,7 @@ mod tests {
                     | ClaimsPending
                     | MetricsShow
                     | Headroom
+                    | Explain
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -780,7 +786,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 43);
+        assert_eq!(Action::ALL.len(), 44);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

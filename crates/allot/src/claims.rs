@@ -415,6 +415,60 @@ pub fn run_headroom(args: HeadroomArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `allot explain`.
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    remote: Remote,
+    /// The query, as GET /allocation_candidates's query string.
+    request: String,
+    /// Output format.
+    #[arg(short = 'f', long = "format", value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// Runs `allot explain` to completion.
+pub fn run_explain(args: ExplainArgs) -> anyhow::Result<()> {
+    let (runtime, client) = connect(&args.remote)?;
+    let e = runtime.block_on(client.explain(&args.request))?;
+    let text = match args.format {
+        Format::Json => json_text(&e),
+        Format::Table => {
+            let mut text = format!(
+                "allocation candidates: {}\nroots: {} ({} pass root_required)\n",
+                e.allocation_candidates, e.roots, e.roots_allowed
+            );
+            if let Some(stage) = &e.emptied_by {
+                text.push_str(&format!("emptied by: {stage}\n"));
+            }
+            for g in &e.groups {
+                text.push_str(&format!("\ngroup '{}'\n", g.suffix));
+                text.push_str(&table(
+                    ["STAGE", "PROVIDERS"],
+                    g.stages
+                        .iter()
+                        .map(|s| [s.stage.clone(), s.providers.to_string()]),
+                ));
+                if !g.nearest.is_empty() {
+                    text.push_str(&table(
+                        ["NEAREST MISS", "CLASS", "SHORT BY"],
+                        g.nearest.iter().map(|m| {
+                            [
+                                m.resource_provider.to_string(),
+                                m.resource_class.clone(),
+                                m.short_by.to_string(),
+                            ]
+                        }),
+                    ));
+                }
+            }
+            text
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
 /// Runs a pending command to completion.
 pub fn run_pending(args: PendingArgs) -> anyhow::Result<()> {
     let (runtime, client) = connect(&args.remote)?;

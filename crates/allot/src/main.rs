@@ -81,6 +81,9 @@ enum Command {
     /// How many more instances of a shape fit now, in all and per root, aggregate or
     /// trait group (GET /headroom).
     Headroom(claims::HeadroomArgs),
+    /// Why a candidate query finds what it finds: per group, how many providers each
+    /// stage leaves, the nearest misses, and the stage that emptied the answer.
+    Explain(claims::ExplainArgs),
     /// Show the authorization rules: `allot policy list` prints every rule with the
     /// check in force (a policy file's, or the mode's built-in default).
     Policy(policy::PolicyArgs),
@@ -118,6 +121,7 @@ fn main() -> anyhow::Result<()> {
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
         Command::Headroom(args) => claims::run_headroom(args),
+        Command::Explain(args) => claims::run_explain(args),
     }
 }
 

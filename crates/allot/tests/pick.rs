@@ -388,3 +388,54 @@ fn a_weighed_mass_start_is_bounded() {
     assert_eq!(status, 201, "{placed}");
     assert_eq!(placed["claims"].as_array().unwrap().len(), 16);
 }
+
+#[test]
+fn explain_names_what_emptied_the_answer() {
+    let (_dir, server, hosts) = cloud(3, 4);
+    let client = server.client();
+    let explain = |query: &str| -> Value {
+        let (status, body) = client.call(
+            "GET",
+            &format!("/allocation_candidates/explain?{query}"),
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+        json(&body)
+    };
+    let e = explain("resources=VCPU:2");
+    assert_eq!(e["allocation_candidates"], 3);
+    assert_eq!(e["emptied_by"], Value::Null);
+    // Fill the first host, then ask for more than any host has left.
+    let mut busy = pick_one(Uuid::new_v4());
+    busy["request"] = json!(format!("resources=VCPU:3&in_tree={}", hosts[0]));
+    assert_eq!(post_claims(&client, busy).0, 201);
+    let e = explain("resources=VCPU:5");
+    assert_eq!(e["allocation_candidates"], 0);
+    assert_eq!(e["emptied_by"], "group '': capacity");
+    let stages = &e["groups"][0]["stages"];
+    assert_eq!(
+        stages[0],
+        json!({"stage": "resource_class", "providers": 3})
+    );
+    assert_eq!(stages[1], json!({"stage": "capacity", "providers": 0}));
+    let nearest = &e["groups"][0]["nearest"];
+    assert_eq!(nearest[0]["short_by"], 1, "{e}");
+    assert_eq!(nearest[0]["resource_provider"], hosts[1].to_string());
+    assert_eq!(nearest.as_array().unwrap().len(), 3);
+    // The query's own errors are the search's.
+    let (status, _) = client.call(
+        "GET",
+        "/allocation_candidates/explain?resources=NOPE:1",
+        None,
+    );
+    assert_eq!(status, 400);
+    // The command line prints the stage.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["explain", "resources=VCPU:5"])
+        .env("ALLOT_URL", format!("http://{}", server.addr))
+        .output()
+        .unwrap();
+    let text = support::stdout_of(out);
+    assert!(text.contains("emptied by: group '': capacity"), "{text}");
+    assert!(text.contains("NEAREST MISS"), "{text}");
+}

@@ -56,6 +56,7 @@
 //! order, candidates are gathered round-robin across anchors up to the bound, and
 //! `limit` of them are sampled, as Placement's `randomize_allocation_candidates` does.
 
+mod explain;
 mod filter;
 mod headroom;
 mod search;
@@ -72,6 +73,7 @@ use crate::model::{Provider, ProviderId, Timestamp};
 use crate::names::{ProviderRef, RequestedName, ResourceClass, TraitName};
 use crate::state::State;
 
+pub use explain::{Explanation, GroupExplanation, STAGES};
 pub use headroom::Headroom;
 pub use summary::{ProviderSummary, SummaryResource};
 pub use weigh::{load, Sort, Weigh};

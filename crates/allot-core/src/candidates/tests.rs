@@ -1289,3 +1289,62 @@ fn headroom_equals_the_picks_that_succeed() {
     assert!(nonzero > 200, "the cases exercise headroom ({nonzero})");
     assert!(several > 30, "several anchors ({several})");
 }
+
+/// Explain (issue 24) names the stage that emptied a request, counts the survivors of
+/// each stage, and reports the providers that missed by the least.
+#[test]
+fn explain_names_the_stage_that_emptied_the_answer() {
+    let mut w = World::new();
+    for (name, total, used) in [("a", 8, 7), ("b", 8, 5), ("c", 4, 0)] {
+        w.provider(name, None).total(name, "VCPU", total);
+        if used > 0 {
+            w.allocate(name, "VCPU", used);
+        }
+    }
+    w.traits("c", &["CUSTOM_A"]);
+    let options = SearchOptions::default();
+    let explain = |q: &CandidateQuery| w.state.explain(q, &options).unwrap();
+
+    // 4 VCPU: only c has room, and c lacks nothing else.
+    let q = query(vec![group("", &[("VCPU", 4)])]);
+    let e = explain(&q);
+    assert_eq!(e.candidates, 1);
+    assert_eq!(e.emptied_by, None);
+    let counts: Vec<usize> = e.groups[0].stages.iter().map(|s| s.1).collect();
+    assert_eq!(counts, [3, 1, 1, 1, 1, 1, 1]);
+    // The misses, nearest first: b lacks 1, a lacks 3.
+    let nearest: Vec<(String, u64)> = e.groups[0]
+        .nearest
+        .iter()
+        .map(|(id, _, lack)| (w.state.provider(*id).unwrap().row.name.clone(), *lack))
+        .collect();
+    assert_eq!(nearest, [("b".to_owned(), 1), ("a".to_owned(), 3)]);
+
+    // 5 VCPU: nobody has room.
+    let e = explain(&query(vec![group("", &[("VCPU", 5)])]));
+    assert_eq!(e.candidates, 0);
+    assert_eq!(e.emptied_by.as_deref(), Some("group '': capacity"));
+
+    // c is the only one with room for 4, and a forbidden trait keeps it out.
+    let mut q = query(vec![group("", &[("VCPU", 4)])]);
+    q.groups[0].forbidden = vec![TraitName::requested("CUSTOM_A")];
+    let e = explain(&q);
+    assert_eq!(e.emptied_by.as_deref(), Some("group '': forbidden"));
+
+    // Each group passes on its own, but isolation leaves nothing: the rules between
+    // groups.
+    let mut q = query(vec![
+        group("_1", &[("VCPU", 3)]),
+        group("_2", &[("VCPU", 3)]),
+    ]);
+    q.groups[0].in_tree = Some(World::uuid("c").into());
+    q.groups[1].in_tree = Some(World::uuid("c").into());
+    q.isolate = true;
+    let e = explain(&q);
+    assert_eq!(e.candidates, 0);
+    assert_eq!(e.emptied_by.as_deref(), Some("rules between groups"));
+
+    // An unknown class is refused as the search refuses it.
+    let q = query(vec![group("", &[("CUSTOM_NOPE", 1)])]);
+    assert!(w.state.explain(&q, &options).is_err());
+}

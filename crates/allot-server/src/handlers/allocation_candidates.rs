@@ -22,7 +22,9 @@ use crate::{wire, AppState};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/allocation_candidates", get(list))
+    Router::new()
+        .route("/allocation_candidates", get(list))
+        .route("/allocation_candidates/explain", get(explain))
 }
 
 /// `GET /allocation_candidates`.
@@ -63,4 +65,58 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         ApiError::internal()
     })??;
     Ok(ctx.cached(http::json_bytes(StatusCode::OK, body), app.host.now()))
+}
+
+/// `GET /allocation_candidates/explain` (allot's extension, issue 24, every
+/// microversion): the same query, read as at 1.39, and for each group how many
+/// providers survive each stage, the nearest misses, and the stage that emptied the
+/// answer (`allot_core::candidates::explain`).
+pub async fn explain(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
+    ctx.require_json_accept()?;
+    authorize(&ctx, app.config.policy, Action::Explain)?;
+    let now = app.host.now();
+    let query = request::candidates::parse(crate::microversion::MAX, raw.as_deref(), now, 0)?;
+    let options = app.config.search_options();
+    let host = app.host.clone();
+    let body = tokio::task::spawn_blocking(move || -> Result<wire::Explanation, ApiError> {
+        let view = host.read();
+        let e = view.explain(&query, &options)?;
+        let uuid = |id| view.provider(id).map(|p| p.uuid()).unwrap_or_default();
+        Ok(wire::Explanation {
+            groups: e
+                .groups
+                .into_iter()
+                .map(|g| wire::GroupExplanation {
+                    suffix: g.suffix,
+                    stages: g
+                        .stages
+                        .into_iter()
+                        .map(|(stage, providers)| wire::Stage {
+                            stage: stage.to_owned(),
+                            providers,
+                        })
+                        .collect(),
+                    nearest: g
+                        .nearest
+                        .into_iter()
+                        .map(|(id, class, short_by)| wire::Miss {
+                            resource_provider: uuid(id),
+                            resource_class: class.as_str().to_owned(),
+                            short_by,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            roots: e.roots,
+            roots_allowed: e.roots_allowed,
+            allocation_candidates: e.candidates,
+            emptied_by: e.emptied_by,
+        })
+    })
+    .await
+    .map_err(|join| {
+        tracing::error!(error = %join, "explain task failed");
+        ApiError::internal()
+    })??;
+    Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
 }

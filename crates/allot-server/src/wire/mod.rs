@@ -39,7 +39,7 @@ pub mod usages;
 pub mod write;
 
 pub use allocations::{ConsumerAllocations, HeldByConsumer, HeldOnProvider, ProviderAllocations};
-pub use allot_client::Headroom;
+pub use allot_client::{Explanation, GroupExplanation, Headroom, Miss, Stage};
 pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
