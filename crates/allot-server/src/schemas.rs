@@ -552,12 +552,6 @@ pub fn allocation_candidates_query(minor: u16) -> Value {
         "minLength": 1,
     });
     let mut properties = serde_json::Map::new();
-    // allot's extension at every microversion (issue 24): how candidates are ordered.
-    properties.insert(
-        "sort".into(),
-        json!({"type": "string", "enum": ["pack", "spread", "random"]}),
-    );
-    properties.insert("prefer".into(), string.clone());
     if minor < 25 {
         properties.insert("resources".into(), string.clone());
         if minor >= 16 {

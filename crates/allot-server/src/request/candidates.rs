@@ -84,9 +84,13 @@ pub fn parse(
     require_utf8_query(raw.unwrap_or(""))?;
     let query = Query::parse(raw);
     let schema = schemas::allocation_candidates_query(version.0);
+    // Placement's schema, exactly (its refusals print it): allot's own parameters are
+    // read apart ([`weigh`]).
     let mut last = Map::new();
     for (key, value) in &query.0 {
-        last.insert(key.clone(), Value::String(value.clone()));
+        if !ALLOT_PARAMETERS.contains(&key.as_str()) {
+            last.insert(key.clone(), Value::String(value.clone()));
+        }
     }
     schema::validate(&Value::Object(last), &schema).map_err(invalid_query)?;
 
@@ -227,17 +231,21 @@ pub fn parse(
     })
 }
 
-/// allot's `sort` and `prefer` (issue 24): the schema has checked `sort`'s value;
-/// `prefer` is a comma-separated list of traits, and may be repeated.
+/// The query parameters allot adds to Placement's (issue 24).
+const ALLOT_PARAMETERS: [&str; 2] = ["sort", "prefer"];
+
+/// allot's `sort` and `prefer` (issue 24): `sort` is one of three words, the last
+/// given; `prefer` is a comma-separated list of traits, and may be repeated.
 fn weigh(query: &Query, seed: u64) -> Result<Weigh, ApiError> {
-    let sort = match query.all("sort").first().copied() {
+    let sort = match query.all("sort").last().copied() {
         None => None,
         Some("pack") => Some(Sort::Pack),
         Some("spread") => Some(Sort::Spread),
         Some("random") => Some(Sort::Random(seed)),
         Some(other) => {
             return Err(ApiError::query_bad_value(format!(
-                "Invalid sort {other:?}: pack, spread or random."
+                "Invalid query string parameters: sort={other:?} is not one of pack, \
+                 spread, random."
             )))
         }
     };
@@ -446,7 +454,12 @@ mod tests {
         let q = parse(Version(39), Some("resources=VCPU:1"), 0, 7).unwrap();
         assert!(!q.weigh.is_set());
         let m = message("resources=VCPU:1&sort=heaviest", 39);
-        assert!(m.contains("'heaviest' is not one of"), "{m}");
+        assert!(m.contains("sort=\"heaviest\" is not one of pack"), "{m}");
+        // Placement's refusals print Placement's own schema, without allot's keys.
+        for v in [14, 39] {
+            let m = message("resources=VCPU:1&foo=1", v);
+            assert!(m.contains("'foo'") && !m.contains("spread"), "{m}");
+        }
         let m = message("resources=VCPU:1&prefer=CUSTOM_A,,CUSTOM_B", 39);
         assert!(m.contains("names an empty trait"), "{m}");
     }
