@@ -265,15 +265,19 @@ fn a_client_certificate_is_shown() {
         ));
         return;
     }
-    let url = with(
-        &db.url,
-        &format!(
-            "sslmode=verify-full&sslrootcert={}&sslcert={}&sslkey={}",
-            path(&ca),
-            path(&cert),
-            path(&key)
-        ),
-    );
+    // verify-full against the cluster's CA, showing a client certificate.
+    let with_client = |cert: &Path, key: &Path| {
+        with(
+            &db.url,
+            &format!(
+                "sslmode=verify-full&sslrootcert={}&sslcert={}&sslkey={}",
+                path(&ca),
+                path(cert),
+                path(key)
+            ),
+        )
+    };
+    let url = with_client(&cert, &key);
     assert_eq!(session(&url).unwrap(), (true, Some("/CN=postgres".into())));
     Store::open(&url).unwrap();
     // A certificate of an authority the server does not trust: the server ends the
@@ -281,15 +285,7 @@ fn a_client_certificate_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     let other = TestCa::new(dir.path(), "other");
     let (cert, key) = other.issue("client", &["postgres"]);
-    let url = with(
-        &db.url,
-        &format!(
-            "sslmode=verify-full&sslrootcert={}&sslcert={}&sslkey={}",
-            path(&ca),
-            path(&cert),
-            path(&key)
-        ),
-    );
+    let url = with_client(&cert, &key);
     let e = session(&url).unwrap_err();
     assert!(e.contains("the server refused the TLS handshake"), "{e}");
     assert!(e.contains(&format!("sslcert {}", path(&cert))), "{e}");
