@@ -35,7 +35,8 @@ pub use error::{ConflictCode, Error, Result};
 pub use metadata::ClassMetadata;
 pub use model::{
     Allocation, Claim, ClaimAmount, ClaimState, ClassRecord, Consumer, ConsumerRow, Inventory,
-    Misfit, PendingAmount, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord, Units,
+    Misfit, PendingAmount, PendingIndex, Provider, ProviderId, ProviderRow, Timestamp, TraitRecord,
+    Units,
 };
 pub use names::{ProviderRef, RequestedName, ResourceClass, Text, TraitName};
 pub use state::State;

@@ -201,8 +201,8 @@ pub struct Provider {
     /// `State::apply`, never persisted).
     pub usage: ProviderUsage,
     /// The amounts pending claims promise here (derived from the claims by
-    /// `State::apply`, never persisted; see [`PendingAmount`]).
-    pub pending: Box<[PendingAmount]>,
+    /// `State::apply`, never persisted; see [`PendingIndex`]).
+    pub pending: PendingIndex,
 }
 
 /// One amount a pending claim promises on a provider: an entry of the index the view
@@ -222,6 +222,103 @@ pub struct PendingAmount {
     pub amount: u64,
     /// The instant the claim stops counting ([`NEVER`] if it does not expire).
     pub expires_at: Timestamp,
+}
+
+/// A provider's pending amounts: the entries, one per claim and class, in (claim,
+/// class) order (so that a view loaded from a store equals the view that applied the
+/// same claims in another order), and beside them, per class, their sum and the
+/// earliest expiry among them.
+///
+/// The sums are recomputed from the entries whenever the entries change, never moved
+/// by differences, so they cannot drift from the records; they only spare a capacity
+/// check the walk over every entry (a sharing provider under a mass start holds
+/// thousands, and the candidate search asks for its usage once per anchor). Until the
+/// earliest expiry every entry is live and the sum is the answer; from then on, until
+/// the sweep ends the expired claims, the entries are walked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingIndex {
+    /// The entries, in (claim, class) order.
+    entries: Box<[PendingAmount]>,
+    /// Per class present in `entries`: the sum of their amounts and the earliest
+    /// expiry.
+    totals: Box<[(ResourceClass, u64, Timestamp)]>,
+}
+
+impl std::ops::Deref for PendingIndex {
+    type Target = [PendingAmount];
+
+    fn deref(&self) -> &[PendingAmount] {
+        &self.entries
+    }
+}
+
+impl PendingIndex {
+    /// How much of `class` the live entries promise at `now`.
+    pub fn sum(&self, class: &str, now: Timestamp) -> u64 {
+        match self.totals.iter().find(|(c, _, _)| c.as_str() == class) {
+            None => 0,
+            Some(&(_, total, first_expiry)) if now < first_expiry => total,
+            Some(_) => self
+                .entries
+                .iter()
+                .filter(|e| e.class.as_str() == class && e.live(now))
+                .map(|e| e.amount)
+                .sum(),
+        }
+    }
+
+    /// Adds an entry in its place.
+    pub fn insert(&mut self, entry: PendingAmount) {
+        let mut list = std::mem::take(&mut self.entries).into_vec();
+        let at = list.partition_point(|e| (e.claim, &e.class) < (entry.claim, &entry.class));
+        list.insert(at, entry);
+        self.set(list);
+    }
+
+    /// Drops a claim's entries; whether it had any.
+    pub fn remove_claim(&mut self, claim: Uuid) -> bool {
+        if !self.entries.iter().any(|e| e.claim == claim) {
+            return false;
+        }
+        let kept = self
+            .entries
+            .iter()
+            .filter(|e| e.claim != claim)
+            .cloned()
+            .collect();
+        self.set(kept);
+        true
+    }
+
+    /// Renames a class in every entry.
+    pub fn rename_class(&mut self, old: &ResourceClass, new: &ResourceClass) {
+        if !self.entries.iter().any(|e| e.class == *old) {
+            return;
+        }
+        let mut list = std::mem::take(&mut self.entries).into_vec();
+        for e in list.iter_mut().filter(|e| e.class == *old) {
+            e.class = new.clone();
+        }
+        list.sort_by(|a, b| (a.claim, &a.class).cmp(&(b.claim, &b.class)));
+        self.set(list);
+    }
+
+    /// Takes `entries` (in order) and derives the totals from them.
+    fn set(&mut self, entries: Vec<PendingAmount>) {
+        let mut totals: Vec<(ResourceClass, u64, Timestamp)> = Vec::new();
+        for e in &entries {
+            match totals.iter_mut().find(|(c, _, _)| *c == e.class) {
+                Some((_, total, first)) => {
+                    *total = total.saturating_add(e.amount);
+                    *first = (*first).min(e.expires_at);
+                }
+                None => totals.push((e.class.clone(), e.amount, e.expires_at)),
+            }
+        }
+        totals.sort_by(|a, b| a.0.cmp(&b.0));
+        self.entries = entries.into_boxed_slice();
+        self.totals = totals.into_boxed_slice();
+    }
 }
 
 /// The expiry of a claim that never expires.
@@ -262,7 +359,7 @@ impl Provider {
             aggregates: VecSet::new(),
             children: VecSet::new(),
             usage: ProviderUsage::default(),
-            pending: Box::default(),
+            pending: PendingIndex::default(),
         }
     }
 
@@ -278,11 +375,7 @@ impl Provider {
 
     /// How much of `class` pending claims promise here at `now`.
     pub fn pending(&self, class: &str, now: Timestamp) -> u64 {
-        self.pending
-            .iter()
-            .filter(|p| p.class.as_str() == class && p.live(now))
-            .map(|p| p.amount)
-            .sum()
+        self.pending.sum(class, now)
     }
 
     /// Whether a pending claim promises anything here at `now`.
@@ -635,5 +728,76 @@ mod tests {
             ..Inventory::with_total(1)
         };
         assert!(huge.fits(u64::MAX, u64::MAX));
+    }
+
+    /// A pending entry of `amount` of `class` for claim `n`, expiring at `expires_at`.
+    fn entry(n: u128, class: &str, amount: u64, expires_at: Timestamp) -> PendingAmount {
+        PendingAmount {
+            claim: Uuid::from_u128(n),
+            consumer: Uuid::from_u128(n),
+            class: ResourceClass::new_unchecked(class),
+            amount,
+            expires_at,
+        }
+    }
+
+    /// The sum by walking every entry: what [`PendingIndex::sum`] must equal.
+    fn walked(index: &PendingIndex, class: &str, now: Timestamp) -> u64 {
+        index
+            .iter()
+            .filter(|e| e.class.as_str() == class && e.live(now))
+            .map(|e| e.amount)
+            .sum()
+    }
+
+    #[test]
+    fn pending_sums_equal_the_entries_through_every_change_and_expiry() {
+        let mut index = PendingIndex::default();
+        index.insert(entry(3, "VCPU", 2, NEVER));
+        index.insert(entry(1, "VCPU", 4, 100));
+        index.insert(entry(1, "DISK_GB", 40, 100));
+        index.insert(entry(2, "VCPU", 1, 50));
+        // Kept in (claim, class) order whatever the order of insertion.
+        let order: Vec<(u128, &str)> = index
+            .iter()
+            .map(|e| (e.claim.as_u128(), e.class.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [(1, "DISK_GB"), (1, "VCPU"), (2, "VCPU"), (3, "VCPU")]
+        );
+        let check = |index: &PendingIndex| {
+            for now in [0, 49, 50, 99, 100, 1000] {
+                for class in ["VCPU", "DISK_GB", "MEMORY_MB"] {
+                    assert_eq!(
+                        index.sum(class, now),
+                        walked(index, class, now),
+                        "{class} at {now}"
+                    );
+                }
+            }
+        };
+        check(&index);
+        assert_eq!(index.sum("VCPU", 0), 7);
+        // Past the first expiry the sum leaves the expired entry out.
+        assert_eq!(index.sum("VCPU", 50), 6);
+        assert_eq!(index.sum("VCPU", 100), 2);
+        assert!(index.remove_claim(Uuid::from_u128(2)));
+        assert!(!index.remove_claim(Uuid::from_u128(2)));
+        check(&index);
+        assert_eq!(index.sum("VCPU", 60), 6);
+        index.rename_class(
+            &ResourceClass::new_unchecked("VCPU"),
+            &ResourceClass::new_unchecked("CUSTOM_CORE"),
+        );
+        check(&index);
+        assert_eq!(index.sum("VCPU", 0), 0);
+        assert_eq!(index.sum("CUSTOM_CORE", 0), 6);
+        // Equal indexes however they were built: the totals are derived, not kept.
+        let mut other = PendingIndex::default();
+        other.insert(entry(3, "CUSTOM_CORE", 2, NEVER));
+        other.insert(entry(1, "DISK_GB", 40, 100));
+        other.insert(entry(1, "CUSTOM_CORE", 4, 100));
+        assert_eq!(index, other);
     }
 }

@@ -79,10 +79,18 @@ pub(super) struct Prepared<'s, 'q> {
     /// Whether a candidate may not use two providers of one tree (microversions
     /// before 1.29 in a cloud that has trees).
     pub one_provider_per_tree: bool,
-    /// Sharing providers, and by aggregate: shared with [`Prepared::over`]'s copies,
-    /// as usage does not change them.
+    /// Sharing providers, and by aggregate: shared with [`Prepared::with_extra`]'s
+    /// copies.
     sharing: std::sync::Arc<Sharing>,
+    /// Usage counted on top of the view's (see [`Extra`]).
+    extra: Option<&'s Extra>,
 }
+
+/// Usage counted on top of the view's, by provider and requested class (its index
+/// in [`Prepared::classes`]): what headroom's earlier picks took, kept beside the
+/// view instead of written into a copy of it as claims, which would cost a claim
+/// record and a pending entry per pick on every sharing provider.
+pub(super) type Extra = HashMap<(ProviderId, usize), u64>;
 
 /// The sharing providers of a state.
 struct Sharing {
@@ -218,15 +226,18 @@ impl<'s, 'q> Prepared<'s, 'q> {
                 ids: sharing,
                 by_aggregate: sharing_by_aggregate,
             }),
+            extra: None,
         }
     }
 
-    /// The same question over `state`, a later version of the same view that only
-    /// usage set apart (the same providers, trees, traits and aggregates): what
-    /// headroom asks after each pick it records, without resolving the query again.
-    pub fn over<'t>(&self, state: &'t State) -> Prepared<'t, 'q> {
+    /// The same question with `extra` used on top of the view: what headroom asks
+    /// after each pick it counts, without resolving the query again.
+    pub fn with_extra<'t>(&self, extra: &'t Extra) -> Prepared<'t, 'q>
+    where
+        's: 't,
+    {
         Prepared {
-            state,
+            state: self.state,
             query: self.query,
             classes: self.classes.clone(),
             unnamed_class: self.unnamed_class,
@@ -234,7 +245,16 @@ impl<'s, 'q> Prepared<'s, 'q> {
             same_subtrees: self.same_subtrees.clone(),
             one_provider_per_tree: self.one_provider_per_tree,
             sharing: self.sharing.clone(),
+            extra: Some(extra),
         }
+    }
+
+    /// How much of requested class `k` is taken on `p`: the view's usage (pending
+    /// claims counted) and any [`Extra`].
+    pub fn used(&self, p: &Provider, k: usize) -> u64 {
+        let extra = self.extra.and_then(|e| e.get(&(p.id(), k))).copied();
+        p.used(self.classes[k].as_str(), self.query.now)
+            .saturating_add(extra.unwrap_or(0))
     }
 
     /// Whether a provider shares its inventory through aggregates.
@@ -277,13 +297,13 @@ impl<'s, 'q> Prepared<'s, 'q> {
 
     /// What `p` has of each requested class.
     fn capacities(&self, p: &Provider, out: &mut Vec<Capacity>) {
-        for class in &self.classes {
+        for (k, class) in self.classes.iter().enumerate() {
             out.push(match p.inventories.get(*class) {
                 None => Capacity::NONE,
                 Some(inv) => {
                     // Saturated into i64, the width the search works in.
                     let capacity = inv.capacity().clamp(i64::MIN.into(), i64::MAX.into()) as i64;
-                    let used = p.used(class.as_str(), self.query.now);
+                    let used = self.used(p, k);
                     Capacity {
                         free: capacity.saturating_sub(i64::try_from(used).unwrap_or(i64::MAX)),
                         units: inv.units(),

@@ -7,19 +7,17 @@
 //! takes the first candidate of the first anchor (root, in creation order) that has
 //! one, and usage only grows, so the picks fill the anchors one after another: all the
 //! picks an anchor takes come before the next anchor's. So the count is made anchor by
-//! anchor, on a copy of the view that records each pick. Within an anchor the search's
+//! anchor, with what each pick takes counted on top of the view's usage (an
+//! [`Extra`] beside the view; the view itself is not touched). Within an anchor the search's
 //! order does not depend on usage (usage only prunes), so a candidate that was first
 //! and still fits is first again: it is taken as many times as it fits, in one step.
 //! One anchor search per distinct candidate taken, not one per instance.
 
-use uuid::Uuid;
-
-use crate::change::Change;
 use crate::error::Result;
-use crate::model::{Claim, ClaimAmount, ClaimState, ProviderId, Timestamp};
+use crate::model::ProviderId;
 use crate::state::State;
 
-use super::filter::Prepared;
+use super::filter::{Extra, Prepared};
 use super::search::{AnchorSearch, Budget, Tables};
 use super::{validate, AllocationRequest, CandidateQuery, SearchOptions};
 
@@ -49,24 +47,26 @@ impl State {
             return Ok(out);
         }
         let anchors: Vec<ProviderId> = prepared.anchors().map(|p| p.id()).collect();
-        let mut scratch = self.clone();
+        let mut extra = Extra::default();
         let mut budget = Budget {
             steps_left: options.step_budget,
             exhausted: false,
         };
         let mut spare = Tables::default();
-        let mut picks = 0u128;
         for anchor in anchors {
             let mut placed = 0u64;
-            while let Some(record) =
-                next_pick(&prepared.over(&scratch), anchor, &mut budget, &mut spare)
-            {
-                picks += 1;
-                let last = record.last;
-                let (claim, copies) = record.into_claim(picks, query.now);
-                scratch.apply(&[Change::PutClaim(Box::new(claim))]);
-                placed = placed.saturating_add(copies);
-                if last {
+            while let Some(taken) = next_pick(
+                &prepared.with_extra(&extra),
+                anchor,
+                &mut budget,
+                &mut spare,
+            ) {
+                for (at, amount) in taken.amounts {
+                    let used = extra.entry(at).or_default();
+                    *used = used.saturating_add(amount);
+                }
+                placed = placed.saturating_add(taken.copies);
+                if taken.last {
                     break;
                 }
             }
@@ -113,13 +113,7 @@ fn next_pick(
     let amounts = candidate
         .allocations
         .iter()
-        .filter_map(|&(id, k, amount)| {
-            Some(ClaimAmount {
-                provider: state.provider(id)?.uuid(),
-                class: prep.classes[k].clone(),
-                amount: amount.saturating_mul(copies),
-            })
-        })
+        .map(|&(id, k, amount)| ((id, k), amount.saturating_mul(copies)))
         .collect();
     // A slot whose one provider no longer has room for the slot's own amount.
     let last = sole.iter().any(|&(id, k, amount)| {
@@ -146,9 +140,11 @@ fn copies(
         .iter()
         .filter_map(|&(id, k, amount)| {
             let provider = state.provider(id)?;
-            let class = prep.classes[k];
-            let capacity = provider.inventories.get(class.as_str())?.capacity();
-            let free = capacity - i128::from(provider.used(class.as_str(), prep.query.now));
+            let capacity = provider
+                .inventories
+                .get(prep.classes[k].as_str())?
+                .capacity();
+            let free = capacity - i128::from(prep.used(provider, k));
             Some((id, k, amount, free))
         })
         .collect();
@@ -173,33 +169,11 @@ fn copies(
     (copies, left)
 }
 
-/// Some copies of one candidate, recorded on the copy of the view as a claim.
+/// Some copies of one candidate.
 struct Taken {
-    amounts: Vec<ClaimAmount>,
+    /// What they take, by provider and requested class.
+    amounts: Vec<((ProviderId, usize), u64)>,
     copies: u64,
     /// Whether they leave the anchor without a candidate.
     last: bool,
-}
-
-impl Taken {
-    /// The claim that records the copies (its uuid from a range no client draws in:
-    /// the copy of the view is thrown away).
-    fn into_claim(mut self, n: u128, now: Timestamp) -> (Claim, u64) {
-        self.amounts
-            .sort_by(|a, b| (a.provider, &a.class).cmp(&(b.provider, &b.class)));
-        let claim = Claim {
-            uuid: Uuid::from_u128(u128::MAX - n),
-            consumer: Uuid::from_u128(u128::MAX - n),
-            project_id: "headroom".into(),
-            user_id: "headroom".into(),
-            consumer_type: None,
-            tag: None,
-            allocations: self.amounts.into_boxed_slice(),
-            state: ClaimState::Pending,
-            created_at: now,
-            expires_at: None,
-            ended_at: None,
-        };
-        (claim, self.copies)
-    }
 }

@@ -467,14 +467,7 @@ impl State {
             if let Some(v) = p.usage.by_class.remove(old.as_str()) {
                 p.usage.by_class.insert(new.clone(), v);
             }
-            if p.pending.iter().any(|e| e.class == *old) {
-                for e in p.pending.iter_mut().filter(|e| e.class == *old) {
-                    e.class = new.clone();
-                }
-                // Back in (claim, class) order (see `index_claim`).
-                p.pending
-                    .sort_by(|a, b| (a.claim, &a.class).cmp(&(b.claim, &b.class)));
-            }
+            p.pending.rename_class(old, new);
         }
         for c in self.claims.iter_mut() {
             if c.allocations.iter().any(|a| a.class == *old) {
@@ -506,15 +499,7 @@ impl State {
             }
             seen.push(id);
             if let Some(p) = self.providers.get_mut(&id) {
-                if p.pending.iter().any(|e| e.claim == *uuid) {
-                    let kept: Vec<PendingAmount> = p
-                        .pending
-                        .iter()
-                        .filter(|e| e.claim != *uuid)
-                        .cloned()
-                        .collect();
-                    p.pending = kept.into_boxed_slice();
-                }
+                p.pending.remove_claim(*uuid);
             }
         }
     }
@@ -538,13 +523,7 @@ impl State {
                     amount: a.amount,
                     expires_at: claim.expires_at.unwrap_or(NEVER),
                 };
-                // Kept in (claim, class) order, so that a view loaded from a store
-                // equals the view that applied the same claims in another order.
-                let mut list = std::mem::take(&mut p.pending).into_vec();
-                let at =
-                    list.partition_point(|e| (e.claim, &e.class) < (entry.claim, &entry.class));
-                list.insert(at, entry);
-                p.pending = list.into_boxed_slice();
+                p.pending.insert(entry);
             }
         }
     }
