@@ -5,7 +5,9 @@
 //! against a peer seeded differently). Then `allot bench claims` storms and schedules
 //! on the seeded shape (the storm beside a reader repeating `nolimit`, whose queries
 //! must be reported): what it reports accepted must be exactly what the server now
-//! holds, and no provider may end up over its capacity.
+//! holds, and no provider may end up over its capacity. Last, `allot bench
+//! mass-start` in each of its ways: what it reports placed is what the server holds,
+//! in requests that match the way.
 
 mod support;
 
@@ -325,4 +327,163 @@ fn query_gives_no_ratio_for_unequal_work() {
             );
         }
     }
+}
+
+/// Runs `allot bench mass-start` with `args` on the 20 seeded roots; its JSON report.
+fn mass_start(url: &str, dir: &std::path::Path, name: &str, args: &[&str]) -> Value {
+    let report = dir.join(format!("mass-start-{name}.json"));
+    let mut all = vec!["mass-start", "--roots", "20", "--url", url];
+    all.extend_from_slice(&["--json", report.to_str().unwrap()]);
+    all.extend_from_slice(args);
+    let table = bench(&all);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(table.contains("mass start"), "{table}");
+    // Whatever was placed, the read-back found it held and nothing over capacity.
+    assert_eq!(report["held"], true, "{table}\n{report}");
+    assert_eq!(report["over_capacity"], serde_json::json!([]), "{report}");
+    assert_eq!(report["errors"], serde_json::json!({}), "{report}");
+    // Only Nova's way retries, once per refusal; allot's never does.
+    let refusals = report["conflicts_generation"].as_u64().unwrap()
+        + report["conflicts_capacity"].as_u64().unwrap();
+    let retries = report["retries"].as_u64().unwrap();
+    if report["way"] == "nova" {
+        assert_eq!(retries, refusals, "{report}");
+    } else {
+        assert_eq!(retries, 0, "{report}");
+    }
+    report
+}
+
+#[test]
+fn mass_start_each_way_places_what_the_server_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("mass.db"));
+    let url = format!("http://{}", server.addr);
+    bench(&["seed", "--shape", "flat", "--roots", "20", "--url", &url]);
+    // `small` fits the roots with AVX2 that are not disabled: the ones a
+    // different_roots start may use one each.
+    let candidates = get(&server, "/allocation_candidates?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED");
+    let mut roots: Vec<String> = Vec::new();
+    for request in candidates["allocation_requests"].as_array().unwrap() {
+        for (rp, held) in request["allocations"].as_object().unwrap() {
+            if held["resources"].get("VCPU").is_some() && !roots.contains(rp) {
+                roots.push(rp.clone());
+            }
+        }
+    }
+    let eligible = roots.len() as u64;
+    assert!(eligible > 10, "{candidates}");
+
+    // Nova's way: a GET and a PUT per instance at the least (more after a 409),
+    // every instance an allocation of the run's project.
+    let nova = mass_start(
+        &url,
+        dir.path(),
+        "nova",
+        &["--way", "nova", "--instances", "30", "--schedulers", "4"],
+    );
+    assert_eq!(nova["placed"], 30, "{nova}");
+    assert_eq!(nova["unplaced"], 0, "{nova}");
+    let requests = nova["requests"].as_u64().unwrap();
+    assert_eq!(
+        requests,
+        60 + 2 * nova["retries"].as_u64().unwrap(),
+        "{nova}"
+    );
+    let project = nova["project_id"].as_str().unwrap();
+    assert_eq!(load(&server, project), (30, 60, 30 * 4096), "{nova}");
+
+    // allot's way, one request per instance: pending claims of the run's project.
+    let pick = mass_start(
+        &url,
+        dir.path(),
+        "pick",
+        &["--way", "pick", "--instances", "30", "--schedulers", "4"],
+    );
+    assert_eq!(
+        (pick["placed"].as_u64(), pick["requests"].as_u64()),
+        (Some(30), Some(30)),
+        "{pick}"
+    );
+    assert_eq!(pick["retries"], 0, "{pick}");
+    let pending = get(
+        &server,
+        &format!(
+            "/pending?project_id={}",
+            pick["project_id"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(pending["pending"]["VCPU"], 60, "{pending}");
+    assert_eq!(pending["pending"]["DISK_GB"], 30 * 40, "{pending}");
+
+    // One request for all; with different_roots at most one instance per root.
+    let all = mass_start(
+        &url,
+        dir.path(),
+        "all",
+        &["--way", "pick-all", "--instances", "30"],
+    );
+    assert_eq!(
+        (all["placed"].as_u64(), all["requests"].as_u64()),
+        (Some(30), Some(1)),
+        "{all}"
+    );
+    let spread = mass_start(
+        &url,
+        dir.path(),
+        "spread",
+        &[
+            "--way",
+            "pick-all",
+            "--affinity",
+            "different_roots",
+            "--instances",
+            &eligible.to_string(),
+        ],
+    );
+    assert_eq!(spread["placed"].as_u64(), Some(eligible), "{spread}");
+    let claims = get(
+        &server,
+        &format!(
+            "/claims?project_id={}",
+            spread["project_id"].as_str().unwrap()
+        ),
+    );
+    let mut on: Vec<String> = claims["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| {
+            c["allocations"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|rp| roots.contains(rp))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    on.sort();
+    on.dedup();
+    assert_eq!(on.len() as u64, eligible, "{claims}");
+    // One more than there are roots: refused whole, nothing claimed.
+    let over = mass_start(
+        &url,
+        dir.path(),
+        "over",
+        &[
+            "--way",
+            "pick-all",
+            "--affinity",
+            "different_roots",
+            "--instances",
+            &(eligible + 1).to_string(),
+        ],
+    );
+    assert_eq!(
+        (over["placed"].as_u64(), over["unplaced"].as_u64()),
+        (Some(0), Some(eligible + 1)),
+        "{over}"
+    );
+    assert_eq!(over["conflicts_capacity"], 1, "{over}");
 }

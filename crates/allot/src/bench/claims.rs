@@ -216,7 +216,7 @@ async fn reader_loop(client: Client, path: String, deadline: Instant) -> ReaderT
 }
 
 /// One request with the run's timeout; `Err` names why there is no answer.
-async fn send(
+pub(super) async fn send(
     client: &Client,
     method: Method,
     path: &str,
@@ -230,7 +230,7 @@ async fn send(
 }
 
 /// The minor version of a `1.N` microversion (`latest` counts as new).
-fn minor(microversion: &str) -> u32 {
+pub(super) fn minor(microversion: &str) -> u32 {
     microversion
         .strip_prefix("1.")
         .and_then(|m| m.parse().ok())
@@ -240,7 +240,7 @@ fn minor(microversion: &str) -> u32 {
 /// The PUT body claiming `allocations` for a fresh consumer of `project`, in the
 /// form the microversion wants: a null generation from 1.28, a consumer type from
 /// 1.38.
-fn claim_body(allocations: &Value, minor: u32, project: &str) -> Value {
+pub(super) fn claim_body(allocations: &Value, minor: u32, project: &str) -> Value {
     let mut body = json!({
         "allocations": allocations,
         "project_id": project,
@@ -257,11 +257,11 @@ fn claim_body(allocations: &Value, minor: u32, project: &str) -> Value {
 
 /// What a run's claims share.
 #[derive(Debug, Clone)]
-struct ClaimAs {
+pub(super) struct ClaimAs {
     /// The minor version of the microversion spoken.
-    minor: u32,
+    pub minor: u32,
     /// The run's own project.
-    project: Arc<str>,
+    pub project: Arc<str>,
 }
 
 /// Sends one claim of `allocations` for a fresh consumer and records its outcome;
@@ -448,7 +448,14 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     } else {
         Duration::from_secs(5)
     };
-    let held = held::verify(&clients[0], &claim_as.project, &tally.ledger, patience).await;
+    let held = held::verify(
+        &clients[0],
+        &claim_as.project,
+        &tally.ledger,
+        patience,
+        held::Holding::Allocations,
+    )
+    .await;
 
     let report = Report::new(&tally, wall);
     let bases = clients

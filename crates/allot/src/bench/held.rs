@@ -118,26 +118,47 @@ fn outside(what: &str, held: u64, accepted: u64, unknown: u64) -> Option<String>
     })
 }
 
-/// Reads `project`'s usage from `client` until it matches `ledger`, for at most
-/// `patience` (zero: one read). A single node answers after its write is visible,
-/// so one read is exact there; other nodes of a deployment follow the shared log
-/// and may lag a moment behind the one asked.
+/// What a run's accepted claims became on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Holding {
+    /// Allocations (`PUT /allocations`), counted by `GET /usages`.
+    Allocations,
+    /// allot's pending claims (`POST /claims`), counted by `GET /pending`.
+    Claims,
+}
+
+/// Reads `project`'s usage (or pending totals) from `client` until it matches
+/// `ledger`, for at most `patience` (zero: one read). A single node answers after
+/// its write is visible, so one read is exact there; other nodes of a deployment
+/// follow the shared log and may lag a moment behind the one asked.
 pub(super) async fn verify(
     client: &Client,
     project: &str,
     ledger: &Ledger,
     patience: Duration,
+    holding: Holding,
 ) -> anyhow::Result<ProjectUsages> {
     let started = Instant::now();
+    let (path, what) = match holding {
+        Holding::Allocations => ("usages", "usage"),
+        Holding::Claims => ("pending", "pending totals"),
+    };
     loop {
-        let held = client.project_usages(project).await?;
+        let held = match holding {
+            Holding::Allocations => client.project_usages(project).await?,
+            // Pending totals carry no consumer count: the amounts alone are checked.
+            Holding::Claims => ProjectUsages {
+                classes: client.pending_totals(None, Some(project)).await?,
+                consumer_count: None,
+            },
+        };
         let wrong = ledger.mismatches(&held);
         if wrong.is_empty() {
             return Ok(held);
         }
         if started.elapsed() >= patience {
             bail!(
-                "the server does not hold what it accepted (GET {}/usages?project_id={project}):\n  {}",
+                "the server's {what} is not what it accepted (GET {}/{path}?project_id={project}):\n  {}",
                 client.base(),
                 wrong.join("\n  ")
             );

@@ -8,13 +8,17 @@
 //!   second server request by request, and the server's RSS.
 //! - `claims`: concurrent claims on a seeded `flat` (a write storm, or scheduler
 //!   loops); throughput, p50/p99, refusals.
-//! - `held`: the claims run's read-back: the server must hold exactly what it
-//!   accepted.
+//! - `mass_start`: many instances started at once, Nova's way (candidates, weigh,
+//!   claim, retry) or allot's pick-and-claim; wall time, requests, conflicts,
+//!   over-commit.
+//! - `held`: the read-back of the claims and mass-start runs: the server must hold
+//!   exactly what it accepted.
 //!
 //! The commands run their own tokio runtime: they share nothing with `allot serve`.
 
 mod claims;
 mod held;
+mod mass_start;
 mod query;
 mod seed;
 pub mod shapes;
@@ -41,6 +45,11 @@ enum BenchCommand {
     /// (candidates, pick, claim); throughput, p50/p99, refusals; then checks that the
     /// server holds exactly the claims it accepted.
     Claims(claims::ClaimsArgs),
+    /// Many instances of `small` started at once on a seeded flat shape: Nova's way
+    /// (candidates, weigh, PUT, retry on 409) or allot's pick-and-claim (one request
+    /// per instance, or one for all); wall time, requests, conflicts and retries,
+    /// then checks that what was accepted is held and nothing is over capacity.
+    MassStart(mass_start::MassStartArgs),
 }
 
 /// Where the endpoint is and how to talk to it.
@@ -84,6 +93,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             BenchCommand::Seed(args) => seed::seed(args).await,
             BenchCommand::Query(args) => query::query(args).await,
             BenchCommand::Claims(args) => claims::claims(args).await,
+            BenchCommand::MassStart(args) => mass_start::mass_start(args).await,
         }
     })
 }
