@@ -160,14 +160,13 @@ fn login_sets_a_strict_cookie_and_pages_need_it() {
     // MEMORY_MB in its units: 131072 - 2048 = 126 GiB of capacity.
     assert!(r.body.contains("126 GiB"), "{}", r.body);
     // A login returns to where it was sent from, and never off the site.
-    let r = post_form(
-        &s.addr,
-        "/ui/login?next=%2Fui%2Fclaims",
-        &[],
-        "token=admin",
-    );
+    let r = post_form(&s.addr, "/ui/login?next=%2Fui%2Fclaims", &[], "token=admin");
     assert_eq!(r.header("location"), Some("/ui/claims"));
-    for next in ["//evil.example/", "https://evil.example/", "/resource_providers"] {
+    for next in [
+        "//evil.example/",
+        "https://evil.example/",
+        "/resource_providers",
+    ] {
         let path = format!(
             "/ui/login?next={}",
             form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
@@ -262,7 +261,10 @@ fn bad_input_is_a_4xx() {
         ("/ui/consumers/00000000-0000-0000-0000-000000000000", 404),
         ("/ui/headroom?resources=VCPU:x", 400),
         ("/ui/headroom?resources=NOPE:1", 400),
-        ("/ui/headroom?resources=VCPU:1&group_by=trait&prefix=lower", 400),
+        (
+            "/ui/headroom?resources=VCPU:1&group_by=trait&prefix=lower",
+            400,
+        ),
         ("/ui/headroom?resources=VCPU:1&group_by=rack", 400),
         ("/ui/nothing/here", 404),
         ("/ui/static/../../etc/passwd", 404),
@@ -284,7 +286,12 @@ fn bad_input_is_a_4xx() {
         r#"{"token": "admin"}"#,
     );
     assert_eq!(r.status, 400);
-    let r = post_form(&s.addr, "/ui/login", &[], &format!("token={}", "a".repeat(9000)));
+    let r = post_form(
+        &s.addr,
+        "/ui/login",
+        &[],
+        &format!("token={}", "a".repeat(9000)),
+    );
     assert_eq!(r.status, 400);
     let r = post_form(&s.addr, "/ui/login", &[], &"a".repeat(40_000));
     assert_eq!(r.status, 413);
@@ -306,7 +313,11 @@ fn token_cmd(file: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 

@@ -52,6 +52,8 @@ pub const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("app.js"),
     ),
+    // Named by every page, so that no browser asks the API's `/favicon.ico`.
+    ("icon.svg", "image/svg+xml", include_str!("icon.svg")),
 ];
 
 /// The content security policy of every UI answer: this origin's script and
@@ -92,7 +94,9 @@ pub async fn headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    // Not `no-referrer`: under it a browser sends `Origin: null` with a form, and
+    // [`session::same_origin`] could not tell this site's forms from others'.
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     h.insert(
         "cross-origin-opener-policy",
         HeaderValue::from_static("same-origin"),
@@ -216,6 +220,7 @@ pub fn bare(title: &str, content: Markup) -> axum::response::Html<String> {
                     meta charset="utf-8";
                     meta name="viewport" content="width=device-width, initial-scale=1";
                     title { (title) " · allot" }
+                    link rel="icon" href="/ui/static/icon.svg";
                     link rel="stylesheet" href="/ui/static/app.css";
                 }
                 body.bare { main { (content) } }
@@ -254,6 +259,7 @@ pub fn page(viewer: &Viewer, tab: Tab, title: &str, content: Markup) -> Response
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · allot" }
+                link rel="icon" href="/ui/static/icon.svg";
                 link rel="stylesheet" href="/ui/static/app.css";
                 script src="/ui/static/app.js" defer {}
             }
