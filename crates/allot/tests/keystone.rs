@@ -536,7 +536,10 @@ fn real_keystone_web_ui_login() {
         let r = ui_post(&server, "/ui/login", "", &form(user, &ks.password, "p1"));
         assert_eq!(r.status, 303, "{user}: {}", r.body);
         let set = r.header("set-cookie").unwrap();
-        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
         set.split(';').next().unwrap().to_owned()
     };
     // alice is an admin of p1: the overview; carol, a reader: refused it as the API
@@ -547,7 +550,11 @@ fn real_keystone_web_ui_login() {
     let r = ui_get(&server, "/ui", &carol);
     assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(
-        get(&server, "/resource_providers", &ks.token("carol", Some("p1"))),
+        get(
+            &server,
+            "/resource_providers",
+            &ks.token("carol", Some("p1"))
+        ),
         403
     );
     assert_eq!(
