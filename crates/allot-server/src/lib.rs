@@ -28,6 +28,7 @@ pub mod request_log;
 pub mod schema;
 pub mod schemas;
 pub mod status;
+pub mod ui;
 pub mod wire;
 
 use std::future::Future;
@@ -96,6 +97,8 @@ pub struct Config {
     /// The series counted as requests go by (`/metrics`): state too, one per
     /// application.
     pub metrics: metrics::Metrics,
+    /// The web UI's sessions (`/ui`): state too, one per application.
+    pub ui: ui::Sessions,
 }
 
 /// The default [`Config::max_staleness`]: twice the documented freshness bound of
@@ -118,6 +121,7 @@ impl Default for Config {
             slow_request: None,
             health: health::ProbeCache::default(),
             metrics: metrics::Metrics::default(),
+            ui: ui::Sessions::default(),
         }
     }
 }
@@ -173,6 +177,8 @@ pub fn router(state: AppState) -> Router {
             context::around,
         ))
         .merge(health::routes(state.clone()))
+        // The web UI: beside the API, outside its context middleware (see `ui`).
+        .merge(ui::routes(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
             state,
             request_log::log,

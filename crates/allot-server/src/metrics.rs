@@ -92,8 +92,26 @@ pub struct Metrics {
     durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
     claims: Family<ClaimLabels, Counter>,
     overall: Arc<Overall>,
+    /// The latest refusals, newest last (the web UI's "refused recently").
+    recent: Arc<std::sync::Mutex<std::collections::VecDeque<Refusal>>>,
     /// When the application started (for `/status`'s rates).
     started: Instant,
+}
+
+/// How many refusals [`Metrics::recent_refusals`] keeps.
+pub const RECENT_REFUSALS: usize = 100;
+
+/// One refused allocation write or pending claim, as the counters saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// When, in seconds since the epoch.
+    pub at: i64,
+    /// `allocations` (Placement's writes) or `pending` (`POST /claims`).
+    pub kind: &'static str,
+    /// The answer's status.
+    pub status: u16,
+    /// Its error code (`placement.concurrent_update`, ...; `undefined` if none).
+    pub code: &'static str,
 }
 
 /// The latency histograms' bucket bounds, in seconds: 250 µs to about 8 s.
@@ -114,6 +132,7 @@ impl Default for Metrics {
             durations: Family::new_with_constructor(latency),
             claims: Family::default(),
             overall: Arc::default(),
+            recent: Arc::default(),
             started: Instant::now(),
         }
     }
@@ -220,6 +239,18 @@ impl Metrics {
                 &self.overall.claims_refused
             };
             tally.fetch_add(1, Ordering::Relaxed);
+            if !accepted {
+                let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+                if recent.len() == RECENT_REFUSALS {
+                    recent.pop_front();
+                }
+                recent.push_back(Refusal {
+                    at: crate::auth::now_unix(),
+                    kind,
+                    status: status.as_u16(),
+                    code: code.unwrap_or_default().as_str(),
+                });
+            }
             self.claims
                 .get_or_create(&ClaimLabels {
                     kind,
@@ -232,6 +263,13 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// The latest refused allocation writes and pending claims (at most
+    /// [`RECENT_REFUSALS`]), newest first.
+    pub fn recent_refusals(&self) -> Vec<Refusal> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.iter().rev().cloned().collect()
     }
 
     /// The totals since the start, for `/status`.

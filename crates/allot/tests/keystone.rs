@@ -488,3 +488,81 @@ fn real_keystone_over_tls() {
         server.startup_log()
     );
 }
+
+/// A form post to allot's web UI (issue 26), with the cookie if any.
+fn ui_post(server: &Server, path: &str, cookie: &str, form: &str) -> Reply {
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncookie: {cookie}\r\n\
+         content-length: {}\r\n\r\n{form}",
+        server.addr,
+        form.len()
+    );
+    support::exchange(&server.addr, request.as_bytes())
+}
+
+/// A page of the web UI with a session cookie.
+fn ui_get(server: &Server, path: &str, cookie: &str) -> Reply {
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncookie: {cookie}\r\n\r\n",
+        server.addr
+    );
+    support::exchange(&server.addr, request.as_bytes())
+}
+
+/// The web UI's login in keystone mode: a user's name, password and project become a
+/// Keystone token (issued by Keystone, validated by allot like any other), and the
+/// pages follow the API's policy for that token; a wrong password opens no session,
+/// and a pasted token works as well.
+#[test]
+fn real_keystone_web_ui_login() {
+    let Some(ks) = keystone() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = allot(dir.path(), &ks, 300);
+    let form = |user: &str, password: &str, project: &str| {
+        format!(
+            "username={user}&password={}&user_domain=Default&project={project}\
+             &project_domain=Default",
+            form_urlencoded::byte_serialize(password.as_bytes()).collect::<String>()
+        )
+    };
+    let r = ui_get(&server, "/ui/login", "");
+    assert!(r.body.contains("name=\"password\""), "{}", r.body);
+    let r = ui_post(&server, "/ui/login", "", &form("alice", "wrong", "p1"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.header("set-cookie").is_none());
+
+    let session = |user: &str| {
+        let r = ui_post(&server, "/ui/login", "", &form(user, &ks.password, "p1"));
+        assert_eq!(r.status, 303, "{user}: {}", r.body);
+        let set = r.header("set-cookie").unwrap();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        set.split(';').next().unwrap().to_owned()
+    };
+    // alice is an admin of p1: the overview; carol, a reader: refused it as the API
+    // refuses her the providers, and shown the headroom the API shows her.
+    let alice = session("alice");
+    assert_eq!(ui_get(&server, "/ui", &alice).status, 200);
+    let carol = session("carol");
+    let r = ui_get(&server, "/ui", &carol);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        get(
+            &server,
+            "/resource_providers",
+            &ks.token("carol", Some("p1"))
+        ),
+        403
+    );
+    assert_eq!(
+        ui_get(&server, "/ui/headroom?resources=VCPU:1", &carol).status,
+        200
+    );
+    // A Keystone token pasted in instead.
+    let token = ks.token("alice", Some("p1"));
+    let r = ui_post(&server, "/ui/login", "", &format!("token={}", token.id));
+    assert_eq!(r.status, 303, "{}", r.body);
+}

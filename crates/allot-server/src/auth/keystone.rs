@@ -49,7 +49,7 @@ use serde_json::{json, Value};
 
 use super::{
     now_unix, parse_utc, text_header, token_hash, token_header, AuthError, AuthFuture,
-    Authenticator, Identity,
+    Authenticator, Identity, PasswordLogin, TokenFuture,
 };
 
 /// The default time a validation is cached.
@@ -411,6 +411,47 @@ impl Keystone {
         Ok(v)
     }
 
+    /// A project-scoped token for a person's password (the web UI's login):
+    /// `POST /v3/auth/tokens` as for allot's own token. Keystone's 401 (a wrong name,
+    /// password or project) is [`AuthError::Invalid`], with no more detail than
+    /// Keystone gives; the new token is not cached here, since the first page that
+    /// uses it validates it like any other.
+    async fn issue(&self, login: &PasswordLogin) -> Result<String, AuthError> {
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": login.username, "domain": {"name": login.user_domain},
+                "password": login.password}}},
+            "scope": {"project": {"name": login.project,
+                "domain": {"name": login.project_domain}}}}});
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(self.tokens_url.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| AuthError::Unavailable(e.to_string()))?;
+        let (status, headers, _) = self.call(request).await?;
+        if status == StatusCode::UNAUTHORIZED
+            || status == StatusCode::BAD_REQUEST
+            || status == StatusCode::NOT_FOUND
+            || status == StatusCode::FORBIDDEN
+        {
+            return Err(AuthError::Invalid(
+                "Keystone refused the user, password or project".into(),
+            ));
+        }
+        if !status.is_success() {
+            return Err(AuthError::Unavailable(format!(
+                "Keystone answered {status} to a login"
+            )));
+        }
+        headers
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| AuthError::Unavailable("Keystone issued no X-Subject-Token".into()))
+    }
+
     async fn authenticate_headers(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
         let token = token_header(headers)?;
         let service = text_header(headers, "x-service-token")?.map(str::trim);
@@ -521,6 +562,10 @@ impl Authenticator for Keystone {
 
     fn mode(&self) -> &'static str {
         "keystone"
+    }
+
+    fn password_login<'a>(&'a self, login: &'a PasswordLogin) -> Option<TokenFuture<'a>> {
+        Some(Box::pin(self.issue(login)))
     }
 }
 

@@ -40,6 +40,32 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// What [`Authenticator::authenticate`] returns.
 pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Identity, AuthError>> + Send + 'a>>;
 
+/// What [`Authenticator::password_login`] returns: a new token.
+pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<String, AuthError>> + Send + 'a>>;
+
+/// A person's password credentials, scoped to a project (the web UI's login form in
+/// keystone mode).
+#[derive(Clone, Default)]
+pub struct PasswordLogin {
+    /// The user's name.
+    pub username: String,
+    /// The user's password.
+    pub password: String,
+    /// The user's domain, by name.
+    pub user_domain: String,
+    /// The project the token is scoped to, by name.
+    pub project: String,
+    /// The project's domain, by name.
+    pub project_domain: String,
+}
+
+impl std::fmt::Debug for PasswordLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password.
+        write!(f, "PasswordLogin({}@{})", self.username, self.project)
+    }
+}
+
 /// Turns a request's headers into the caller's identity. One is chosen at start-up
 /// and shared by every request.
 pub trait Authenticator: Send + Sync + 'static {
@@ -52,6 +78,14 @@ pub trait Authenticator: Send + Sync + 'static {
 
     /// The mode's name, for logs (`noauth2`, `tokens`, `keystone`).
     fn mode(&self) -> &'static str;
+
+    /// Issues a token for a person's password, where the mode has an identity
+    /// service that does (Keystone); None in the modes that have none. The web UI's
+    /// login uses it; the token it gives is then checked like any other, by
+    /// [`Authenticator::authenticate`], on every page.
+    fn password_login<'a>(&'a self, _login: &'a PasswordLogin) -> Option<TokenFuture<'a>> {
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn Authenticator {

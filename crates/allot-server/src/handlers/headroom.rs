@@ -17,7 +17,7 @@ use axum::Router;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::request::headroom::{parse, GroupBy};
+use crate::request::headroom::{parse, GroupBy, HeadroomQuery};
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -37,29 +37,37 @@ pub async fn show(
     let question = parse(raw.as_deref(), now)?;
     let options = app.config.search_options();
     let host = app.host.clone();
-    let body = tokio::task::spawn_blocking(move || -> Result<wire::Headroom, ApiError> {
-        let view = host.read();
-        let counted = view.headroom(&question.query, &options)?;
-        if counted.truncated {
-            tracing::warn!(
-                headroom = counted.total,
-                "headroom cut short by the search step budget: a lower bound"
-            );
-        }
-        let groups = question
-            .group_by
-            .map(|by| groups(&view, &by, &counted.by_anchor));
-        Ok(wire::Headroom {
-            headroom: counted.total,
-            groups,
-        })
-    })
-    .await
-    .map_err(|join| {
-        tracing::error!(error = %join, "headroom task failed");
-        ApiError::internal()
-    })??;
+    let body = tokio::task::spawn_blocking(move || answer(&host.read(), &question, &options))
+        .await
+        .map_err(|join| {
+            tracing::error!(error = %join, "headroom task failed");
+            ApiError::internal()
+        })??;
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
+}
+
+/// The answer to a headroom question on one version of the view: what `GET
+/// /headroom` sends and the web UI's headroom page shows (`crate::ui`).
+pub fn answer(
+    view: &State,
+    question: &HeadroomQuery,
+    options: &allot_core::candidates::SearchOptions,
+) -> Result<wire::Headroom, ApiError> {
+    let counted = view.headroom(&question.query, options)?;
+    if counted.truncated {
+        tracing::warn!(
+            headroom = counted.total,
+            "headroom cut short by the search step budget: a lower bound"
+        );
+    }
+    let groups = question
+        .group_by
+        .as_ref()
+        .map(|by| groups(view, by, &counted.by_anchor));
+    Ok(wire::Headroom {
+        headroom: counted.total,
+        groups,
+    })
 }
 
 /// Each anchor's instances added to its root's groups: the root itself, each of its

@@ -1,0 +1,250 @@
+//! The pages about consumers, claims and headroom: one consumer's allocations and
+//! claims (`/ui/consumers/{uuid}`), the live pending claims with their tags and a
+//! countdown to expiry (`/ui/claims`, paged), and "how many more of this shape fit"
+//! (`/ui/headroom`), which asks the same question as `GET /headroom` through the
+//! same reading of the query (`request::headroom::parse`) and the same count
+//! (`handlers::headroom::answer`).
+
+use allot_core::Claim;
+use axum::extract::{Path, RawQuery};
+use axum::response::Response;
+use maud::html;
+
+use super::format::{amount, grouped};
+use super::providers::{expiry, UnitsCache};
+use super::{page, page_number, pager, path_uuid, query_pairs, Tab, UiError, Viewer};
+use crate::policy::Action;
+
+/// Claims per page.
+pub const PER_PAGE: usize = 50;
+/// The most groups a headroom answer lists.
+pub const GROUPS_SHOWN: usize = 200;
+
+/// A claim's amounts, with the providers' names.
+fn claim_amounts(view: &allot_core::State, c: &Claim, units: &mut UnitsCache) -> maud::Markup {
+    html! {
+        ul.plain {
+            @for a in c.allocations.iter() {
+                @let un = units.get(view, &a.class);
+                li {
+                    code { (a.class.as_str()) } " " (amount(a.amount as i128, &un)) " on "
+                    @match view.provider_by_uuid(&a.provider) {
+                        Some(p) => a href={"/ui/providers/" (a.provider)} { (p.row.name) },
+                        None => code.uuid { (a.provider) },
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `GET /ui/consumers/{uuid}`.
+pub async fn consumer(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, UiError> {
+    viewer.require(&[Action::AllocationsList])?;
+    let uuid = path_uuid(&uuid)?;
+    let now = viewer.app.host.now();
+    let view = viewer.app.host.read();
+    let consumer = view.consumer(&uuid);
+    let may_claims = viewer.may(Action::ClaimsList);
+    let mut claims: Vec<&Claim> = if may_claims {
+        view.claims().filter(|c| c.consumer == uuid).collect()
+    } else {
+        Vec::new()
+    };
+    claims.sort_by_key(|c| (c.created_at, c.uuid));
+    if consumer.is_none() && claims.is_empty() {
+        return Err(UiError::NotFound(format!(
+            "No allocations or claims for consumer {uuid}."
+        )));
+    }
+    let mut units = UnitsCache::default();
+    let content = html! {
+        h1 { "Consumer " code.uuid { (uuid) } }
+        @if let Some(c) = consumer {
+            p.meta { "project " (c.row.project_id.as_str()) " · user " (c.row.user_id.as_str())
+                " · generation " (c.row.generation)
+                @if let Some(t) = &c.row.consumer_type { " · type " (t.as_str()) } }
+            h2 { "Allocations" }
+            table.allocations {
+                thead { tr { th { "Provider" } th { "Class" } th.num { "Amount" } } }
+                tbody {
+                    @for a in c.allocations.iter() {
+                        @let un = units.get(&view, &a.class);
+                        tr {
+                            td { @if let Some(p) = view.provider(a.provider) { a href={"/ui/providers/" (p.uuid())} { (p.row.name) } } }
+                            td { code { (a.class.as_str()) } }
+                            td.num { (amount(a.used as i128, &un)) }
+                        }
+                    }
+                }
+            }
+        } @else {
+            p.hint { "No allocations." }
+        }
+        h2 { "Claims" }
+        @if !may_claims { p.hint { "Not allowed (allot:claims:list)." } }
+        @else if claims.is_empty() { p.hint { "None." } }
+        @else {
+            table.claims {
+                thead { tr { th { "Claim" } th { "Tag" } th { "State" } th { "Amounts" } th { "Expires" } } }
+                tbody {
+                    @for c in &claims {
+                        tr.claim data-claim=(c.uuid) {
+                            td { code.uuid { (c.uuid) } }
+                            td.tag { @if let Some(t) = &c.tag { (t.as_str()) } }
+                            td { (c.state_at(now).as_str()) }
+                            td { (claim_amounts(&view, c, &mut units)) }
+                            td { @if c.live(now) { (expiry(c.expires_at, now)) } @else { span.hint { "—" } } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&viewer, Tab::Claims, "Consumer", content))
+}
+
+/// `GET /ui/claims?page=N`: live pending claims, soonest to expire first.
+pub async fn claims(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, UiError> {
+    viewer.require(&[Action::ClaimsList])?;
+    let pairs = query_pairs(raw.as_deref())?;
+    let page_no = page_number(&pairs)?;
+    let now = viewer.app.host.now();
+    let view = viewer.app.host.read();
+    let mut live: Vec<&Claim> = view.claims().filter(|c| c.live(now)).collect();
+    live.sort_by_key(|c| (c.expires_at.unwrap_or(i64::MAX), c.uuid));
+    let total = live.len();
+    let shown: Vec<&Claim> = live
+        .into_iter()
+        .skip((page_no - 1) * PER_PAGE)
+        .take(PER_PAGE)
+        .collect();
+    let mut units = UnitsCache::default();
+    let content = html! {
+        h1 { "Pending claims" }
+        p.hint { "Claims promise capacity until they are confirmed, released or expire; capacity checks count them as used." }
+        table.claims {
+            thead { tr { th { "Claim" } th { "Tag" } th { "Consumer" } th { "Project" } th { "Amounts" } th { "Expires" } } }
+            tbody {
+                @for c in &shown {
+                    tr.claim data-claim=(c.uuid) {
+                        td { code.uuid { (c.uuid) } }
+                        td.tag { @if let Some(t) = &c.tag { (t.as_str()) } }
+                        td { a href={"/ui/consumers/" (c.consumer)} { code.uuid { (c.consumer) } } }
+                        td { (c.project_id.as_str()) }
+                        td { (claim_amounts(&view, c, &mut units)) }
+                        td { (expiry(c.expires_at, now)) }
+                    }
+                }
+                @if shown.is_empty() { tr { td colspan="6" { "No pending claim." } } }
+            }
+        }
+        (pager("/ui/claims?", page_no, shown.len(), total, PER_PAGE))
+    };
+    Ok(page(&viewer, Tab::Claims, "Pending claims", content))
+}
+
+/// `GET /ui/headroom?resources=...&required=...&member_of=...&group_by=...`: the
+/// form, and with a shape, its answer.
+pub async fn headroom(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, UiError> {
+    viewer.require(&[Action::Headroom])?;
+    let pairs = query_pairs(raw.as_deref())?;
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.trim())
+    };
+    let (resources, required, member_of) = (get("resources"), get("required"), get("member_of"));
+    let (group_by, prefix) = (get("group_by"), get("prefix"));
+    // The API's query, built from the form's fields (empty ones left out); the
+    // serializer is not Send, so it ends before the count is awaited.
+    let query = {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (name, value) in [
+            ("resources", resources),
+            ("required", required),
+            ("member_of", member_of),
+        ] {
+            if !value.is_empty() {
+                query.append_pair(name, value);
+            }
+        }
+        match group_by {
+            "" | "none" => {}
+            "trait" => {
+                query.append_pair("group_by", &format!("trait:{prefix}"));
+            }
+            other => {
+                query.append_pair("group_by", other);
+            }
+        }
+        query.finish()
+    };
+    let answer = if resources.is_empty() {
+        None
+    } else {
+        let now = viewer.app.host.now();
+        let question = crate::request::headroom::parse(Some(&query), now)?;
+        let options = viewer.app.config.search_options();
+        let host = viewer.app.host.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            crate::handlers::headroom::answer(&host.read(), &question, &options)
+        })
+        .await
+        .map_err(|_| UiError::Api(crate::error::ApiError::internal()))??;
+        Some(answer)
+    };
+    let view = viewer.app.host.read();
+    let mut sorted: Vec<(&String, &u64)> = answer
+        .as_ref()
+        .and_then(|a| a.groups.as_ref())
+        .map(|g| g.iter().collect())
+        .unwrap_or_default();
+    sorted.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    let group_name = |key: &str| -> String {
+        if group_by == "root" {
+            if let Some(p) = uuid::Uuid::try_parse(key)
+                .ok()
+                .and_then(|u| view.provider_by_uuid(&u))
+            {
+                return p.row.name.to_string();
+            }
+        }
+        key.to_owned()
+    };
+    let content = html! {
+        h1 { "Headroom" }
+        p.hint { "How many more instances of one shape fit now: each counted as a pick-and-claim that would succeed, pending claims included (GET /headroom)." }
+        form.headroom method="get" action="/ui/headroom" {
+            label { "Resources " input name="resources" value=(resources) placeholder="VCPU:2,MEMORY_MB:4096,DISK_GB:20" required; }
+            label { "Required traits " input name="required" value=(required) placeholder="HW_CPU_X86_AVX2,!CUSTOM_X"; }
+            label { "Member of " input name="member_of" value=(member_of) placeholder="in:AGG1,AGG2"; }
+            label { "Group by "
+                select name="group_by" {
+                    @for (value, name) in [("none", "nothing"), ("root", "host"), ("aggregate", "aggregate"), ("trait", "trait prefix")] {
+                        option value=(value) selected[group_by == value] { (name) }
+                    }
+                }
+            }
+            label { "Trait prefix " input name="prefix" value=(prefix) placeholder="CUSTOM_RACK_"; }
+            button type="submit" { "Count" }
+        }
+        @if let Some(a) = &answer {
+            p.answer { span.big { (grouped(a.headroom as i128)) } " more fit" }
+            @if a.groups.is_some() {
+                table.groups {
+                    thead { tr { th { "Group" } th.num { "Fit" } } }
+                    tbody {
+                        @for (key, n) in sorted.iter().take(GROUPS_SHOWN) {
+                            tr { td { (group_name(key)) } td.num { (grouped(**n as i128)) } }
+                        }
+                        @if sorted.is_empty() { tr { td colspan="2" { "No group." } } }
+                    }
+                }
+                @if sorted.len() > GROUPS_SHOWN { p.hint { "The " (GROUPS_SHOWN) " largest of " (grouped(sorted.len() as i128)) " groups." } }
+            }
+        }
+    };
+    Ok(page(&viewer, Tab::Headroom, "Headroom", content))
+}
