@@ -276,6 +276,24 @@ impl Keystone {
             })?
     }
 
+    /// `POST /v3/auth/tokens` for a project-scoped token by password: how allot gets
+    /// its own service token and how the web UI logs a person in.
+    fn password_request(&self, login: &PasswordLogin) -> Result<Request<Full<Bytes>>, AuthError> {
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": login.username, "domain": {"name": login.user_domain},
+                "password": login.password}}},
+            "scope": {"project": {"name": login.project,
+                "domain": {"name": login.project_domain}}}}});
+        Request::builder()
+            .method(Method::POST)
+            .uri(self.tokens_url.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| AuthError::Unavailable(e.to_string()))
+    }
+
     /// allot's service token, renewed if it is about to expire or `stale` is the one
     /// Keystone just refused.
     async fn service_token(&self, stale: Option<&str>) -> Result<String, AuthError> {
@@ -287,19 +305,13 @@ impl Keystone {
             }
         }
         let c = &self.config;
-        let body = json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": c.username, "domain": {"name": c.user_domain_name},
-                "password": c.password}}},
-            "scope": {"project": {"name": c.project_name,
-                "domain": {"name": c.project_domain_name}}}}});
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(self.tokens_url.clone())
-            .header("content-type", "application/json")
-            .header("accept", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| AuthError::Unavailable(e.to_string()))?;
+        let request = self.password_request(&PasswordLogin {
+            username: c.username.clone(),
+            password: c.password.clone(),
+            user_domain: c.user_domain_name.clone(),
+            project: c.project_name.clone(),
+            project_domain: c.project_domain_name.clone(),
+        })?;
         let (status, headers, value) = self.call(request).await?;
         if !status.is_success() {
             tracing::error!(%status, "Keystone refused allot's service credentials");
@@ -417,19 +429,7 @@ impl Keystone {
     /// Keystone gives; the new token is not cached here, since the first page that
     /// uses it validates it like any other.
     async fn issue(&self, login: &PasswordLogin) -> Result<String, AuthError> {
-        let body = json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": login.username, "domain": {"name": login.user_domain},
-                "password": login.password}}},
-            "scope": {"project": {"name": login.project,
-                "domain": {"name": login.project_domain}}}}});
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(self.tokens_url.clone())
-            .header("content-type", "application/json")
-            .header("accept", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| AuthError::Unavailable(e.to_string()))?;
+        let request = self.password_request(login)?;
         let (status, headers, _) = self.call(request).await?;
         if status == StatusCode::UNAUTHORIZED
             || status == StatusCode::BAD_REQUEST

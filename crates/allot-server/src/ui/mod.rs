@@ -210,19 +210,30 @@ impl IntoResponse for UiError {
     }
 }
 
+/// A page's head: its title, the icon, the stylesheet and, where the page has
+/// countdowns, the script.
+fn head(title: &str, script: bool) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) " · allot" }
+            link rel="icon" href="/ui/static/icon.svg";
+            link rel="stylesheet" href="/ui/static/app.css";
+            @if script {
+                script src="/ui/static/app.js" defer {}
+            }
+        }
+    }
+}
+
 /// A page without the navigation (login, errors).
 pub fn bare(title: &str, content: Markup) -> axum::response::Html<String> {
     axum::response::Html(
         html! {
             (DOCTYPE)
             html lang="en" {
-                head {
-                    meta charset="utf-8";
-                    meta name="viewport" content="width=device-width, initial-scale=1";
-                    title { (title) " · allot" }
-                    link rel="icon" href="/ui/static/icon.svg";
-                    link rel="stylesheet" href="/ui/static/app.css";
-                }
+                (head(title, false))
                 body.bare { main { (content) } }
             }
         }
@@ -255,14 +266,7 @@ pub fn page(viewer: &Viewer, tab: Tab, title: &str, content: Markup) -> Response
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) " · allot" }
-                link rel="icon" href="/ui/static/icon.svg";
-                link rel="stylesheet" href="/ui/static/app.css";
-                script src="/ui/static/app.js" defer {}
-            }
+            (head(title, true))
             body data-now=(now) {
                 header.top {
                     a.brand href="/ui" { "allot" }
