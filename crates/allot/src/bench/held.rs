@@ -145,7 +145,13 @@ pub(super) async fn verify(
     };
     loop {
         let held = match holding {
-            Holding::Allocations => client.project_usages(project).await?,
+            Holding::Allocations => match client.project_usages(project).await {
+                // OpenStack Placement 16 on PostgreSQL: see `project_usages_by_class`.
+                Err(e) if e.status() == Some(allot_client::StatusCode::INTERNAL_SERVER_ERROR) => {
+                    client.project_usages_by_class(project).await?
+                }
+                other => other?,
+            },
             // Pending totals carry no consumer count: the amounts alone are checked.
             Holding::Claims => ProjectUsages {
                 classes: client.pending_totals(None, Some(project)).await?,
