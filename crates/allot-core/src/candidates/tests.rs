@@ -1290,6 +1290,81 @@ fn headroom_equals_the_picks_that_succeed() {
     assert!(several > 30, "several anchors ({several})");
 }
 
+/// A pick-and-claim never lands where `GET /allocation_candidates` with the same
+/// parameters would not offer: for random worlds (nested trees, sharing providers,
+/// usage), random shapes and every order, each pick's amounts are those of one of the
+/// candidates the unlimited query offers on the view the pick was made on, and a pick
+/// is refused only when nothing is offered.
+#[test]
+fn a_pick_lands_only_where_the_candidates_offer() {
+    use crate::ops::pick::{Affinity, Pick};
+    let mut rng = Rng::new(29);
+    let mut placed = 0;
+    for case in 0..1200u64 {
+        let w = random_world(&mut rng);
+        let mut q = random_query(&mut rng, &w);
+        q.weigh.sort = [
+            None,
+            Some(Sort::Pack),
+            Some(Sort::Spread),
+            Some(Sort::Random(case)),
+        ][rng.below(4)];
+        let options = SearchOptions::default();
+        let mut unlimited = q.clone();
+        unlimited.limit = None;
+        let mut state = w.state.clone();
+        for n in 0..4u128 {
+            let Ok(found) = state.allocation_candidates(&unlimited, &options) else {
+                break;
+            };
+            let offered: Vec<Vec<(Uuid, ResourceClass, u64)>> = found
+                .requests
+                .iter()
+                .map(|r| {
+                    let mut amounts: Vec<_> = r
+                        .allocations
+                        .iter()
+                        .map(|&(id, k, a)| {
+                            (
+                                state.provider(id).unwrap().uuid(),
+                                found.classes[k].clone(),
+                                a,
+                            )
+                        })
+                        .collect();
+                    amounts.sort();
+                    amounts
+                })
+                .collect();
+            let pick = Pick {
+                query: q.clone(),
+                options,
+                claims: vec![crate::testing::pick_claim(n)],
+                affinity: Affinity::None,
+                partial: false,
+            };
+            match state.plan_pick(pick, 0) {
+                Ok((made, changes)) => {
+                    let mut got: Vec<_> = made.claims[0]
+                        .allocations
+                        .iter()
+                        .map(|a| (a.provider, a.class.clone(), a.amount))
+                        .collect();
+                    got.sort();
+                    assert!(offered.contains(&got), "case {case}: {got:?} not offered");
+                    state.apply(&changes);
+                    placed += 1;
+                }
+                Err(_) => {
+                    assert!(offered.is_empty(), "case {case}: refused while offered");
+                    break;
+                }
+            }
+        }
+    }
+    assert!(placed > 250, "the cases exercise picks ({placed})");
+}
+
 /// Explain (issue 24) names the stage that emptied a request, counts the survivors of
 /// each stage, and reports the providers that missed by the least.
 #[test]
