@@ -136,6 +136,40 @@ impl Rng {
     }
 }
 
+/// Answers that were no decision, by what they were (a status such as `500`, `GET
+/// 500` for a failed candidate query, `transport` or `timeout` when none came):
+/// counted in each client's tally and added up at the end.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub(super) struct Errors(BTreeMap<String, u64>);
+
+impl Errors {
+    pub fn count(&mut self, what: impl Into<String>) {
+        *self.0.entry(what.into()).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, other: Errors) {
+        for (what, n) in other.0 {
+            *self.0.entry(what).or_default() += n;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(what, n)| (what.as_str(), *n))
+    }
+}
+
+/// Whether a 409's body is Placement's generation conflict (a provider or consumer
+/// changed underneath), rather than a refusal for capacity.
+pub(super) fn is_generation_conflict(body: &[u8]) -> bool {
+    let envelope: Value = serde_json::from_slice(body).unwrap_or_default();
+    envelope["errors"][0]["code"] == "placement.concurrent_update"
+}
+
 /// What one client saw.
 #[derive(Debug, Default)]
 struct Tally {
@@ -149,8 +183,8 @@ struct Tally {
     refused_generation: u64,
     /// Candidate queries that came back with nothing to pick (schedule).
     no_candidates: u64,
-    /// Anything else, by status (`transport`, `timeout` for no answer).
-    errors: BTreeMap<String, u64>,
+    /// Anything else.
+    errors: Errors,
     /// One per claim the server decided (2xx or 409): the claim alone (storm), or
     /// the loop that led to it (schedule).
     latencies: Vec<Duration>,
@@ -163,14 +197,12 @@ impl Tally {
         self.refused_capacity += other.refused_capacity;
         self.refused_generation += other.refused_generation;
         self.no_candidates += other.no_candidates;
-        for (status, n) in other.errors {
-            *self.errors.entry(status).or_default() += n;
-        }
+        self.errors.merge(other.errors);
         self.latencies.extend(other.latencies);
     }
 
     fn error(&mut self, what: impl Into<String>) {
-        *self.errors.entry(what.into()).or_default() += 1;
+        self.errors.count(what);
     }
 }
 
@@ -179,16 +211,14 @@ impl Tally {
 struct ReaderTally {
     /// One per query answered 200: from sending it until its whole body was in.
     latencies: Vec<Duration>,
-    /// Anything else, by status (`transport`, `timeout` for no answer).
-    errors: BTreeMap<String, u64>,
+    /// Anything else.
+    errors: Errors,
 }
 
 impl ReaderTally {
     fn merge(&mut self, other: ReaderTally) {
         self.latencies.extend(other.latencies);
-        for (status, n) in other.errors {
-            *self.errors.entry(status).or_default() += n;
-        }
+        self.errors.merge(other.errors);
     }
 }
 
@@ -203,13 +233,8 @@ async fn reader_loop(client: Client, path: String, deadline: Instant) -> ReaderT
             Ok(response) if response.status == StatusCode::OK => {
                 tally.latencies.push(started.elapsed())
             }
-            Ok(response) => {
-                *tally
-                    .errors
-                    .entry(response.status.as_u16().to_string())
-                    .or_default() += 1
-            }
-            Err(why) => *tally.errors.entry(why.to_owned()).or_default() += 1,
+            Ok(response) => tally.errors.count(response.status.as_u16().to_string()),
+            Err(why) => tally.errors.count(why),
         }
     }
     tally
@@ -281,8 +306,7 @@ async fn claim(
             true
         }
         Ok(response) if response.status == StatusCode::CONFLICT => {
-            let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_default();
-            if envelope["errors"][0]["code"] == "placement.concurrent_update" {
+            if is_generation_conflict(&response.body) {
                 tally.refused_generation += 1;
             } else {
                 tally.refused_capacity += 1;
@@ -475,9 +499,9 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
             reader_tally.latencies.len(),
             ms(percentile(&reader_tally.latencies, 0.50)),
             ms(percentile(&reader_tally.latencies, 0.99)),
-            reader_tally.errors.values().sum::<u64>()
+            reader_tally.errors.total()
         );
-        for (what, n) in &reader_tally.errors {
+        for (what, n) in reader_tally.errors.iter() {
             println!("  reader errors {what}: {n}");
         }
     }
@@ -591,9 +615,9 @@ impl Report {
             tally.refused_capacity,
             tally.refused_generation,
             self.conflict_rate,
-            tally.errors.values().sum::<u64>()
+            tally.errors.total()
         );
-        for (what, n) in &tally.errors {
+        for (what, n) in tally.errors.iter() {
             println!("  errors {what}: {n}");
         }
         if tally.no_candidates > 0 {
@@ -751,8 +775,7 @@ mod tests {
             assert_eq!(tally.ledger.accepted_amounts["VCPU"], 2);
             assert_eq!(tally.refused_generation, 1);
             assert_eq!(tally.refused_capacity, 1);
-            let errors: Vec<(&str, u64)> =
-                tally.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            let errors: Vec<(&str, u64)> = tally.errors.iter().collect();
             assert_eq!(errors, [("400", 1), ("500", 1), ("503", 1)]);
             // Nothing answered 5xx is taken as held or as possibly held.
             assert_eq!(tally.ledger.unanswered, 0);
@@ -760,7 +783,7 @@ mod tests {
             assert!(!claim(&client, &allocations, &claim_as, &mut tally).await);
             assert_eq!(tally.ledger.unanswered, 1);
             assert_eq!(tally.ledger.unanswered_amounts["VCPU"], 2);
-            assert_eq!(tally.errors["transport"], 1);
+            assert!(tally.errors.iter().any(|e| e == ("transport", 1)));
         });
     }
 }

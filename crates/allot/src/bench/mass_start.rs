@@ -33,7 +33,7 @@ use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::claims::{claim_body, minor, send, ClaimAs};
+use super::claims::{claim_body, is_generation_conflict, minor, send, ClaimAs, Errors};
 use super::held::{self, Holding, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
 use super::shapes::{named, PROJECT, USER};
@@ -128,8 +128,8 @@ struct Tally {
     retries: u64,
     /// Instances the run gave up on (nothing fits, too many tries, or an error).
     unplaced: u64,
-    /// Answers that were neither 2xx nor 409, by status (`transport`, `timeout`).
-    errors: std::collections::BTreeMap<String, u64>,
+    /// Answers that were neither 2xx nor 409.
+    errors: Errors,
     /// Providers some accepted claim holds something on.
     providers: BTreeSet<String>,
     /// Per placed instance: from its first request to its claim's acceptance.
@@ -144,15 +144,13 @@ impl Tally {
         self.conflicts_capacity += other.conflicts_capacity;
         self.retries += other.retries;
         self.unplaced += other.unplaced;
-        for (what, n) in other.errors {
-            *self.errors.entry(what).or_default() += n;
-        }
+        self.errors.merge(other.errors);
         self.providers.extend(other.providers);
         self.latencies.extend(other.latencies);
     }
 
     fn error(&mut self, what: impl Into<String>) {
-        *self.errors.entry(what.into()).or_default() += 1;
+        self.errors.count(what);
     }
 
     /// One accepted claim of `allocations` (`{rp: {"resources": ...}}`).
@@ -170,8 +168,7 @@ impl Tally {
 
     /// A 409 on a claim, by its code.
     fn conflict(&mut self, body: &[u8]) {
-        let envelope: Value = serde_json::from_slice(body).unwrap_or_default();
-        if envelope["errors"][0]["code"] == "placement.concurrent_update" {
+        if is_generation_conflict(body) {
             self.conflicts_generation += 1;
         } else {
             self.conflicts_capacity += 1;
@@ -554,7 +551,7 @@ pub async fn mass_start(args: MassStartArgs) -> anyhow::Result<()> {
         ms(percentile(&tally.latencies, 0.50)),
         ms(percentile(&tally.latencies, 0.99)),
     );
-    for (what, n) in &tally.errors {
+    for (what, n) in tally.errors.iter() {
         println!("  errors {what}: {n}");
     }
     match &held {
