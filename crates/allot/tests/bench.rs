@@ -185,6 +185,13 @@ fn claims(url: &str, dir: &std::path::Path, mode: &str, extra: &[&str]) -> Value
     );
     assert_eq!(report["errors"], serde_json::json!({}), "{report}");
     assert!(report["p50_ms"].as_f64().unwrap() > 0.0, "{report}");
+    // Nearest-rank percentiles of one sample set: the tail never below the middle.
+    let at = |p: &str| report[p].as_f64().unwrap();
+    assert!(
+        at("p99_ms") >= at("p50_ms") && at("p999_ms") >= at("p99_ms"),
+        "{report}"
+    );
+    assert!(table.contains("p99.9 ms"), "{table}");
     assert!(table.contains(mode), "{table}");
     // The bench read back what it was granted and found it held.
     assert!(table.contains("held: the server holds exactly"), "{table}");

@@ -554,6 +554,8 @@ struct Report {
     per_second: f64,
     p50: Duration,
     p99: Duration,
+    /// The tail a storm at a million providers is judged by (issue 25).
+    p999: Duration,
     conflict_rate: f64,
 }
 
@@ -573,6 +575,7 @@ impl Report {
             },
             p50: percentile(&tally.latencies, 0.50),
             p99: percentile(&tally.latencies, 0.99),
+            p999: percentile(&tally.latencies, 0.999),
             conflict_rate: if tally.attempts == 0 {
                 0.0
             } else {
@@ -594,24 +597,26 @@ impl Report {
             args.seconds
         );
         println!(
-            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}",
+            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}",
             unit,
             "accepted",
             "attempts",
             "p50 ms",
             "p99 ms",
+            "p99.9 ms",
             "409 cap",
             "409 gen",
             "conflict",
             "errors"
         );
         println!(
-            "{:>10.1} {:>10} {:>10} {:>10.3} {:>10.3} {:>10} {:>9} {:>9.4} {:>8}",
+            "{:>10.1} {:>10} {:>10} {:>10.3} {:>10.3} {:>10.3} {:>10} {:>9} {:>9.4} {:>8}",
             self.per_second,
             tally.ledger.accepted,
             tally.attempts,
             ms(self.p50),
             ms(self.p99),
+            ms(self.p999),
             tally.refused_capacity,
             tally.refused_generation,
             self.conflict_rate,
@@ -648,6 +653,7 @@ impl Report {
             "errors": tally.errors,
             "p50_ms": ms(self.p50),
             "p99_ms": ms(self.p99),
+            "p999_ms": ms(self.p999),
             "samples": tally.latencies.len(),
         })
     }
