@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::{send_raw, Reply, Server};
+use support::{send_raw, token_cmd, Reply, Server};
 
 /// Runs a command that must exit by itself (a server that should have refused to
 /// start is killed after a while, and the test fails, rather than hang).
@@ -194,23 +194,6 @@ fn noauth2_on_loopback_and_hostile_headers() {
     assert_eq!(r.status, 400);
     // Nothing changed.
     assert_eq!(provider_count(a, "admin"), 1);
-}
-
-/// `allot token ARGS` on `file`; stdout.
-fn token_cmd(file: &Path, args: &[&str]) -> String {
-    let out = allot()
-        .arg("token")
-        .arg("--token-file")
-        .arg(file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "allot token {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn hup(server: &Server) {

@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use support::{send_raw, Server};
 
@@ -20,19 +19,10 @@ fn packaged_config() -> PathBuf {
 fn the_packaged_config_serves_with_its_token_file() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .arg("token")
-        .arg("--token-file")
-        .arg(&tokens)
-        .args(["add", "--user", "ops", "--project", "p1", "--role", "admin"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let token = support::token_cmd(
+        &tokens,
+        &["add", "--user", "ops", "--project", "p1", "--role", "admin"],
     );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
 
     // Only where the package puts its state differs from a test's: the database and
     // the token file move to the test's directory, the port to a free one. Every other

@@ -9,10 +9,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use support::{exchange, Reply, Server};
+use support::{exchange, token_cmd, Reply, Server};
 
 const RP: &str = "6a0f5b0e-54c5-4a39-9a5b-3a1f3c2e8d11";
 const CONSUMER: &str = "b5d3f3a2-7a0e-4f51-8c7e-0d9a2a1c4e22";
@@ -302,23 +301,6 @@ fn bad_input_is_a_4xx() {
     // Methods a page does not have.
     let r = request(&s.addr, "DELETE", "/ui", &[("cookie", &cookie)], "");
     assert_eq!(r.status, 405);
-}
-
-/// `allot token ARGS --token-file FILE`; stdout, trimmed.
-fn token_cmd(file: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .arg("token")
-        .arg("--token-file")
-        .arg(file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 #[test]

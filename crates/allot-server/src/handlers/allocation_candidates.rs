@@ -14,7 +14,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::context::Ctx;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::http;
 use crate::policy::{authorize, Action};
 use crate::request;
@@ -47,7 +47,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     // The search can take milliseconds of CPU: keep it off the async workers. The read
     // guard lives only inside the blocking task, so the answer, which borrows from the
     // view, is serialized to bytes there too.
-    let body = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
+    let body = super::off_workers("allocation candidates", move || {
         let view = host.read();
         let found = view.allocation_candidates(&query, &options)?;
         if found.truncated {
@@ -59,11 +59,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         }
         Ok(wire::candidates::body(&view, form, &query, &found))
     })
-    .await
-    .map_err(|join| {
-        tracing::error!(error = %join, "allocation candidates task failed");
-        ApiError::internal()
-    })??;
+    .await?;
     Ok(ctx.cached(http::json_bytes(StatusCode::OK, body), app.host.now()))
 }
 
@@ -78,7 +74,7 @@ pub async fn explain(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
     let query = request::candidates::parse(crate::microversion::MAX, raw.as_deref(), now, 0)?;
     let options = app.config.search_options();
     let host = app.host.clone();
-    let body = tokio::task::spawn_blocking(move || -> Result<wire::Explanation, ApiError> {
+    let body = super::off_workers("explain", move || {
         let view = host.read();
         let e = view.explain(&query, &options)?;
         let uuid = |id| view.provider(id).map(|p| p.uuid()).unwrap_or_default();
@@ -113,10 +109,6 @@ pub async fn explain(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
             emptied_by: e.emptied_by,
         })
     })
-    .await
-    .map_err(|join| {
-        tracing::error!(error = %join, "explain task failed");
-        ApiError::internal()
-    })??;
+    .await?;
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
 }

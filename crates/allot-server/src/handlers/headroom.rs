@@ -37,12 +37,10 @@ pub async fn show(
     let question = parse(raw.as_deref(), now)?;
     let options = app.config.search_options();
     let host = app.host.clone();
-    let body = tokio::task::spawn_blocking(move || answer(&host.read(), &question, &options))
-        .await
-        .map_err(|join| {
-            tracing::error!(error = %join, "headroom task failed");
-            ApiError::internal()
-        })??;
+    let body = super::off_workers("headroom", move || {
+        answer(&host.read(), &question, &options)
+    })
+    .await?;
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
 }
 

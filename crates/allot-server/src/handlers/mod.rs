@@ -27,6 +27,18 @@ use axum::Router;
 use crate::error::ApiError;
 use crate::AppState;
 
+/// Runs `work` (a search over the view: milliseconds of CPU) on the blocking pool,
+/// off the async workers; a task that panicked is logged as `what` and answered 500.
+pub(crate) async fn off_workers<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.map_err(|join| {
+        tracing::error!(error = %join, "{what} task failed");
+        ApiError::internal()
+    })?
+}
+
 /// The route table. Method routers answer 405 with an `Allow` header for methods a
 /// URL does not have; the fallback answers 404.
 pub fn routes() -> Router<AppState> {

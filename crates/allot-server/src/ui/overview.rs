@@ -46,14 +46,7 @@ pub fn totals(view: &State, now: allot_core::Timestamp) -> Totals {
         if p.row.parent.is_none() {
             t.roots += 1;
         }
-        for (class, inventory) in p.inventories.iter() {
-            let used = p.usage.by_class.get(class).copied().unwrap_or(0);
-            let pending = if p.pending.is_empty() {
-                0
-            } else {
-                p.pending(class.as_str(), now)
-            };
-            let u = Usage::of(inventory, used, pending);
+        for (class, u) in super::providers::usages(p, now) {
             let fill = u.fill();
             t.by_class.entry(class.clone()).or_default().add(&u);
             let entry = fullest

@@ -188,11 +188,10 @@ pub async fn headroom(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Respons
         let question = crate::request::headroom::parse(Some(&query), now)?;
         let options = viewer.app.config.search_options();
         let host = viewer.app.host.clone();
-        let answer = tokio::task::spawn_blocking(move || {
+        let answer = crate::handlers::off_workers("headroom", move || {
             crate::handlers::headroom::answer(&host.read(), &question, &options)
         })
-        .await
-        .map_err(|_| UiError::Api(crate::error::ApiError::internal()))??;
+        .await?;
         Some(answer)
     };
     let view = viewer.app.host.read();

@@ -17,6 +17,24 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// Runs `allot bench ARGS`, expects success, returns stdout.
+/// `allot token ARGS --token-file FILE`: its standard output, trimmed (a new token,
+/// or a listing); panics with the command's error when it fails.
+pub fn token_cmd(file: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_allot"))
+        .arg("token")
+        .arg("--token-file")
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("run allot token");
+    assert!(
+        out.status.success(),
+        "allot token {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 pub fn bench(args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_allot"))
         .arg("bench")
