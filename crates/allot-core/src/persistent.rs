@@ -14,8 +14,14 @@
 //! Two levels, not a deeper tree: a lookup is three dependent loads (node, leaf, slot)
 //! where a flat vector takes one or two, and the candidate search looks providers up
 //! by id hundreds of thousands of times per query. With twenty providers to a leaf, a
-//! million providers need 196 nodes, so the clone that starts every batch copies about
-//! 2 KB of pointers.
+//! million providers need 782 nodes of 64 leaves, so the clone that starts every batch
+//! copies about 6 KB of pointers. Why 64 leaves a node and not more: a change copies
+//! its node too, a count on each of the node's leaves up and, once the old version is
+//! gone, down again. Once the cloud has more nodes than a batch has changes, every
+//! change copies a node of its own: at a million roots under a claim storm, nodes of
+//! 256 leaves cost the writer a fifth of its time, and 64 took a claim storm from
+//! 4,400 to 5,100 claims/s (ARCHITECTURE.md, "A claim's cost flat in the cloud's
+//! size").
 //!
 //! - [`PArray`]: a growable array of slots, indexed by position.
 //! - [`PHashTable`]: an open-addressing hash table over a `PArray` (linear probing,
@@ -27,7 +33,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Leaves per node.
-pub const NODE: usize = 256;
+pub const NODE: usize = 64;
 
 /// How many slots of `size` bytes a leaf holds: as many as fit, with the `Arc`'s two
 /// counters, in an allocation of exactly one of the allocator's size classes (4 KiB
