@@ -57,6 +57,10 @@ pub enum StoreError {
     /// ([`pg_tls`] says which, in libpq's terms).
     #[error("postgres: {0}")]
     PostgresTls(String),
+    /// Another process has the SQLite database open (an allot server, or a tool such
+    /// as `allot export`): the advisory lock on the named file is held.
+    #[error("database is locked: another process holds {0}")]
+    Locked(String),
     /// An I/O error outside the engine (creating the database's directory, ...).
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -164,7 +168,8 @@ pub struct StoreKind {
 
 #[derive(Debug)]
 enum Engine {
-    Sqlite(engine::sqlite::SqliteEngine),
+    /// Boxed, as the other is: the two connections and the checkpointer's handles.
+    Sqlite(Box<engine::sqlite::SqliteEngine>),
     /// Boxed: the client's state is larger than SQLite's connection handle.
     Postgres(Box<engine::postgres::PgEngine>),
 }
@@ -180,9 +185,9 @@ impl Store {
                     reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/allot/allot.db".into(),
                 });
             }
-            return Ok(Store(Engine::Sqlite(engine::sqlite::SqliteEngine::open(
-                path,
-            )?)));
+            return Ok(Store(Engine::Sqlite(Box::new(
+                engine::sqlite::SqliteEngine::open(path)?,
+            ))));
         }
         if is_postgres(url) {
             return Ok(Store(Engine::Postgres(Box::new(

@@ -21,7 +21,7 @@ use crate::placement;
 #[command(after_help = "\
 The database is read in one go; nothing is written to it (but an older schema is \
 migrated on opening, as a server would). Stop the allot server \
-that uses it first: allot's SQLite engine holds its file exclusively while it runs, \
+that uses it first: allot's SQLite engine locks its file (PATH-lock) while it runs, \
 so an export from a database in use fails with \"database is locked\" rather than \
 read a moving target. The dump holds every provider, inventory, trait, aggregate, \
 custom class (with its metadata), custom trait, consumer, allocation and pending \

@@ -122,25 +122,29 @@ static ALLOT_LOG_HEAD: Table = Table {
 /// `schema_version.version` is how many have run.
 static MIGRATIONS: &[&[Ddl]] = {
     use sql::*;
-    &[&[
-        Ddl::Table(&RESOURCE_CLASSES),
-        Ddl::Table(&CLASS_METADATA),
-        Ddl::Table(&TRAITS),
-        Ddl::Table(&PROVIDERS),
-        Ddl::Table(&INVENTORIES),
-        Ddl::Table(&PROVIDER_TRAITS),
-        Ddl::Table(&PROVIDER_AGGREGATES),
-        Ddl::Table(&CONSUMERS),
-        Ddl::Table(&ALLOCATIONS),
-        Ddl::Index(&ALLOCATIONS_BY_PROVIDER),
-        Ddl::Index(&ALLOCATIONS_BY_CLASS),
-        Ddl::Index(&INVENTORIES_BY_CLASS),
-        Ddl::Table(&CLAIMS),
-        Ddl::Table(&CLAIM_ALLOCATIONS),
-        Ddl::Table(&ALLOT_LOG),
-        Ddl::Table(&ALLOT_LOG_HEAD),
-        Ddl::Raw("INSERT INTO allot_log_head (seq) VALUES (0);"),
-    ]]
+    &[
+        &[
+            Ddl::Table(&RESOURCE_CLASSES),
+            Ddl::Table(&CLASS_METADATA),
+            Ddl::Table(&TRAITS),
+            Ddl::Table(&PROVIDERS),
+            Ddl::Table(&INVENTORIES),
+            Ddl::Table(&PROVIDER_TRAITS),
+            Ddl::Table(&PROVIDER_AGGREGATES),
+            Ddl::Table(&CONSUMERS),
+            Ddl::Table(&ALLOCATIONS),
+            Ddl::Index(&ALLOCATIONS_BY_PROVIDER),
+            Ddl::Index(&ALLOCATIONS_BY_CLASS),
+            Ddl::Index(&INVENTORIES_BY_CLASS),
+            Ddl::Table(&CLAIMS),
+            Ddl::Table(&CLAIM_ALLOCATIONS),
+            Ddl::Table(&ALLOT_LOG),
+            Ddl::Table(&ALLOT_LOG_HEAD),
+            Ddl::Raw("INSERT INTO allot_log_head (seq) VALUES (0);"),
+        ],
+        // 2: as SQLite's 5.
+        &[Ddl::Raw(sql::DROP_ALLOCATIONS_BY_PROVIDER)],
+    ]
 };
 
 /// PostgreSQL's spelling of the statements: native uuids, `bigint`s, upserts as

@@ -2,8 +2,12 @@
 //!
 //! Durability: `journal_mode=WAL` with `synchronous=FULL`, so a committed transaction is
 //! in the WAL and fsynced before `persist` returns; a crash (even `kill -9` or power
-//! loss) keeps every acknowledged write. One connection is enough: the host serialises
-//! writes, and reads are served from the in-memory view, never from here.
+//! loss) keeps every acknowledged write. One connection writes: the host serialises
+//! writes, and reads are served from the in-memory view, never from here. A second
+//! connection, on a thread of its own, copies the WAL back into the database file
+//! (`super::checkpointer`), so that no commit waits for a checkpoint. An advisory lock
+//! on `PATH-lock` keeps any other process from opening the database while this one
+//! has it.
 //!
 //! Schema versions are kept in `PRAGMA user_version`; [`MIGRATIONS`] lists what brings
 //! a database from one version to the next, applied in one transaction each at open.
@@ -17,6 +21,7 @@ use std::path::Path;
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{params, Connection, Transaction};
 
+use super::checkpointer::{Checkpointer, Policy};
 use super::load::{self, Cells, Key, Rows, Source};
 use super::sql::{self, Conflict, Ddl, Dialect, Table, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
@@ -57,6 +62,9 @@ static MIGRATIONS: &[&[Ddl]] = {
         &[Ddl::Table(&CLAIMS), Ddl::Table(&CLAIM_ALLOCATIONS)],
         // 4: the change log (issue 12).
         &[Ddl::Table(&CHANGE_LOG)],
+        // 5: no statement reads allocations by provider (queries run on the view),
+        // and the index cost every claim a leaf written at a random place (issue 25).
+        &[Ddl::Raw(sql::DROP_ALLOCATIONS_BY_PROVIDER)],
     ]
 };
 
@@ -97,33 +105,59 @@ impl rusqlite::ToSql for Value<'_> {
 #[derive(Debug)]
 pub struct SqliteEngine {
     conn: Connection,
+    checkpointer: Checkpointer,
+    /// Held for as long as the engine lives: the file is this process's.
+    _lock: std::fs::File,
+}
+
+/// Takes the advisory lock (`flock`) on `PATH-lock` that says which process has the
+/// database at `path`, without waiting; the kernel frees it when the process ends,
+/// however it ends. Held by another: an error that says the database is locked.
+fn hold(path: &str) -> Result<std::fs::File, StoreError> {
+    let lock_path = format!("{path}-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(lock_path)),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
 }
 
 impl SqliteEngine {
     /// Opens or creates the database at `path` (creating its directory) and migrates it.
     pub fn open(path: &str) -> Result<Self, StoreError> {
+        Self::open_with(path, Policy::DEFAULT)
+    }
+
+    /// [`SqliteEngine::open`], checkpointing by `policy`.
+    fn open_with(path: &str, policy: Policy) -> Result<Self, StoreError> {
         if let Some(dir) = Path::new(path)
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
         {
             std::fs::create_dir_all(dir)?;
         }
+        // Another process writing the file would be a second writer behind the
+        // host's back: refuse to share it rather than wait. The lock is on a file of
+        // its own, so that the checkpointer's connection may open the database.
+        let lock = hold(path)?;
         let mut conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        // A checkpoint runs inside the commit that crosses the mark, and every write
-        // queued behind that commit waits for it: a quarter of SQLite's default
-        // interval (1,000 pages) makes the waits a quarter as long. Under a 64-client
-        // claim storm on 2 cores this took the p99 from about 20 ms to 17 at the same
-        // throughput (docs/performance.md).
-        conn.pragma_update(None, "wal_autocheckpoint", 250)?;
-        // Another process holding the file would be a second writer behind the host's
-        // back; refuse to share it rather than wait.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         migrate(&mut conn)?;
         // Room for every statement a write runs, so none is parsed twice.
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(SqliteEngine { conn })
+        // Checkpoints run beside the commit path, not inside a commit.
+        let checkpointer = Checkpointer::start(path, &conn, policy)?;
+        Ok(SqliteEngine {
+            conn,
+            checkpointer,
+            _lock: lock,
+        })
     }
 
     /// The connection's `journal_mode` and `synchronous` as SQLite reports them
@@ -141,8 +175,8 @@ impl SqliteEngine {
 
     /// Reads the whole database into a view (see `super::load`).
     pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
-        // The file is this process's alone (`locking_mode=EXCLUSIVE`): nothing commits
-        // between this read of the head and the tables'.
+        // The file is this process's alone (`hold`), and its writes go through this
+        // connection: nothing commits between this read of the head and the tables'.
         let head = self.head()?;
         Ok((load::load(Reader(&mut self.conn))?, head))
     }
@@ -156,8 +190,7 @@ impl SqliteEngine {
     /// sets `user_version` to the value it has, so page 1 goes through the WAL and
     /// the fsync like any commit. A full disk, a file system remounted read-only or
     /// an immutable file fail it; nothing the tables hold changes. Runs on the
-    /// writer's own connection, since `locking_mode=EXCLUSIVE` keeps every other
-    /// connection out of the file.
+    /// writer's own connection, between its batches.
     pub fn probe(&mut self) -> Result<(), StoreError> {
         let tx = self
             .conn
@@ -224,6 +257,7 @@ impl SqliteEngine {
             )?;
         }
         tx.commit()?;
+        self.checkpointer.committed(&self.conn);
         Ok(next)
     }
 }
@@ -341,7 +375,66 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use allot_core::Uuid;
+    use allot_core::{Change, TraitName, TraitRecord, Uuid};
+    use std::time::Duration;
+
+    /// A trait's creation: the smallest write there is.
+    fn put_trait(i: usize) -> Change {
+        Change::PutTrait(TraitRecord {
+            name: TraitName::new_unchecked(format!("CUSTOM_T{i}")),
+            created_at: 0,
+        })
+    }
+
+    /// Under writes that never pause, the WAL still starts over: its file stays
+    /// within the policy's hard bound (and some frames of a last commit), where
+    /// without checkpoints it would hold every commit's pages. Every write is there
+    /// after a reopen.
+    #[test]
+    fn the_wal_starts_over_under_writes_that_never_pause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        let policy = Policy {
+            restart_at: 64,
+            hard_bound: 256,
+            pace: Duration::from_millis(1),
+            small: 16,
+        };
+        let wal = format!("{path}-wal");
+        // A frame is a page and its 24-byte header; the file has a 32-byte header.
+        let bound = 32 + (policy.hard_bound as u64 + 64) * (4096 + 24);
+        let writes = 3_000;
+        {
+            let mut engine = SqliteEngine::open_with(path, policy).unwrap();
+            for i in 0..writes {
+                engine.write(None, &mut |_| vec![put_trait(i)]).unwrap();
+                let size = std::fs::metadata(&wal).unwrap().len();
+                assert!(size <= bound, "after {i} writes the WAL has {size} bytes");
+            }
+        }
+        let (state, head) = SqliteEngine::open(path).unwrap().load().unwrap();
+        assert_eq!(head, Cursor(writes as i64));
+        assert_eq!(state.custom_traits().count(), writes);
+    }
+
+    /// A second open of a file that is open is refused at once, with an error that
+    /// says it is locked; once the first is dropped, the file opens again.
+    #[test]
+    fn a_file_is_one_engine_s_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        let first = SqliteEngine::open(path).unwrap();
+        let second = SqliteEngine::open(path).unwrap_err();
+        assert!(matches!(second, StoreError::Locked(_)), "{second:?}");
+        assert!(
+            second.to_string().contains("database is locked"),
+            "{second}"
+        );
+        drop(first);
+        SqliteEngine::open(path).unwrap();
+    }
 
     /// A consumer's uuid spelled another way (upper case, as a hand-edited row might
     /// have it) is the same consumer as the usual spelling: the load, which skips the
