@@ -21,7 +21,7 @@
 //!   finds little to copy (`small`); then the writer, right after its next commit
 //!   and only while the checkpointer is idle, copies those few frames itself, and
 //!   its next transaction starts the WAL over. Measured at a million roots under a
-//!   64-client storm, that copy took the writer 5 to 10 ms, about once a second.
+//!   64-client storm, that copy took the writer 5 to 10 ms.
 //! - **A hard bound.** Past `hard_bound` frames (a checkpointer that cannot keep
 //!   up, say on a slow disk) the writer copies whatever is left itself, holding
 //!   the checkpointer off and waiting for its pass if one is running, so that the WAL cannot grow without
@@ -60,12 +60,17 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// The engine's: restart past 64 MiB of WAL (a quarter of it cost a claim storm
-    /// at 100,000 roots a tenth of its rate: each restart copies the hottest pages
-    /// once more), never more than 256 MiB, passes 100 ms apart.
+    /// The engine's: restart past 256 MiB of WAL, never more than 512 MiB, passes
+    /// 100 ms apart. Measured under a 64-client claim storm (ARCHITECTURE.md, "A
+    /// claim's cost flat in the cloud's size"), a WAL four times shorter cost 3% of
+    /// the rate at 10,000 roots, 12% at 100,000 and 11% at a million, with a longer
+    /// tail: each round of the WAL copies its hot pages once more, and at a million
+    /// roots, where a batch's pages are all far apart, the kernel writes back a
+    /// whole large folio (tens of KiB) for each 4 KiB page copied. Passes a second
+    /// apart cost 8% more at a million roots.
     pub(crate) const DEFAULT: Policy = Policy {
-        restart_at: 16_384,
-        hard_bound: 65_536,
+        restart_at: 65_536,
+        hard_bound: 131_072,
         pace: Duration::from_millis(100),
         small: 512,
     };
