@@ -58,18 +58,12 @@ pub struct State {
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
     /// Consumers and their allocations: the records.
-    /// Behind a pointer: a hash table's slots are a power of two, often half empty,
-    /// and an empty slot then costs a pointer instead of a whole consumer. An `Arc`,
-    /// not a `Box`: a write copies the leaf of slots it touches (when a reader's
-    /// version shares it), and copying thirty `Arc`s is thirty counts, where thirty
-    /// `Box`es were thirty consumers and their allocations copied and freed again.
-    /// Measured under a claim storm at a million roots, those copies were a tenth of
-    /// the writer's time (ARCHITECTURE.md, "The writer's cost per claim").
-    pub(crate) consumers: PHashTable<Arc<Consumer>>,
+    /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
+    /// slot then costs a pointer instead of a whole consumer.
+    pub(crate) consumers: PHashTable<Box<Consumer>>,
     /// Pending claims, live and ended (until purged), by uuid: the records. Each
     /// pending one is also indexed on its providers (`Provider::pending`).
-    /// Behind an `Arc` for the reason `consumers` is.
-    pub(crate) claims: PHashTable<Arc<Claim>>,
+    pub(crate) claims: PHashTable<Box<Claim>>,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -201,7 +195,7 @@ impl State {
         allocations.sort();
         add_usage(&mut self.providers, &row.uuid, &allocations);
         let hasher = &self.hasher;
-        let consumer = Arc::new(Consumer {
+        let consumer = Box::new(Consumer {
             row,
             allocations: allocations.into_boxed_slice(),
         });
@@ -334,10 +328,10 @@ impl State {
                 let row = lock(&self.interned).consumer_row(row);
                 let hash = self.hasher.hash_one(row.uuid);
                 match self.consumers.find_mut(hash, |c| c.row.uuid == row.uuid) {
-                    Some(c) => Arc::make_mut(c).row = row,
+                    Some(c) => c.row = row,
                     None => {
                         let hasher = &self.hasher;
-                        let consumer = Arc::new(Consumer {
+                        let consumer = Box::new(Consumer {
                             row,
                             allocations: Box::default(),
                         });
@@ -356,7 +350,7 @@ impl State {
                 );
             }
             Change::PutClaim(claim) => {
-                let claim = Arc::new(lock(&self.interned).claim(claim));
+                let claim = Box::new(lock(&self.interned).claim(claim));
                 self.remove_claim(&claim.uuid);
                 self.index_claim(&claim);
                 let hasher = &self.hasher;
@@ -460,11 +454,12 @@ impl State {
             }
         }
         for c in self.consumers.iter_mut() {
-            if c.allocations.iter().any(|a| a.class == *old) {
-                let c = Arc::make_mut(c);
-                for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
-                    a.class = new.clone();
-                }
+            let mut touched = false;
+            for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
+                a.class = new.clone();
+                touched = true;
+            }
+            if touched {
                 c.allocations.sort();
             }
         }
@@ -476,7 +471,6 @@ impl State {
         }
         for c in self.claims.iter_mut() {
             if c.allocations.iter().any(|a| a.class == *old) {
-                let c = Arc::make_mut(c);
                 for a in c.allocations.iter_mut().filter(|a| a.class == *old) {
                     a.class = new.clone();
                 }
@@ -541,7 +535,6 @@ impl State {
             return;
         };
         new.sort();
-        let c = Arc::make_mut(c);
         let old = std::mem::replace(&mut c.allocations, new.into_boxed_slice());
         let new = &c.allocations;
         // Allocations name existing providers: one holding any cannot be deleted.
