@@ -142,7 +142,7 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&ALLOT_LOG_HEAD),
             Ddl::Raw("INSERT INTO allot_log_head (seq) VALUES (0);"),
         ],
-        // 2: as SQLite's 5.
+        // 1 (schema version 2): what SQLite's 5 (its version 6) does.
         &[Ddl::Raw(sql::DROP_ALLOCATIONS_BY_PROVIDER)],
     ]
 };

@@ -62,8 +62,9 @@ static MIGRATIONS: &[&[Ddl]] = {
         &[Ddl::Table(&CLAIMS), Ddl::Table(&CLAIM_ALLOCATIONS)],
         // 4: the change log (issue 12).
         &[Ddl::Table(&CHANGE_LOG)],
-        // 5: no statement reads allocations by provider (queries run on the view),
-        // and the index cost every claim a leaf written at a random place (issue 25).
+        // 5 (schema version 6): no statement reads allocations by provider (queries
+        // run on the view), and the index cost every claim a leaf written at a random
+        // place (issue 25).
         &[Ddl::Raw(sql::DROP_ALLOCATIONS_BY_PROVIDER)],
     ]
 };
@@ -416,6 +417,43 @@ mod tests {
         let (state, head) = SqliteEngine::open(path).unwrap().load().unwrap();
         assert_eq!(head, Cursor(writes as i64));
         assert_eq!(state.custom_traits().count(), writes);
+    }
+
+    /// A database of schema version 5, with the index of allocations by provider, opens at
+    /// this build's schema without it.
+    #[test]
+    fn schema_6_drops_the_index_of_allocations_by_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        let index_count = |conn: &Connection| -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'allocations_by_provider'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        {
+            let engine = SqliteEngine::open(path).unwrap();
+            assert_eq!(index_count(&engine.conn), 0);
+            // Back to what schema version 5 left.
+            engine
+                .conn
+                .execute_batch(&format!(
+                    "{} PRAGMA user_version = 5;",
+                    sql::script::<Sqlite>(&[Ddl::Index(&sql::ALLOCATIONS_BY_PROVIDER)])
+                ))
+                .unwrap();
+            assert_eq!(index_count(&engine.conn), 1);
+        }
+        let engine = SqliteEngine::open(path).unwrap();
+        assert_eq!(index_count(&engine.conn), 0);
+        let version: i64 = engine
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, schema_version() as i64);
     }
 
     /// A second open of a file that is open is refused at once, with an error that
