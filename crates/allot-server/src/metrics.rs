@@ -549,6 +549,28 @@ impl Collector for Snapshot {
             None,
             MetricType::Counter,
         )?)?;
+        // SQLite's checkpoints: beside the commit path, and the writer's share.
+        if let Some(c) = &w.checkpoints {
+            c.wal_bytes.encode(e.encode_descriptor(
+                "allot_sqlite_wal_bytes",
+                "Size of the SQLite write-ahead log file after the last commit",
+                None,
+                MetricType::Gauge,
+            )?)?;
+            c.passes.encode(e.encode_descriptor(
+                "allot_sqlite_checkpoint_passes",
+                "Checkpoints run beside the commit path by the checkpointer thread",
+                None,
+                MetricType::Counter,
+            )?)?;
+            c.writer_seconds.encode(e.encode_descriptor(
+                "allot_sqlite_writer_checkpoint_seconds",
+                "Checkpoints the writer ran itself, in the commit path (to start the WAL \
+                 over, or at its hard bound)",
+                None,
+                MetricType::Histogram,
+            )?)?;
+        }
 
         process(e)
     }

@@ -45,7 +45,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
 
-use crate::{Commit, Cursor, Listener, Store, StoreError, StoreKind};
+use crate::{CheckpointStats, Commit, Cursor, Listener, Store, StoreError, StoreKind};
 
 /// How often an idle writer reads the change log of a shared store for other nodes'
 /// commits when nothing wakes it. Bounds how stale a view gets while this node writes
@@ -146,6 +146,8 @@ pub struct WriterStats {
     pub commit_seconds: Histogram,
     /// Store operations that failed: commits, and reads of other nodes' commits.
     pub store_errors: Counter,
+    /// The SQLite engine's checkpoints (`None` on PostgreSQL).
+    pub checkpoints: Option<CheckpointStats>,
 }
 
 impl Default for WriterStats {
@@ -156,6 +158,7 @@ impl Default for WriterStats {
             // 100 µs to about 3 s.
             commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
             store_errors: Counter::default(),
+            checkpoints: None,
         }
     }
 }
@@ -207,7 +210,10 @@ impl Host {
             fresh_at: AtomicU64::new(0),
             epoch: Instant::now(),
             stopped: AtomicBool::new(false),
-            stats: WriterStats::default(),
+            stats: WriterStats {
+                checkpoints: store.checkpoint_stats(),
+                ..WriterStats::default()
+            },
         });
         let (queue, jobs) = mpsc::channel();
         let writer = Writer {

@@ -22,6 +22,7 @@ pub mod pg_tls;
 #[path = "../tests/pg/mod.rs"]
 mod test_pg;
 
+pub use engine::checkpointer::CheckpointStats;
 pub use host::{Clock, Host, Pending, WriteError, WriterStats};
 
 use allot_core::{Change, State};
@@ -211,6 +212,15 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
             Engine::Postgres(e) => e.load(),
+        }
+    }
+
+    /// What the SQLite engine's checkpoints measure (handles that stay live); `None`
+    /// for PostgreSQL, which checkpoints on its own.
+    pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        match &self.0 {
+            Engine::Sqlite(e) => Some(e.checkpoint_stats().clone()),
+            Engine::Postgres(_) => None,
         }
     }
 

@@ -186,6 +186,14 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         assert!(s["allot_commit_batch_size_count"] >= 5.0, "{text}");
         assert!(s["allot_commit_duration_seconds_count"] >= 5.0);
         assert_eq!(s["allot_store_errors_total"], 0.0);
+        // SQLite's checkpoints: the WAL holds the commits above; the checkpointer's
+        // passes (100 ms apart) and the writer's own (none this small) are there.
+        assert!(s["allot_sqlite_wal_bytes"] > 4096.0, "{text}");
+        assert!(
+            s.contains_key("allot_sqlite_checkpoint_passes_total"),
+            "{text}"
+        );
+        assert_eq!(s["allot_sqlite_writer_checkpoint_seconds_count"], 0.0);
         assert!(s["process_resident_memory_bytes"] > 1e6);
         assert!(s["process_open_fds"] >= 3.0);
         // CPU time counts in clock ticks (10 ms): a young server may show none yet.

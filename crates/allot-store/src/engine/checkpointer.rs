@@ -41,9 +41,36 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use rusqlite::Connection;
 
 use crate::StoreError;
+
+/// What the checkpoints measure, for `/metrics`: handles that the server's registry
+/// shares (`crate::WriterStats::checkpoints`).
+#[derive(Debug, Clone)]
+pub struct CheckpointStats {
+    /// The WAL file's size after the last commit, in bytes.
+    pub wal_bytes: Gauge,
+    /// The checkpointer thread's passes, beside the commit path.
+    pub passes: Counter,
+    /// How long each checkpoint the writer ran itself took (to start the WAL over,
+    /// or at the hard bound): the commit path's share, in seconds.
+    pub writer_seconds: Histogram,
+}
+
+impl Default for CheckpointStats {
+    fn default() -> Self {
+        CheckpointStats {
+            wal_bytes: Gauge::default(),
+            passes: Counter::default(),
+            // 100 µs to about 3 s.
+            writer_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
+        }
+    }
+}
 
 /// When the checkpointer and the writer copy (frames are pages, 4 KiB each).
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +109,7 @@ const FRAME: i64 = 4096 + 24;
 /// What the checkpointer tells the writer.
 #[derive(Debug, Default)]
 struct Shared {
+    stats: CheckpointStats,
     /// Whether the checkpointer is copying right now.
     copying: AtomicBool,
     /// Whether the WAL is past the policy's `restart_at` and the checkpointer's
@@ -137,6 +165,11 @@ impl Checkpointer {
         })
     }
 
+    /// The checkpoints' measures.
+    pub(crate) fn stats(&self) -> &CheckpointStats {
+        &self.shared.stats
+    }
+
     /// Called by the writer after each commit, on its own connection: wakes the
     /// checkpointer, and copies frames itself only as the module docs say.
     pub(crate) fn committed(&self, writer: &Connection) {
@@ -148,7 +181,10 @@ impl Checkpointer {
         }
         // At least the WAL's length: the file is never cut below it.
         let frames = match std::fs::metadata(&self.wal) {
-            Ok(m) => (m.len() as i64 - 32) / FRAME,
+            Ok(m) => {
+                self.shared.stats.wal_bytes.set(m.len() as i64);
+                (m.len() as i64 - 32) / FRAME
+            }
             Err(e) => {
                 tracing::warn!("reading the size of {}: {e}", self.wal.display());
                 return;
@@ -174,7 +210,11 @@ impl Checkpointer {
     /// transactions: its next one starts the WAL over. Busy (the checkpointer began
     /// a pass meanwhile): the next commit tries again.
     fn copy(&self, writer: &Connection) {
-        match checkpoint(writer) {
+        let started = Instant::now();
+        let outcome = checkpoint(writer);
+        let took = started.elapsed().as_secs_f64();
+        self.shared.stats.writer_seconds.observe(took);
+        match outcome {
             Ok(Some(_)) => self.shared.ripe.store(false, Ordering::Release),
             Ok(None) => {}
             Err(e) => tracing::warn!("SQLite checkpoint failed: {e}"),
@@ -219,6 +259,7 @@ fn run(conn: Connection, policy: Policy, shared: &Shared, woken: Receiver<()>) {
         }
         let outcome = checkpoint(&conn);
         shared.copying.store(false, Ordering::Release);
+        shared.stats.passes.inc();
         match outcome {
             Ok(Some((now_log, now_copied))) => {
                 // Fewer frames copied than before: the WAL started over since.

@@ -12,7 +12,7 @@ use allot_core::Change;
 
 use crate::{Commit, Cursor, StoreError};
 
-mod checkpointer;
+pub mod checkpointer;
 pub(crate) mod load;
 pub mod postgres;
 pub(crate) mod sql;

@@ -21,7 +21,7 @@ use std::path::Path;
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{params, Connection, Transaction};
 
-use super::checkpointer::{Checkpointer, Policy};
+use super::checkpointer::{CheckpointStats, Checkpointer, Policy};
 use super::load::{self, Cells, Key, Rows, Source};
 use super::sql::{self, Conflict, Ddl, Dialect, Table, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
@@ -180,6 +180,11 @@ impl SqliteEngine {
         // connection: nothing commits between this read of the head and the tables'.
         let head = self.head()?;
         Ok((load::load(Reader(&mut self.conn))?, head))
+    }
+
+    /// What its checkpoints measure.
+    pub fn checkpoint_stats(&self) -> &CheckpointStats {
+        self.checkpointer.stats()
     }
 
     /// The change log's head.
