@@ -318,7 +318,7 @@ fn load(dump: &dump::Dump, database: &str) -> Result<(), Failure> {
 /// Opens a store, saying what to do about the usual reason it cannot be.
 fn open(url: &str) -> anyhow::Result<Store> {
     Store::open(url).map_err(|e| {
-        let hint = if e.to_string().contains("locked") {
+        let hint = if matches!(e, allot_store::StoreError::Locked(_)) {
             " (is an allot server running on it? stop it first)"
         } else {
             ""

@@ -16,9 +16,8 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-/// Runs `allot bench ARGS`, expects success, returns stdout.
 /// `allot token ARGS --token-file FILE`: its standard output, trimmed (a new token,
-/// or a listing); panics with the command's error when it fails.
+/// or a listing); panics with the command's output when it fails.
 pub fn token_cmd(file: &Path, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_allot"))
         .arg("token")
@@ -27,27 +26,17 @@ pub fn token_cmd(file: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("run allot token");
-    assert!(
-        out.status.success(),
-        "allot token {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    stdout_of(out).trim().to_owned()
 }
 
+/// Runs `allot bench ARGS`, expects success, returns stdout.
 pub fn bench(args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_allot"))
         .arg("bench")
         .args(args)
         .output()
         .expect("run allot bench");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "allot bench {args:?} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    stdout_of(output)
 }
 
 /// A running `allot serve` on an ephemeral port.
