@@ -39,5 +39,5 @@ pub use model::{
     Units,
 };
 pub use names::{ProviderRef, RequestedName, ResourceClass, Text, TraitName};
-pub use state::State;
+pub use state::{ConsumerTable, State};
 pub use uuid::Uuid;

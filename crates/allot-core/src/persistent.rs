@@ -320,6 +320,40 @@ impl<T: Clone> PHashTable<T> {
         }
     }
 
+    /// A table of `entries` (each with its hash, none equal), built in one pass:
+    /// sorted by home slot and laid down front to back, each in its home slot or the
+    /// first free one after it, which is where inserting them one by one in that
+    /// order would put them. Inserting them in any other order probes the table at
+    /// random places, a cache miss each (a load's provider indexes: two million).
+    pub fn from_hashed(mut entries: Vec<(u64, T)>, hasher: impl Fn(&T) -> u64) -> Self {
+        let count = entries.len();
+        // The size `reserve` would give `count` values.
+        let size = (count * 4 / 3 + 1).next_power_of_two().max(16);
+        let mask = size - 1;
+        entries.sort_unstable_by_key(|(hash, _)| *hash as usize & mask);
+        let mut slots: Vec<Option<T>> = Vec::with_capacity(size);
+        // Those whose probe runs past the last slot go in after, from the first.
+        let mut wrapped = Vec::new();
+        for (hash, value) in entries {
+            let home = hash as usize & mask;
+            if home.max(slots.len()) >= size {
+                wrapped.push((hash, value));
+                continue;
+            }
+            slots.resize_with(home.max(slots.len()), || None);
+            slots.push(Some(value));
+        }
+        slots.resize_with(size, || None);
+        let mut table = PHashTable {
+            slots: slots.into_iter().collect(),
+            len: count - wrapped.len(),
+        };
+        for (hash, value) in wrapped {
+            table.insert_unique(hash, value, &hasher);
+        }
+        table
+    }
+
     /// Adds a value known not to be present.
     pub fn insert_unique(&mut self, hash: u64, value: T, hasher: impl Fn(&T) -> u64) {
         self.reserve(1, &hasher);
@@ -479,6 +513,49 @@ mod tests {
             let mut keys: Vec<_> = expected.keys().copied().collect();
             keys.sort_unstable();
             assert_eq!(seen, keys);
+        }
+    }
+
+    /// A table built whole from hashed entries is the table inserting them one by
+    /// one builds: every entry found, none lost, and removals and inserts after work.
+    /// Hashes crowd a few home slots and the last ones, so runs collide and wrap.
+    #[test]
+    fn a_table_built_whole_behaves_as_one_built_by_inserts() {
+        for count in [0, 1, 11, 12, 13, 700, 3000] {
+            // Homes in a table of `size` slots: crowded near 0, in the middle, and at
+            // the very end (probes run past the last slot).
+            let size = (count * 4 / 3 + 1usize).next_power_of_two().max(16) as u64;
+            let hash = |k: &(u64, u64)| match k.0 % 3 {
+                0 => k.0 % 5,
+                1 => size / 2 + k.0 % 7,
+                _ => size - 1 - k.0 % 2,
+            };
+            let entries: Vec<(u64, (u64, u64))> = (0..count as u64)
+                .map(|k| (hash(&(k, 0)), (k, k * 10)))
+                .collect();
+            let mut built = PHashTable::from_hashed(entries, hash);
+            assert_eq!(built.len(), count);
+            for k in 0..count as u64 {
+                assert_eq!(built.find(hash(&(k, 0)), |e| e.0 == k), Some(&(k, k * 10)));
+            }
+            let mut seen: Vec<u64> = built.iter().map(|e| e.0).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..count as u64).collect::<Vec<_>>());
+            // Take every other one out, and put new ones in.
+            for k in (0..count as u64).step_by(2) {
+                assert!(built.remove(hash(&(k, 0)), |e| e.0 == k, hash).is_some());
+            }
+            for k in count as u64..count as u64 + 50 {
+                built.insert_unique(hash(&(k, 0)), (k, k * 10), hash);
+            }
+            for k in 0..count as u64 + 50 {
+                let present = k % 2 == 1 || k >= count as u64;
+                assert_eq!(
+                    built.find(hash(&(k, 0)), |e| e.0 == k).is_some(),
+                    present,
+                    "{k} of {count}"
+                );
+            }
         }
     }
 }

@@ -409,6 +409,13 @@ impl Writer {
         self.shared.fresh();
         self.serve(jobs);
         self.shared.stopped.store(true, Ordering::Release);
+        // Every write is answered: the last version is the view of every commit.
+        let Writer {
+            shared,
+            store,
+            cursor,
+        } = self;
+        store.close(&shared.current(), cursor);
     }
 
     fn serve(&mut self, jobs: Receiver<Message>) {

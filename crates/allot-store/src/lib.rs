@@ -215,6 +215,37 @@ impl Store {
         }
     }
 
+    /// Closes the store. On SQLite, saves `view` (the view of every commit up to
+    /// `at`) beside the file first, for the next start to read instead of the tables
+    /// (`engine::saved`); a view that cannot be saved is said in the log, and the
+    /// next start reads the tables.
+    pub fn close(self, view: &State, at: Cursor) {
+        let Engine::Sqlite(engine) = self.0 else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        match engine.close_saving(view, at) {
+            Ok(Some((path, bytes))) => tracing::info!(
+                saved = %path.display(),
+                bytes,
+                seconds = started.elapsed().as_secs_f64(),
+                "saved the view for the next start"
+            ),
+            Ok(None) => {
+                tracing::info!("the view was not saved: the database is not at its last commit")
+            }
+            Err(e) => tracing::warn!(
+                "could not save the view for the next start (it will read the tables): {e}"
+            ),
+        }
+    }
+
+    /// Whether the last load read the view saved beside an SQLite file at its last
+    /// clean stop rather than the tables (`engine::saved`).
+    pub fn read_saved_view(&self) -> bool {
+        matches!(&self.0, Engine::Sqlite(e) if e.read_saved())
+    }
+
     /// What the SQLite engine's checkpoints measure (handles that stay live); `None`
     /// for PostgreSQL, which checkpoints on its own.
     pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {

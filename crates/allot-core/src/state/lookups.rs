@@ -92,6 +92,14 @@ impl State {
         self.classes.values()
     }
 
+    /// The metadata set on custom classes, as held (a class with none set has no
+    /// entry; `State::class_metadata` answers for any class).
+    pub fn class_metadata_entries(
+        &self,
+    ) -> impl Iterator<Item = (&ResourceClass, &crate::ClassMetadata)> {
+        self.class_metadata.iter()
+    }
+
     /// Whether a trait exists (standard or custom).
     #[inline]
     pub fn trait_exists(&self, name: &TraitName) -> bool {

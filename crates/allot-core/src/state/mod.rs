@@ -19,7 +19,7 @@ use crate::model::{
     Allocation, Claim, ClassRecord, Consumer, ConsumerRow, Inventory, PendingAmount, Provider,
     ProviderId, ProviderRow, TraitRecord, NEVER,
 };
-use crate::names::{ResourceClass, TraitName};
+use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
 mod interned;
@@ -75,6 +75,47 @@ pub struct State {
 
 pub use crate::model::ProviderUsage;
 
+/// Consumers gathered beside a view being loaded (see [`State::consumer_table`]).
+#[derive(Debug)]
+pub struct ConsumerTable {
+    hasher: RandomState,
+    table: PHashTable<Box<Consumer>>,
+}
+
+impl ConsumerTable {
+    /// Reads the slot `insert` of `uuid` will fill, and returns something of it for
+    /// `std::hint::black_box` (see [`State::warm_consumer`]).
+    pub fn warm(&self, uuid: &Uuid) -> usize {
+        self.table.touch(self.hasher.hash_one(uuid))
+    }
+
+    /// Adds a consumer, on the caller's word that none with its uuid is here (a
+    /// store reading the distinct records of a saved view). Its texts and classes are
+    /// kept as given: the caller shares one copy of each between its rows.
+    pub fn insert(&mut self, row: ConsumerRow, mut allocations: Vec<Allocation>) {
+        allocations.sort();
+        let hasher = &self.hasher;
+        let consumer = Box::new(Consumer {
+            row,
+            allocations: allocations.into_boxed_slice(),
+        });
+        self.table
+            .insert_unique(hasher.hash_one(consumer.row.uuid), consumer, |c| {
+                hasher.hash_one(c.row.uuid)
+            });
+    }
+
+    /// How many consumers it holds.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+}
+
 impl State {
     /// An empty state: no providers, only the standard classes and traits.
     pub fn new() -> Self {
@@ -84,16 +125,11 @@ impl State {
         }
     }
 
-    /// Makes room for `providers` more providers and `consumers` more consumers, so
-    /// that loading a large view does not rehash its tables again and again (each
-    /// rehash reads every key back from the records). For stores, before a load.
-    pub fn reserve(&mut self, providers: usize, consumers: usize) {
+    /// Makes room for `consumers` more consumers, so that loading a large view does
+    /// not rehash the table again and again. For stores, before a load. (The
+    /// provider indexes are built whole by [`State::providers_loaded`].)
+    pub fn reserve(&mut self, consumers: usize) {
         let hasher = &self.hasher;
-        let records = &self.providers;
-        self.by_uuid
-            .reserve(providers, |id| hasher.hash_one(uuid_key(records, id)));
-        self.by_name
-            .reserve(providers, |id| hasher.hash_one(name_key(records, id)));
         self.consumers
             .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
     }
@@ -110,10 +146,6 @@ impl State {
     /// taking it, so that its lists become the records' own instead of being copied.
     pub fn load_change(&mut self, change: Change) {
         match change {
-            Change::PutProvider {
-                row,
-                previous_generation: None,
-            } => self.load_provider(row),
             Change::SetInventories(id, list) => self.replace_inventories(id, list),
             Change::SetTraits(id, list) => self.replace_traits(id, list),
             Change::SetAggregates(id, list) => {
@@ -127,7 +159,9 @@ impl State {
 
     /// For stores loading a view: adds a provider's row, as applying
     /// `Change::PutProvider` does, but taking the row instead of copying it (a load
-    /// adds a million of them, and the copy was a name allocated and freed each time).
+    /// adds a million of them, and the copy was a name allocated and freed each time),
+    /// and leaving it out of the uuid and name indexes until
+    /// [`State::providers_loaded`], which the store calls once every row is in.
     pub fn load_provider(&mut self, row: ProviderRow) {
         let id = row.id;
         if self.providers.get(&id).is_some() {
@@ -143,8 +177,6 @@ impl State {
             p.children.insert(id);
         }
         self.providers.insert(id, Provider::new(row));
-        self.index_uuid(id);
-        self.index_name(id);
     }
 
     /// For stores loading a view: adds a consumer and its allocations, as applying
@@ -203,6 +235,60 @@ impl State {
             .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
     }
 
+    /// For stores loading a view saved whole (`allot-store`'s saved view): sets
+    /// provider `id`'s usage index as the saved view held it, instead of deriving it
+    /// from the consumers as `load_consumer` does. The consumers can then be gathered
+    /// on another thread ([`State::consumer_table`]) without touching a provider.
+    /// Given wrongly, the index would disagree with the allocations; the store's tests
+    /// hold a saved view to `check_usage_index`.
+    pub fn load_usage(
+        &mut self,
+        id: ProviderId,
+        by_class: Vec<(ResourceClass, u64)>,
+        consumers: Vec<Uuid>,
+    ) {
+        if let Some(p) = self.providers.get_mut(&id) {
+            let mut interned = lock(&self.interned);
+            let by_class = by_class
+                .into_iter()
+                .map(|(class, used)| (interned.class(&class), used))
+                .collect();
+            p.usage = ProviderUsage {
+                by_class,
+                consumers: consumers.into_iter().collect(),
+            };
+        }
+    }
+
+    /// For stores loading a view saved whole: an empty table of consumers, hashed as
+    /// this view hashes them and with room for `capacity`, to be filled on another
+    /// thread while this one loads the providers, then joined
+    /// ([`State::join_consumers`]).
+    pub fn consumer_table(&self, capacity: usize) -> ConsumerTable {
+        let hasher = self.hasher.clone();
+        let mut table: PHashTable<Box<Consumer>> = PHashTable::default();
+        table.reserve(capacity, |c| hasher.hash_one(c.row.uuid));
+        ConsumerTable { hasher, table }
+    }
+
+    /// Takes the consumers of `table` as this view's (it must hold none yet; their
+    /// usage is the providers' already, see [`State::load_usage`]). `texts` are the
+    /// projects, users and types the table's rows share: they become the view's
+    /// copies. The rows' classes stay the table's own copies, one more copy of each
+    /// class name (the two threads would otherwise count references to one copy on
+    /// one cache line, which costs more than the copy).
+    pub fn join_consumers(&mut self, table: ConsumerTable, texts: impl IntoIterator<Item = Text>) {
+        assert!(
+            self.consumers.is_empty(),
+            "consumers are joined into a view that has none"
+        );
+        self.consumers = table.table;
+        let mut interned = lock(&self.interned);
+        for text in texts {
+            interned.text(&text);
+        }
+    }
+
     /// For stores loading a view in batches: reads what `load_consumer` of a new
     /// consumer `uuid` with allocations on `provider` will change (the consumer
     /// table's slot, the provider's record and usage), and returns something of it,
@@ -224,13 +310,6 @@ impl State {
             }
         }
         sum
-    }
-
-    /// For stores loading a view in batches: as [`State::warm_consumer`], for the
-    /// slots of the uuid and name indexes that `load_provider` of `row` will fill.
-    pub fn warm_provider(&self, row: &ProviderRow) -> usize {
-        self.by_uuid.touch(self.hasher.hash_one(row.uuid))
-            + self.by_name.touch(self.hasher.hash_one(row.name.as_str()))
     }
 
     fn apply_one(&mut self, change: &Change) {
@@ -294,7 +373,7 @@ impl State {
                         }
                         // A parent always exists before its children are created, so
                         // a new provider has no children yet. (A store loading rows in
-                        // another order calls `relink_children` afterwards.)
+                        // another order calls `providers_loaded` afterwards.)
                         self.providers.insert(id, Provider::new(row.clone()));
                         self.index_uuid(id);
                         self.index_name(id);
@@ -608,10 +687,33 @@ impl State {
         fresh == held
     }
 
+    /// For stores loading a view, once every provider's row is in
+    /// ([`State::load_provider`]): rebuilds every provider's `children` from the
+    /// children's `parent` (rows may come in an order where a child comes before its
+    /// parent: after a re-parenting, ids are not in tree order), and the uuid and
+    /// name indexes, each in one pass that fills its slots front to back
+    /// ([`PHashTable::from_hashed`]).
+    pub fn providers_loaded(&mut self) {
+        let hasher = &self.hasher;
+        let providers = &self.providers;
+        let entries = |key: &dyn Fn(&Provider) -> u64| {
+            providers
+                .values()
+                .map(|p| (key(p), index_slot(p.id())))
+                .collect::<Vec<_>>()
+        };
+        self.by_uuid = PHashTable::from_hashed(entries(&|p| hasher.hash_one(p.row.uuid)), |i| {
+            hasher.hash_one(uuid_key(providers, i))
+        });
+        self.by_name =
+            PHashTable::from_hashed(entries(&|p| hasher.hash_one(p.row.name.as_str())), |i| {
+                hasher.hash_one(name_key(providers, i))
+            });
+        self.relink_children();
+    }
+
     /// Rebuilds every provider's `children` from the children's `parent`, in one pass.
-    /// For stores that load provider rows in an order where a child may come before its
-    /// parent (after a re-parenting, ids are not in tree order).
-    pub fn relink_children(&mut self) {
+    fn relink_children(&mut self) {
         let links: Vec<(ProviderId, ProviderId)> = self
             .providers
             .values()
@@ -695,7 +797,6 @@ fn name_key<'a>(providers: &'a IdTable<Provider>, id: &NonZeroU64) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::names::Text;
     use crate::standard;
     use crate::testing::{new_provider, rc, tn};
 
@@ -755,7 +856,7 @@ mod tests {
         // After a re-parenting, a child may have a smaller id than its parent.
         let mut s = State::new();
         s.apply(&[row(1, Some(2)), row(2, None), row(3, Some(2))]);
-        s.relink_children();
+        s.providers_loaded();
         let children: Vec<u64> = s
             .provider(ProviderId(2))
             .unwrap()
@@ -811,6 +912,7 @@ mod tests {
             };
             loaded.load_provider(row);
         }
+        loaded.providers_loaded();
         let consumers: Vec<(u128, Vec<Allocation>)> = (1..=8)
             .map(|n| (n, if n == 4 { vec![] } else { held(n as u64) }))
             .chain([(2, held(7))])

@@ -164,16 +164,16 @@ const IN_FLIGHT: usize = 256;
 /// reference count a cache line that both cores write, and that cost more than the
 /// copying it saved.)
 enum Step {
-    /// Make room for this many more providers and consumers (so that the tables do
-    /// not rehash again and again while they fill).
-    Reserve { providers: usize, consumers: usize },
+    /// Make room for this many more consumers (so that the table does not rehash
+    /// again and again while it fills).
+    Reserve { consumers: usize },
     /// The next resource class name of the load's list.
     Class(Box<str>),
     /// The next trait name of the load's list.
     Trait(Box<str>),
     /// A provider's row.
     Provider(ProviderRow),
-    /// Every provider's row is in: link children to parents.
+    /// Every provider's row is in: link children to parents, index the providers.
     Relink,
     /// A provider's inventories, classes by their place in the list.
     Inventories(ProviderId, Vec<(u32, Inventory)>),
@@ -216,7 +216,6 @@ struct Palette {
 /// Reads what folding `step` will change (see `State::warm_consumer`).
 fn warm(state: &State, step: &Step) -> usize {
     match step {
-        Step::Provider(row) => state.warm_provider(row),
         Step::Consumer(raw) => state.warm_consumer(&raw.uuid, raw.allocations.first().map(|a| a.0)),
         _ => 0,
     }
@@ -225,15 +224,12 @@ fn warm(state: &State, step: &Step) -> usize {
 /// Folds one step of a load into the view.
 fn fold(state: &mut State, palette: &mut Palette, step: Step) {
     match step {
-        Step::Reserve {
-            providers,
-            consumers,
-        } => state.reserve(providers, consumers),
+        Step::Reserve { consumers } => state.reserve(consumers),
         // Trusted: names read back from the store were checked when written.
         Step::Class(name) => palette.classes.push(ResourceClass::new_unchecked(name)),
         Step::Trait(name) => palette.traits.push(TraitName::new_unchecked(name)),
         Step::Provider(row) => state.load_provider(row),
-        Step::Relink => state.relink_children(),
+        Step::Relink => state.providers_loaded(),
         Step::Inventories(id, list) => {
             let list = list
                 .iter()
@@ -430,7 +426,6 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     };
     let (mut classes, mut traits) = (Names::default(), Names::default());
     out.push(Step::Reserve {
-        providers: count(source, "providers")?,
         consumers: count(source, "consumers")?,
     })?;
 

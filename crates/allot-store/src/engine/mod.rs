@@ -15,6 +15,7 @@ use crate::{Commit, Cursor, StoreError};
 pub mod checkpointer;
 pub(crate) mod load;
 pub mod postgres;
+pub(crate) mod saved;
 pub(crate) mod sql;
 pub mod sqlite;
 

@@ -23,6 +23,7 @@ use rusqlite::{params, Connection, Transaction};
 
 use super::checkpointer::{CheckpointStats, Checkpointer, Policy};
 use super::load::{self, Cells, Key, Rows, Source};
+use super::saved;
 use super::sql::{self, Conflict, Ddl, Dialect, Table, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
 use allot_core::State;
@@ -108,7 +109,11 @@ pub struct SqliteEngine {
     conn: Connection,
     checkpointer: Checkpointer,
     /// Held for as long as the engine lives: the file is this process's.
-    _lock: std::fs::File,
+    lock: std::fs::File,
+    /// The database file's path.
+    path: String,
+    /// Whether the last load read the saved view rather than the tables.
+    read_saved: bool,
 }
 
 /// Takes the advisory lock (`flock`) on `PATH-lock` that says which process has the
@@ -126,6 +131,23 @@ fn hold(path: &str) -> Result<std::fs::File, StoreError> {
         Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(lock_path)),
         Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
+}
+
+/// What a view saved now from the database at `path`, at `head`, would be saved
+/// from; `None` while a write-ahead log with commits lies beside the file (the file
+/// alone is not the database then).
+fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError> {
+    match std::fs::metadata(format!("{path}-wal")) {
+        Ok(wal) if wal.len() > 0 => return Ok(None),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Some(saved::Origin {
+        database: saved::Identity::of(Path::new(path))?,
+        cursor: head.0,
+        schema: MIGRATIONS.len() as u64,
+    }))
 }
 
 impl SqliteEngine {
@@ -157,7 +179,9 @@ impl SqliteEngine {
         Ok(SqliteEngine {
             conn,
             checkpointer,
-            _lock: lock,
+            lock,
+            path: path.to_owned(),
+            read_saved: false,
         })
     }
 
@@ -174,12 +198,83 @@ impl SqliteEngine {
         Ok((journal_mode, synchronous))
     }
 
-    /// Reads the whole database into a view (see `super::load`).
+    /// Reads the whole database into a view: the view saved at the last clean stop
+    /// if nothing has written the file since (`super::saved`), else the tables
+    /// (`super::load`).
     pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
         // The file is this process's alone (`hold`), and its writes go through this
         // connection: nothing commits between this read of the head and the tables'.
         let head = self.head()?;
-        Ok((load::load(Reader(&mut self.conn))?, head))
+        let saved = self.load_saved(head);
+        self.read_saved = saved.is_some();
+        match saved {
+            Some(view) => Ok((view, head)),
+            None => Ok((load::load(Reader(&mut self.conn))?, head)),
+        }
+    }
+
+    /// Whether the last load read the view saved at the last stop.
+    pub fn read_saved(&self) -> bool {
+        self.read_saved
+    }
+
+    /// The view saved beside the file, if it was saved from the file as it is now,
+    /// at `head`. One that cannot be used is said in the log and removed.
+    fn load_saved(&self, head: Cursor) -> Option<State> {
+        let saved = saved::path_of(&self.path);
+        let read = origin(&self.path, head).and_then(|origin| match origin {
+            Some(origin) => saved::load(&saved, origin),
+            // The write-ahead log holds commits: the file alone is not the database.
+            None if saved.exists() => Err(StoreError::Corrupt(
+                "saved view: the database has changed since the view was saved".into(),
+            )),
+            None => Ok(None),
+        });
+        match read {
+            Ok(view) => {
+                if view.is_some() {
+                    tracing::info!(saved = %saved.display(), "read the view saved at the last stop");
+                }
+                view
+            }
+            Err(e) => {
+                tracing::info!(saved = %saved.display(), "reading the tables: {e}");
+                if let Err(e) = std::fs::remove_file(&saved) {
+                    tracing::warn!(saved = %saved.display(), "could not remove the saved view: {e}");
+                }
+                None
+            }
+        }
+    }
+
+    /// Closes the database, then saves `view` (the view of every commit up to `at`)
+    /// beside it for the next start (`super::saved`), before giving up the file's
+    /// lock. Returns the saved file's path and size; `None` if the view was not
+    /// saved because the file is not at `at` or still has a write-ahead log.
+    pub fn close_saving(
+        self,
+        view: &State,
+        at: Cursor,
+    ) -> Result<Option<(std::path::PathBuf, u64)>, StoreError> {
+        let SqliteEngine {
+            conn,
+            checkpointer,
+            lock,
+            path,
+            ..
+        } = self;
+        let head = log_head(&conn)?;
+        drop(checkpointer);
+        // The last connection: SQLite copies the WAL into the file and removes it.
+        conn.close().map_err(|(_, e)| e)?;
+        let saved = saved::path_of(&path);
+        let origin = match origin(&path, head)? {
+            Some(origin) if head == at => origin,
+            _ => return Ok(None),
+        };
+        let bytes = saved::save(&saved, view, origin)?;
+        drop(lock);
+        Ok(Some((saved, bytes)))
     }
 
     /// What its checkpoints measure.

@@ -1,0 +1,616 @@
+//! The view saved beside an SQLite file at a clean stop, and read back at the next
+//! start instead of the tables when the file has not changed since (issue 25: a
+//! restart at a million providers ready in under 2 s).
+//!
+//! Reading the tables costs two cores for seconds at that size: SQLite steps through
+//! some fourteen million rows while a second thread folds them into the view, and the
+//! fold derives each provider's usage from the consumers' allocations, one provider
+//! at a random place per consumer. The saved view holds the same records, and each
+//! provider's usage beside them, in a compact binary form (postcard, the serde format
+//! of the `postcard` crate: varints, no field names), so that the load is two threads
+//! that never meet until the end: this one reads the providers with their usage, a
+//! second one the consumers into a table of their own ([`State::consumer_table`]),
+//! and the two are joined.
+//!
+//! **When it is used.** Only when nothing can have written the database since it was
+//! saved: the file's identity (device, inode, size, and modification and change
+//! times to the nanosecond as the kernel keeps them) is what was recorded after the
+//! last connection closed, no write-ahead log is left beside it, and the change log's
+//! head and the schema version are those saved. A change time cannot be set back by
+//! hand (`touch` and `cp` over the file both move it), and every allot write moves
+//! the log's head. Anything else (no file, another format, a checksum that fails, a
+//! record that does not decode) is a load from the tables, as without a saved view;
+//! a saved view that no longer matches is removed.
+//!
+//! **When it is written.** By the host's writer after its last commit, once the
+//! connections are closed (SQLite then checkpoints the WAL into the file and removes
+//! it) and while the process still holds the file's lock, so no other process can
+//! write in between: to `PATH-view.tmp`, renamed over `PATH-view`. Not fsynced: each
+//! block carries a CRC-32, so a file cut short by a crash is refused, not misread,
+//! and the next start reads the tables.
+//!
+//! **Layout.** 16 bytes of magic and the offsets of the consumers' section and of
+//! the head (u64 each, little endian), then blocks: the providers' blocks, an empty
+//! block, the consumers' blocks, an empty block, and the head (last, so that the
+//! records are written in one pass, naming each class and text by the place the
+//! head lists it at). A block is its length, its CRC-32 and its record count (three
+//! u32, little endian), then that many records.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use allot_core::{
+    Allocation, Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, State,
+    Text, TraitName, Uuid,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+
+/// The first bytes of a saved view.
+const MAGIC: &[u8; 16] = b"allot saved view";
+
+/// The layout this build writes and reads; any other is not read.
+const FORMAT: u32 = 1;
+
+/// The bytes before the first block: the magic, then where the consumers' section
+/// and the head begin (u64 each, little endian).
+const START: usize = 32;
+
+/// Records per block: enough that a block's header costs nothing, few enough that a
+/// block stays in the cache while its records are folded.
+const BLOCK: usize = 1024;
+
+/// Where the view of the database at `database` is saved.
+pub(crate) fn path_of(database: &str) -> PathBuf {
+    PathBuf::from(format!("{database}-view"))
+}
+
+/// What a database file was when its view was saved: what any write to it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    pub(crate) fn of(path: &Path) -> std::io::Result<Identity> {
+        let m = std::fs::metadata(path)?;
+        Ok(Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// What a view was saved from: the database as it was, at which commit, by which
+/// schema. A saved view is read only where all three are as they are now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Origin {
+    pub(crate) database: Identity,
+    pub(crate) cursor: i64,
+    pub(crate) schema: u64,
+}
+
+/// The first block: what the view was saved from, and what is few enough to be
+/// read before the two threads start.
+#[derive(Serialize, Deserialize)]
+struct Head {
+    format: u32,
+    origin: Origin,
+    /// The class names the records refer to by place.
+    classes: Vec<String>,
+    /// The trait names the providers refer to by place.
+    traits: Vec<String>,
+    /// The projects, users and types the consumers refer to by place.
+    texts: Vec<String>,
+    /// Custom classes, their metadata and custom traits, as the change log writes
+    /// them (`crate::log`).
+    catalogue: Vec<u8>,
+    /// The claims, likewise, as `Change::PutClaim`s.
+    claims: Vec<u8>,
+    providers: u64,
+    consumers: u64,
+}
+
+/// A provider as saved: its row, what it holds, and its usage.
+#[derive(Serialize, Deserialize)]
+struct SavedProvider {
+    row: ProviderRow,
+    inventories: Vec<(u32, Inventory)>,
+    traits: Vec<u32>,
+    aggregates: Vec<Uuid>,
+    /// Its usage index: per class, and the consumers holding anything here.
+    used: Vec<(u32, u64)>,
+    consumers: Vec<Uuid>,
+}
+
+/// A consumer as saved, its texts and classes by place.
+#[derive(Serialize, Deserialize)]
+struct SavedConsumer {
+    uuid: Uuid,
+    project: u32,
+    user: u32,
+    kind: Option<u32>,
+    generation: u64,
+    created_at: i64,
+    updated_at: i64,
+    allocations: Vec<(ProviderId, u32, u64)>,
+}
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("saved view: {what}"))
+}
+
+/// Names (or texts) by place, as the writer hands them out.
+#[derive(Default)]
+struct Places<'a> {
+    list: Vec<&'a str>,
+    places: std::collections::HashMap<&'a str, u32>,
+    /// The addresses of the last few texts asked for, and their places: the view
+    /// holds one copy of each name, so nearly every question is one of these, and
+    /// answered without hashing.
+    recent: [(usize, usize, u32); 4],
+    next: usize,
+}
+
+impl<'a> Places<'a> {
+    fn of(&mut self, name: &'a str) -> u32 {
+        let key = (name.as_ptr() as usize, name.len());
+        if let Some(&(_, _, place)) = self.recent.iter().find(|r| (r.0, r.1) == key) {
+            return place;
+        }
+        let place = *self.places.entry(name).or_insert_with(|| {
+            self.list.push(name);
+            (self.list.len() - 1) as u32
+        });
+        self.recent[self.next] = (key.0, key.1, place);
+        self.next = (self.next + 1) % self.recent.len();
+        place
+    }
+
+    fn owned(&self) -> Vec<String> {
+        self.list.iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+
+/// Gathers records into blocks and writes them.
+struct Blocks<W: Write> {
+    out: W,
+    block: Vec<u8>,
+    count: u32,
+}
+
+impl<W: Write> Blocks<W> {
+    fn push(&mut self, record: &impl Serialize) -> Result<(), StoreError> {
+        let block = std::mem::take(&mut self.block);
+        self.block = postcard::to_extend(record, block).map_err(corrupt)?;
+        self.count += 1;
+        if self.count as usize >= BLOCK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is gathered as a block (an empty one ends a section).
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let len = u32::try_from(self.block.len()).map_err(|_| corrupt("a block over 4 GiB"))?;
+        self.out.write_all(&len.to_le_bytes())?;
+        self.out
+            .write_all(&crc32fast::hash(&self.block).to_le_bytes())?;
+        self.out.write_all(&self.count.to_le_bytes())?;
+        self.out.write_all(&self.block)?;
+        self.block.clear();
+        self.count = 0;
+        Ok(())
+    }
+}
+
+/// A provider as written: as [`SavedProvider`] is read, borrowing its row.
+#[derive(Serialize)]
+struct ProviderOut<'a> {
+    row: &'a ProviderRow,
+    inventories: Vec<(u32, Inventory)>,
+    traits: Vec<u32>,
+    aggregates: &'a [Uuid],
+    used: Vec<(u32, u64)>,
+    consumers: &'a [Uuid],
+}
+
+/// Writes `view`, saved from `origin`, to `path` (through a temporary file renamed
+/// over it). Returns the bytes written.
+pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, StoreError> {
+    let (mut classes, mut traits, mut texts) =
+        (Places::default(), Places::default(), Places::default());
+    let tmp = path.with_extension("view.tmp");
+    let written = (|| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(&[0; START])?;
+        let mut blocks = Blocks {
+            out: BufWriter::with_capacity(1 << 20, &mut file),
+            block: Vec::new(),
+            count: 0,
+        };
+        let mut providers = 0u64;
+        for p in view.providers() {
+            blocks.push(&ProviderOut {
+                row: &p.row,
+                inventories: p
+                    .inventories
+                    .iter()
+                    .map(|(class, inventory)| (classes.of(class.as_str()), *inventory))
+                    .collect(),
+                traits: p.traits.iter().map(|t| traits.of(t.as_str())).collect(),
+                aggregates: p.aggregates.as_slice(),
+                used: p
+                    .usage
+                    .by_class
+                    .iter()
+                    .map(|(class, used)| (classes.of(class.as_str()), *used))
+                    .collect(),
+                consumers: p.usage.consumers.as_slice(),
+            })?;
+            providers += 1;
+        }
+        blocks.flush()?;
+        blocks.flush()?;
+        let consumers_at = blocks.out.stream_position()?;
+        let mut consumers = 0u64;
+        for c in view.consumers() {
+            blocks.push(&SavedConsumer {
+                uuid: c.row.uuid,
+                project: texts.of(&c.row.project_id),
+                user: texts.of(&c.row.user_id),
+                kind: c.row.consumer_type.as_deref().map(|k| texts.of(k)),
+                generation: c.row.generation,
+                created_at: c.row.created_at,
+                updated_at: c.row.updated_at,
+                allocations: c
+                    .allocations
+                    .iter()
+                    .map(|a| (a.provider, classes.of(a.class.as_str()), a.used))
+                    .collect(),
+            })?;
+            consumers += 1;
+        }
+        blocks.flush()?;
+        blocks.flush()?;
+        let head_at = blocks.out.stream_position()?;
+        blocks.push(&head(
+            view,
+            origin,
+            (&classes, &traits, &texts),
+            (providers, consumers),
+        ))?;
+        blocks.flush()?;
+        let out = blocks.out.into_inner().map_err(|e| e.into_error())?;
+        let end = out.stream_position()?;
+        let mut start = [0; START];
+        start[..16].copy_from_slice(MAGIC);
+        start[16..24].copy_from_slice(&consumers_at.to_le_bytes());
+        start[24..].copy_from_slice(&head_at.to_le_bytes());
+        // Until the file's times say it was written after the database's last
+        // write: a write to the database after this one then shows in its times
+        // however coarse the kernel's file clock (a tick, on some file systems).
+        loop {
+            out.seek(SeekFrom::Start(0))?;
+            out.write_all(&start)?;
+            if Identity::of(&tmp)?.mtime > origin.database.mtime {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Ok::<u64, StoreError>(end)
+    })();
+    match written {
+        Ok(bytes) => {
+            std::fs::rename(&tmp, path)?;
+            Ok(bytes)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// The head of a saved view of `view`: what it was saved from, the names its
+/// records refer to by place, and what is few.
+fn head(
+    view: &State,
+    origin: Origin,
+    (classes, traits, texts): (&Places, &Places, &Places),
+    (providers, consumers): (u64, u64),
+) -> Head {
+    // The catalogue in the order the tables' load folds it: classes, their metadata,
+    // traits.
+    let mut catalogue: Vec<Change> = view
+        .custom_classes()
+        .map(|record| Change::PutClass {
+            record: record.clone(),
+            old_name: None,
+        })
+        .collect();
+    catalogue.extend(
+        view.class_metadata_entries()
+            .map(|(name, m)| Change::SetClassMetadata(name.clone(), Some(m.clone()))),
+    );
+    catalogue.extend(view.custom_traits().cloned().map(Change::PutTrait));
+    let claims: Vec<Change> = view
+        .claims()
+        .map(|c| Change::PutClaim(Box::new(c.clone())))
+        .collect();
+    Head {
+        format: FORMAT,
+        origin,
+        classes: classes.owned(),
+        traits: traits.owned(),
+        texts: texts.owned(),
+        catalogue: crate::log::encode(&catalogue),
+        claims: crate::log::encode(&claims),
+        providers,
+        consumers,
+    }
+}
+
+/// Reads a section's blocks, one at a time.
+struct Reader {
+    file: BufReader<File>,
+    block: Vec<u8>,
+}
+
+impl Reader {
+    fn open(path: &Path, at: u64) -> Result<Reader, StoreError> {
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(at))?;
+        Ok(Reader {
+            file: BufReader::with_capacity(1 << 20, file),
+            block: Vec::new(),
+        })
+    }
+
+    /// The next block's records (as bytes) and their count, checked against the
+    /// block's CRC; `None` at the empty block that ends a section.
+    fn next(&mut self) -> Result<Option<(&[u8], u32)>, StoreError> {
+        let mut header = [0u8; 12];
+        self.file
+            .read_exact(&mut header)
+            .map_err(|e| corrupt(format!("cut short: {e}")))?;
+        let word = |i: usize| u32::from_le_bytes(header[i..i + 4].try_into().expect("4 bytes"));
+        let (len, crc, count) = (word(0), word(4), word(8));
+        if len == 0 && count == 0 {
+            return Ok(None);
+        }
+        self.block.resize(len as usize, 0);
+        self.file
+            .read_exact(&mut self.block)
+            .map_err(|e| corrupt(format!("cut short: {e}")))?;
+        if crc32fast::hash(&self.block) != crc {
+            return Err(corrupt("a block's checksum does not match"));
+        }
+        Ok(Some((&self.block, count)))
+    }
+}
+
+/// Decodes the `count` records of `bytes`, one at a time, to `each`.
+fn records<'b, T: Deserialize<'b>>(
+    mut bytes: &'b [u8],
+    count: u32,
+    mut each: impl FnMut(T),
+) -> Result<(), StoreError> {
+    for _ in 0..count {
+        let (record, rest) = postcard::take_from_bytes(bytes).map_err(corrupt)?;
+        each(record);
+        bytes = rest;
+    }
+    if !bytes.is_empty() {
+        return Err(corrupt("a block longer than its records"));
+    }
+    Ok(())
+}
+
+/// The view saved at `path` if it was saved from `origin` (see the module's doc);
+/// `Ok(None)` if there is no saved view, an error if it cannot be used.
+pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreError> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut start = [0u8; START];
+    file.read_exact(&mut start)
+        .map_err(|e| corrupt(format!("cut short: {e}")))?;
+    if &start[..16] != MAGIC {
+        return Err(corrupt("not a saved view"));
+    }
+    let offset = |i: usize| u64::from_le_bytes(start[i..i + 8].try_into().expect("8 bytes"));
+    let (consumers_at, head_at) = (offset(16), offset(24));
+    drop(file);
+    let head: Head = match Reader::open(path, head_at)?.next()? {
+        Some((bytes, 1)) => postcard::from_bytes(bytes).map_err(corrupt)?,
+        _ => return Err(corrupt("no head")),
+    };
+    if head.format != FORMAT {
+        return Err(corrupt(format!(
+            "layout {} (this allot reads {FORMAT})",
+            head.format
+        )));
+    }
+    if head.origin != origin {
+        return Err(corrupt(
+            "the database has changed since the view was saved".to_string(),
+        ));
+    }
+    let mut providers = Reader::open(path, START as u64)?;
+
+    let mut state = State::new();
+    for change in crate::log::decode(&head.catalogue)? {
+        if !matches!(
+            change,
+            Change::PutClass { .. } | Change::SetClassMetadata(..) | Change::PutTrait(_)
+        ) {
+            return Err(corrupt(
+                "a change in the catalogue that is not a class or trait",
+            ));
+        }
+        state.load_change(change);
+    }
+    let table = state.consumer_table(head.consumers as usize);
+    let (state, table, texts) = std::thread::scope(|scope| {
+        let consumers = std::thread::Builder::new()
+            .name("allot-load".into())
+            .spawn_scoped(scope, || read_consumers(path, consumers_at, &head, table))?;
+        let state = read_providers(&mut providers, &head, state);
+        let consumers = match consumers.join() {
+            Ok(read) => read,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let (table, texts) = consumers?;
+        Ok::<_, StoreError>((state?, table, texts))
+    })?;
+    let mut state = state;
+    if table.len() as u64 != head.consumers {
+        return Err(corrupt("fewer consumers than its head says"));
+    }
+    state.join_consumers(table, texts);
+    for change in crate::log::decode(&head.claims)? {
+        if !matches!(change, Change::PutClaim(_)) {
+            return Err(corrupt("a change among the claims that is not a claim"));
+        }
+        state.load_change(change);
+    }
+    Ok(Some(state))
+}
+
+/// This thread's half of a load: the providers, with their usage.
+fn read_providers(reader: &mut Reader, head: &Head, mut state: State) -> Result<State, StoreError> {
+    let classes: Vec<ResourceClass> = head
+        .classes
+        .iter()
+        .map(|n| ResourceClass::new_unchecked(n.as_str()))
+        .collect();
+    let traits: Vec<TraitName> = head
+        .traits
+        .iter()
+        .map(|n| TraitName::new_unchecked(n.as_str()))
+        .collect();
+    let class = |i: u32| {
+        classes
+            .get(i as usize)
+            .cloned()
+            .ok_or_else(|| corrupt(format!("class {i} of {}", classes.len())))
+    };
+    let mut count = 0u64;
+    let mut batch: Vec<SavedProvider> = Vec::with_capacity(BLOCK);
+    while let Some((bytes, n)) = reader.next()? {
+        records(bytes, n, |p: SavedProvider| batch.push(p))?;
+        for p in batch.drain(..) {
+            let id = p.row.id;
+            state.load_provider(p.row);
+            if !p.inventories.is_empty() {
+                let list = p
+                    .inventories
+                    .into_iter()
+                    .map(|(c, inventory)| Ok((class(c)?, inventory)))
+                    .collect::<Result<_, StoreError>>()?;
+                state.load_change(Change::SetInventories(id, list));
+            }
+            if !p.traits.is_empty() {
+                let list = p
+                    .traits
+                    .into_iter()
+                    .map(|t| {
+                        traits
+                            .get(t as usize)
+                            .cloned()
+                            .ok_or_else(|| corrupt(format!("trait {t}")))
+                    })
+                    .collect::<Result<_, StoreError>>()?;
+                state.load_change(Change::SetTraits(id, list));
+            }
+            if !p.aggregates.is_empty() {
+                state.load_change(Change::SetAggregates(id, p.aggregates));
+            }
+            if !p.used.is_empty() || !p.consumers.is_empty() {
+                let used = p
+                    .used
+                    .into_iter()
+                    .map(|(c, used)| Ok((class(c)?, used)))
+                    .collect::<Result<_, StoreError>>()?;
+                state.load_usage(id, used, p.consumers);
+            }
+            count += 1;
+        }
+    }
+    if count != head.providers {
+        return Err(corrupt("fewer providers than its head says"));
+    }
+    state.providers_loaded();
+    Ok(state)
+}
+
+/// The other thread's half: the consumers, into a table of their own, and the texts
+/// they share.
+fn read_consumers(
+    path: &Path,
+    at: u64,
+    head: &Head,
+    mut table: allot_core::ConsumerTable,
+) -> Result<(allot_core::ConsumerTable, Vec<Text>), StoreError> {
+    // This thread's own copies, so that the two threads never count references on
+    // one cache line (see `State::join_consumers`).
+    let classes: Vec<ResourceClass> = head
+        .classes
+        .iter()
+        .map(|n| ResourceClass::new_unchecked(n.as_str()))
+        .collect();
+    let texts: Vec<Text> = head.texts.iter().map(|t| Text::from(t.as_str())).collect();
+    let text = |i: u32| {
+        texts
+            .get(i as usize)
+            .cloned()
+            .ok_or_else(|| corrupt(format!("text {i} of {}", texts.len())))
+    };
+    let mut reader = Reader::open(path, at)?;
+    let mut batch: Vec<SavedConsumer> = Vec::with_capacity(BLOCK);
+    while let Some((bytes, n)) = reader.next()? {
+        records(bytes, n, |c: SavedConsumer| batch.push(c))?;
+        let warmth: usize = batch.iter().map(|c| table.warm(&c.uuid)).sum();
+        std::hint::black_box(warmth);
+        for c in batch.drain(..) {
+            let row = ConsumerRow {
+                uuid: c.uuid,
+                project_id: text(c.project)?,
+                user_id: text(c.user)?,
+                consumer_type: c.kind.map(text).transpose()?,
+                generation: c.generation,
+                created_at: c.created_at,
+                updated_at: c.updated_at,
+            };
+            let allocations = c
+                .allocations
+                .into_iter()
+                .map(|(provider, class, used)| {
+                    Ok(Allocation {
+                        provider,
+                        class: classes
+                            .get(class as usize)
+                            .cloned()
+                            .ok_or_else(|| corrupt(format!("class {class}")))?,
+                        used,
+                    })
+                })
+                .collect::<Result<_, StoreError>>()?;
+            table.insert(row, allocations);
+        }
+    }
+    Ok((table, texts))
+}
