@@ -163,6 +163,22 @@ fn a_saved_view_cut_short_or_damaged_is_not_read() {
 }
 
 #[test]
+fn a_save_cut_short_leaves_nothing_that_is_read_or_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tables) = world_db(&dir);
+    start_and_stop(&db);
+    let saved = saved_path(&db);
+    // A stop killed while it wrote: the half-written file beside the older one.
+    let tmp = PathBuf::from(format!("{}.tmp", saved.display()));
+    let bytes = std::fs::read(&saved).unwrap();
+    std::fs::write(&tmp, &bytes[..bytes.len() / 3]).unwrap();
+    let (view, read_saved) = start(&db);
+    assert!(read_saved);
+    assert_same(&view, &tables);
+    assert!(!tmp.exists());
+}
+
+#[test]
 fn the_host_saves_the_view_when_it_stops() {
     let dir = tempfile::tempdir().unwrap();
     let (db, tables) = world_db(&dir);

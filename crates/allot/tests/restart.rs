@@ -1,11 +1,27 @@
 //! Durability across restarts, through the real binary over real HTTP: what was
-//! acknowledged before a graceful stop, and before a `kill -9`, is there afterwards.
+//! acknowledged before a graceful stop, and before a `kill -9`, is there afterwards;
+//! the start after the graceful stop reads the view it saved, the start after the
+//! kill the tables.
 
 mod support;
 
 use support::Server;
 
 const PROVIDER: &str = "5a4bbf3c-4cb8-4b5e-9a0c-2f1f1a6a0001";
+
+/// Starts the server with its INFO lines, which say where the view came from.
+fn start_logging(db: &std::path::Path) -> Server {
+    let url = format!("sqlite:{}", db.display());
+    Server::start_args(&url, &["--bind", "127.0.0.1:0", "--log", "info"], &[])
+}
+
+fn said(server: &Server, what: &str) {
+    let log = server.startup_log();
+    assert!(
+        log.iter().any(|l| l.contains(what)),
+        "{what:?} not in {log:#?}"
+    );
+}
 
 #[test]
 fn data_survives_graceful_restart_and_kill_9() {
@@ -28,9 +44,11 @@ fn data_survives_graceful_restart_and_kill_9() {
     );
     server.terminate();
 
-    // Second life: everything is back; write more, then die without warning right
-    // after the acknowledgement.
-    let server = Server::start(&db);
+    // Second life: everything is back (from the view the stop saved beside the
+    // database); write more, then die without warning right after the
+    // acknowledgement.
+    let server = start_logging(&db);
+    said(&server, "read the view saved at the last stop");
     assert_eq!(
         server
             .call("GET", "/resource_classes/CUSTOM_GPU_SLICE", None)
@@ -55,8 +73,10 @@ fn data_survives_graceful_restart_and_kill_9() {
     assert_eq!(status, 200, "{body}");
     server.kill9();
 
-    // Third life: the writes acknowledged before the kill are there.
-    let server = Server::start(&db);
+    // Third life: the writes acknowledged before the kill are there (from the
+    // tables: the saved view is older than the last commit).
+    let server = start_logging(&db);
+    said(&server, "reading the tables");
     assert_eq!(
         server.call("GET", "/traits/CUSTOM_AFTER_RESTART", None).0,
         204

@@ -68,6 +68,13 @@ pub(crate) fn path_of(database: &str) -> PathBuf {
     PathBuf::from(format!("{database}-view"))
 }
 
+/// Where a view is written before it is renamed over `saved`.
+pub(crate) fn tmp_path(saved: &Path) -> PathBuf {
+    let mut name = saved.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
 /// What a database file was when its view was saved: what any write to it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Identity {
@@ -230,7 +237,7 @@ struct ProviderOut<'a> {
 pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, StoreError> {
     let (mut classes, mut traits, mut texts) =
         (Places::default(), Places::default(), Places::default());
-    let tmp = path.with_extension("view.tmp");
+    let tmp = tmp_path(path);
     let written = (|| {
         let mut file = File::create(&tmp)?;
         file.write_all(&[0; START])?;
