@@ -139,7 +139,7 @@ fn a_saved_view_cut_short_or_damaged_is_not_read() {
     let (db, tables) = world_db(&dir);
     let saved = saved_path(&db);
     type Damage = fn(&mut Vec<u8>);
-    let damages: [(&str, Damage); 4] = [
+    let damages: [(&str, Damage); 5] = [
         ("cut short", |b| b.truncate(b.len() / 2)),
         ("a byte flipped", |b| {
             let i = b.len() / 2;
@@ -149,6 +149,7 @@ fn a_saved_view_cut_short_or_damaged_is_not_read() {
             b.pop();
         }),
         ("not a saved view", |b| b[0] = b'x'),
+        ("the first block's length 4 GiB", |b| b[32..36].fill(0xff)),
     ];
     for (what, damage) in damages {
         start_and_stop(&db);

@@ -372,15 +372,24 @@ fn head(
 struct Reader {
     file: BufReader<File>,
     block: Vec<u8>,
+    /// The bytes after the reader's place: no block is longer (a damaged length
+    /// is refused before anything is allocated for it).
+    left: u64,
 }
 
 impl Reader {
     fn open(path: &Path, at: u64) -> Result<Reader, StoreError> {
         let mut file = File::open(path)?;
+        let left = file
+            .metadata()?
+            .len()
+            .checked_sub(at)
+            .ok_or_else(|| corrupt("an offset past the end"))?;
         file.seek(SeekFrom::Start(at))?;
         Ok(Reader {
             file: BufReader::with_capacity(1 << 20, file),
             block: Vec::new(),
+            left,
         })
     }
 
@@ -396,6 +405,10 @@ impl Reader {
         if len == 0 && count == 0 {
             return Ok(None);
         }
+        self.left = self
+            .left
+            .checked_sub(header.len() as u64 + u64::from(len))
+            .ok_or_else(|| corrupt("a block longer than the file"))?;
         self.block.resize(len as usize, 0);
         self.file
             .read_exact(&mut self.block)
