@@ -381,6 +381,7 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
         writer: app.host.stats().clone(),
         uptime: app.config.metrics.started.elapsed().as_secs_f64(),
         store: app.host.store_kind(),
+        loaded: app.host.loaded(),
     }));
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
@@ -396,6 +397,7 @@ struct Snapshot {
     writer: allot_store::WriterStats,
     uptime: f64,
     store: allot_store::StoreKind,
+    loaded: allot_store::Loaded,
 }
 
 /// Writes one gauge family whose series are `(labels, value)`.
@@ -527,6 +529,23 @@ impl Collector for Snapshot {
             "allot_uptime_seconds",
             "Seconds since the server started",
             self.uptime,
+        )?;
+        gauges(
+            e,
+            "allot_view_load_seconds",
+            "Seconds the start took to load the view, from the view saved at the last \
+             stop or from the tables",
+            [(
+                [(
+                    "source",
+                    if self.loaded.from_saved_view {
+                        "saved"
+                    } else {
+                        "tables"
+                    },
+                )],
+                self.loaded.seconds,
+            )],
         )?;
 
         // The writer's commits.

@@ -133,6 +133,17 @@ struct Shared {
     stopped: AtomicBool,
     /// What the writer measures of its commits.
     stats: WriterStats,
+    /// How the view was loaded at the start.
+    loaded: Loaded,
+}
+
+/// How a host's view was loaded at its start, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loaded {
+    /// Seconds from the store's open to the view in hand.
+    pub seconds: f64,
+    /// Whether it was the view saved at the last clean stop (SQLite), not the tables.
+    pub from_saved_view: bool,
 }
 
 /// What the writer measures of its work, for `/metrics`: each a handle that the
@@ -202,7 +213,12 @@ impl<T> Pending<T> {
 impl Host {
     /// Loads the view from `store`, takes ownership of it, and starts the writer.
     pub fn new(mut store: Store, clock: Clock) -> Result<Host, StoreError> {
+        let started = Instant::now();
         let (state, cursor) = store.snapshot()?;
+        let loaded = Loaded {
+            seconds: started.elapsed().as_secs_f64(),
+            from_saved_view: store.read_saved_view(),
+        };
         let shared = Arc::new(Shared {
             current: RwLock::new(Arc::new(state)),
             clock,
@@ -214,6 +230,7 @@ impl Host {
                 checkpoints: store.checkpoint_stats(),
                 ..WriterStats::default()
             },
+            loaded,
         });
         let (queue, jobs) = mpsc::channel();
         let writer = Writer {
@@ -321,6 +338,11 @@ impl Host {
     /// The store's engine and schema version, and whether other nodes write to it.
     pub fn store_kind(&self) -> StoreKind {
         self.inner.shared.kind
+    }
+
+    /// How the view was loaded at the start.
+    pub fn loaded(&self) -> Loaded {
+        self.inner.shared.loaded
     }
 
     /// The writer's measures of its commits (see [`WriterStats`]).

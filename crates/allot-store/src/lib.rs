@@ -23,7 +23,7 @@ pub mod pg_tls;
 mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
-pub use host::{Clock, Host, Pending, WriteError, WriterStats};
+pub use host::{Clock, Host, Loaded, Pending, WriteError, WriterStats};
 
 use allot_core::{Change, State};
 

@@ -159,6 +159,12 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         assert_eq!(s["allot_claims_pending"], 1.0);
         assert_eq!(s["allot_pending{resourcetype=\"VCPU\"}"], 2.0);
         assert_eq!(s["allot_view_staleness_seconds"], 0.0);
+        // A fresh database: the view came from its tables.
+        assert!(
+            s["allot_view_load_seconds{source=\"tables\"}"] >= 0.0,
+            "{text}"
+        );
+        assert!(!s.contains_key("allot_view_load_seconds{source=\"saved\"}"));
         // Accepted and refused claims, by kind, status and code.
         let claims = |labels: &str| s.get(&format!("allot_claims_total{{{labels}}}")).copied();
         assert_eq!(
@@ -226,6 +232,20 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         assert!(start.elapsed() < Duration::from_secs(5), "still pending");
         std::thread::sleep(Duration::from_millis(100));
     }
+
+    // After a clean stop, the next start reads the view the stop saved.
+    server.terminate();
+    let server = Server::start_args(
+        &db,
+        &["--bind", "127.0.0.1:0", "--metrics-bind", &metrics_addr],
+        &[],
+    );
+    let s = samples(&get(&metrics_addr, "/metrics", "").2);
+    let seconds = s["allot_view_load_seconds{source=\"saved\"}"];
+    assert!((0.0..5.0).contains(&seconds), "{seconds}");
+    assert!(!s.contains_key("allot_view_load_seconds{source=\"tables\"}"));
+    assert_eq!(s["allot_providers"], 2.0);
+    server.terminate();
 }
 
 /// `allot status` on two nodes, one of them not answering: each node's screen, its
