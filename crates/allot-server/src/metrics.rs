@@ -17,7 +17,8 @@
 //!   `hostname`, the provider's name, and `resourcetype`), so that dashboards and
 //!   alerts made for it keep working; the build's version and the store's engine and
 //!   schema; allot's own counts (providers, consumers, pending claims and what they
-//!   hold by class); the view's lag behind the store;
+//!   hold by class); the view's lag behind the store; how long the start took to load
+//!   the view and from where ([`allot_store::Loaded`]);
 //!   the writer's commit batch sizes, commit latency and store errors
 //!   ([`allot_store::WriterStats`]); and the process collector's series (resident
 //!   memory, CPU, open files), read from `/proc`.
