@@ -84,7 +84,7 @@ pub struct ConsumerTable {
 
 impl ConsumerTable {
     /// Reads the slot `insert` of `uuid` will fill, and returns something of it for
-    /// `std::hint::black_box` (see [`State::warm_consumer`]).
+    /// `std::hint::black_box` (see [`State::warm_consumers`]).
     pub fn warm(&self, uuid: &Uuid) -> usize {
         self.table.touch(self.hasher.hash_one(uuid))
     }
@@ -289,25 +289,35 @@ impl State {
         }
     }
 
-    /// For stores loading a view in batches: reads what `load_consumer` of a new
-    /// consumer `uuid` with allocations on `provider` will change (the consumer
-    /// table's slot, the provider's record and usage), and returns something of it,
-    /// for the caller to pass to `std::hint::black_box`. Warming a batch this way
-    /// first has the cache misses of its consumers overlap; folding them one after
-    /// another waits for each in turn (at a million providers, in random order, most
-    /// of a load's time).
-    pub fn warm_consumer(&self, uuid: &Uuid, provider: Option<ProviderId>) -> usize {
-        let mut sum = self.consumers.touch(self.hasher.hash_one(uuid));
-        if let Some(id) = provider {
-            sum += self.providers.touch(&id);
-            if let Some(p) = self.providers.get(&id) {
-                let u = &p.usage;
-                sum += u
-                    .consumers
-                    .first()
-                    .map_or(0, |c| usize::from(c.as_bytes()[0]));
-                sum += u.by_class.values().next().map_or(0, |v| *v as usize);
-            }
+    /// For stores loading a view in batches: reads what `load_consumer` of each new
+    /// consumer of `batch` (its uuid, and a provider it holds allocations on) will
+    /// change (the consumer table's slot, the provider's record and its usage), and
+    /// returns something of it, for the caller to pass to `std::hint::black_box`.
+    /// Warming a batch this way first has the cache misses of its consumers overlap;
+    /// folding them one after another waits for each in turn (at a million
+    /// providers, in random order, most of a load's time). In three passes, one for
+    /// each step of the chain (slots, records, lists), so that the misses of one pass
+    /// do not wait for each other.
+    pub fn warm_consumers<'a>(
+        &self,
+        batch: impl Iterator<Item = (&'a Uuid, Option<ProviderId>)> + Clone,
+    ) -> usize {
+        let mut sum = 0;
+        for (uuid, provider) in batch.clone() {
+            sum += self.consumers.touch(self.hasher.hash_one(uuid));
+            sum += provider.map_or(0, |id| self.providers.touch(&id));
+        }
+        let providers = || batch.clone().filter_map(|(_, id)| self.providers.get(&id?));
+        for p in providers() {
+            sum += p.usage.consumers.len() + p.usage.by_class.len();
+        }
+        for p in providers() {
+            let u = &p.usage;
+            sum += u
+                .consumers
+                .first()
+                .map_or(0, |c| usize::from(c.as_bytes()[0]));
+            sum += u.by_class.values().next().map_or(0, |v| *v as usize);
         }
         sum
     }

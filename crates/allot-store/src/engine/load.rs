@@ -134,8 +134,11 @@ pub(crate) fn load<S: Source + Send>(source: S) -> Result<State, StoreError> {
         let (mut state, mut palette) = (State::new(), Palette::default());
         for batch in steps {
             // What the batch's records will change, read first so that the cache
-            // misses overlap (see `State::warm_consumer`).
-            let warmth: usize = batch.iter().map(|step| warm(&state, step)).sum();
+            // misses overlap (see `State::warm_consumers`).
+            let warmth = state.warm_consumers(batch.iter().filter_map(|step| match step {
+                Step::Consumer(raw) => Some((&raw.uuid, raw.allocations.first().map(|a| a.0))),
+                _ => None,
+            }));
             std::hint::black_box(warmth);
             for step in batch {
                 fold(&mut state, &mut palette, step);
@@ -211,14 +214,6 @@ struct Palette {
     project: Option<Text>,
     user: Option<Text>,
     kind: Option<Text>,
-}
-
-/// Reads what folding `step` will change (see `State::warm_consumer`).
-fn warm(state: &State, step: &Step) -> usize {
-    match step {
-        Step::Consumer(raw) => state.warm_consumer(&raw.uuid, raw.allocations.first().map(|a| a.0)),
-        _ => 0,
-    }
 }
 
 /// Folds one step of a load into the view.
