@@ -232,7 +232,10 @@ impl Store {
                 "saved the view for the next start"
             ),
             Ok(None) => {
-                tracing::info!("the view was not saved: the database is not at its last commit")
+                tracing::info!(
+                    "the view was not saved: the closed database is not the view's (a \
+                     write-ahead log was left beside it, or its last commit is not the view's)"
+                )
             }
             Err(e) => tracing::warn!(
                 "could not save the view for the next start (it will read the tables): {e}"
