@@ -86,6 +86,13 @@ fn a_view_saved_at_a_stop_is_read_back_as_the_tables_give_it() {
         .collect();
     names.sort();
     assert_eq!(names, ["allot.db", "allot.db-lock", "allot.db-view"]);
+    // It holds what the database holds: its owner's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(saved_path(&db))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
 
     let (view, read_saved) = start(&db);
     assert!(read_saved);

@@ -38,7 +38,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use allot_core::{
@@ -239,7 +239,14 @@ pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, Sto
         (Places::default(), Places::default(), Places::default());
     let tmp = tmp_path(path);
     let written = (|| {
-        let mut file = File::create(&tmp)?;
+        // Only this process's user reads it: it holds what the database holds,
+        // whatever the database file's own mode.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         file.write_all(&[0; START])?;
         let mut blocks = Blocks {
             out: BufWriter::with_capacity(1 << 20, &mut file),
