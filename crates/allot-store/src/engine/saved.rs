@@ -16,11 +16,12 @@
 //! saved: the file's identity (device, inode, size, and modification and change
 //! times to the nanosecond as the kernel keeps them) is what was recorded after the
 //! last connection closed, no write-ahead log is left beside it, and the change log's
-//! head and the schema version are those saved. A change time cannot be set back by
-//! hand (`touch` and `cp` over the file both move it), and every allot write moves
-//! the log's head. Anything else (no file, another format, a checksum that fails, a
-//! record that does not decode) is a load from the tables, as without a saved view;
-//! a saved view that no longer matches is removed.
+//! head and the schema version are those saved, and by the build that saved it
+//! ([`Stamp`]). A change time cannot be set back by hand (`touch` and `cp` over the
+//! file both move it), and every allot write moves the log's head. Anything else (no
+//! file, another build, a checksum that fails, a record that does not decode) is a
+//! load from the tables, as without a saved view; a saved view that no longer
+//! matches is removed.
 //!
 //! **When it is written.** By the host's writer after its last commit, once the
 //! connections are closed (SQLite then checkpoints the WAL into the file and removes
@@ -33,7 +34,7 @@
 //! the head (u64 each, little endian), then blocks: the providers' blocks, an empty
 //! block, the consumers' blocks, an empty block, and the head (last, so that the
 //! records are written in one pass, naming each class and text by the place the
-//! head lists it at). A block is its length, its CRC-32 and its record count (three
+//! head lists it at), which begins with the writing build's [`Stamp`]. A block is its length, its CRC-32 and its record count (three
 //! u32, little endian), then that many records.
 
 use std::fs::File;
@@ -111,7 +112,6 @@ pub(crate) struct Origin {
 /// read before the two threads start.
 #[derive(Serialize, Deserialize)]
 struct Head {
-    format: u32,
     origin: Origin,
     /// The class names the records refer to by place.
     classes: Vec<String>,
@@ -126,6 +126,88 @@ struct Head {
     claims: Vec<u8>,
     providers: u64,
     consumers: u64,
+}
+
+/// Which build wrote a saved view, first in its head block: the layout number,
+/// allot's version, and a sample of each record as the build encodes it. postcard
+/// writes no field names, so a record type that gained, lost or reordered a field
+/// would otherwise be misread; such a build encodes the samples otherwise, and its
+/// saved views are not read (the tables are, once, after an upgrade).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Stamp {
+    format: u32,
+    version: String,
+    layout: Vec<u8>,
+}
+
+impl Stamp {
+    fn this_build() -> Stamp {
+        let uuid = |n| Uuid::from_u128(n);
+        let head = Head {
+            origin: Origin {
+                database: Identity {
+                    dev: 1,
+                    ino: 2,
+                    size: 3,
+                    mtime: (4, 5),
+                    ctime: (6, 7),
+                },
+                cursor: 8,
+                schema: 9,
+            },
+            classes: vec!["10".into()],
+            traits: vec!["11".into()],
+            texts: vec!["12".into()],
+            catalogue: vec![13],
+            claims: vec![14],
+            providers: 15,
+            consumers: 16,
+        };
+        let provider = SavedProvider {
+            row: ProviderRow {
+                id: ProviderId(17),
+                uuid: uuid(18),
+                name: "19".into(),
+                generation: 20,
+                parent: Some(ProviderId(21)),
+                root: ProviderId(22),
+                created_at: 23,
+                updated_at: 24,
+            },
+            inventories: vec![(
+                25,
+                Inventory {
+                    total: 26,
+                    reserved: 27,
+                    min_unit: 28,
+                    max_unit: 29,
+                    step_size: std::num::NonZeroU64::new(30).expect("not 0"),
+                    allocation_ratio: 31.5,
+                },
+            )],
+            traits: vec![32],
+            aggregates: vec![uuid(33)],
+            used: vec![(34, 35)],
+            consumers: vec![uuid(36)],
+        };
+        let consumer = SavedConsumer {
+            uuid: uuid(37),
+            project: 38,
+            user: 39,
+            kind: Some(40),
+            generation: 41,
+            created_at: 42,
+            updated_at: 43,
+            allocations: vec![(ProviderId(44), 45, 46)],
+        };
+        let layout =
+            postcard::to_stdvec(&(head, provider, consumer)).expect("plain records encode");
+        Stamp {
+            format: FORMAT,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            layout,
+        }
+    }
 }
 
 /// A provider as saved: its row, what it holds, and its usage.
@@ -298,12 +380,13 @@ pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, Sto
         blocks.flush()?;
         blocks.flush()?;
         let head_at = blocks.out.stream_position()?;
-        blocks.push(&head(
+        let head = head(
             view,
             origin,
             (&classes, &traits, &texts),
             (providers, consumers),
-        ))?;
+        );
+        blocks.push(&(Stamp::this_build(), head))?;
         blocks.flush()?;
         let out = blocks.out.into_inner().map_err(|e| e.into_error())?;
         let end = out.stream_position()?;
@@ -363,7 +446,6 @@ fn head(
         .map(|c| Change::PutClaim(Box::new(c.clone())))
         .collect();
     Head {
-        format: FORMAT,
         origin,
         classes: classes.owned(),
         traits: traits.owned(),
@@ -461,16 +543,21 @@ pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreEr
     let offset = |i: usize| u64::from_le_bytes(start[i..i + 8].try_into().expect("8 bytes"));
     let (consumers_at, head_at) = (offset(16), offset(24));
     drop(file);
-    let head: Head = match Reader::open(path, head_at)?.next()? {
-        Some((bytes, 1)) => postcard::from_bytes(bytes).map_err(corrupt)?,
-        _ => return Err(corrupt("no head")),
+    let mut reader = Reader::open(path, head_at)?;
+    let Some((bytes, 1)) = reader.next()? else {
+        return Err(corrupt("no head"));
     };
-    if head.format != FORMAT {
+    // The stamp first: a head laid out by another build is not decoded at all.
+    let (stamp, rest) = postcard::take_from_bytes::<Stamp>(bytes).map_err(corrupt)?;
+    let this = Stamp::this_build();
+    if stamp != this {
         return Err(corrupt(format!(
-            "layout {} (this allot reads {FORMAT})",
-            head.format
+            "written by allot {} (layout {}), read by allot {} (layout {}), whose \
+             records are laid out otherwise",
+            stamp.version, stamp.format, this.version, this.format
         )));
     }
+    let head: Head = postcard::from_bytes(rest).map_err(corrupt)?;
     if head.origin != origin {
         return Err(corrupt(
             "the database has changed since the view was saved".to_string(),
@@ -640,4 +727,67 @@ fn read_consumers(
         }
     }
     Ok((table, texts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A saved view whose head says another build wrote it (another version, or
+    /// records laid out otherwise) is refused before its head is decoded; the same
+    /// file with this build's stamp is read.
+    #[test]
+    fn a_view_another_build_saved_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = dir.path().join("allot.db");
+        std::fs::write(&database, b"a database").unwrap();
+        let origin = Origin {
+            database: Identity::of(&database).unwrap(),
+            cursor: 7,
+            schema: 6,
+        };
+        let saved = path_of(database.to_str().unwrap());
+        save(&saved, &State::new(), origin).unwrap();
+        assert!(load(&saved, origin).unwrap().is_some());
+
+        // The head block again, with `stamp` in front of the same head.
+        let restamp = |stamp: &Stamp| {
+            let mut bytes = std::fs::read(&saved).unwrap();
+            let head_at = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+            let payload = bytes[head_at + 12..].to_vec();
+            let (_, head) = postcard::take_from_bytes::<Stamp>(&payload).unwrap();
+            let mut block = postcard::to_stdvec(stamp).unwrap();
+            block.extend_from_slice(head);
+            bytes.truncate(head_at);
+            bytes.extend_from_slice(&(block.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&crc32fast::hash(&block).to_le_bytes());
+            bytes.extend_from_slice(&1u32.to_le_bytes());
+            bytes.extend_from_slice(&block);
+            std::fs::write(&saved, bytes).unwrap();
+        };
+        let this = Stamp::this_build();
+        restamp(&this);
+        assert!(
+            load(&saved, origin).unwrap().is_some(),
+            "restamping is faithful"
+        );
+        for other in [
+            Stamp {
+                version: "0.0.1-other".into(),
+                ..Stamp::this_build()
+            },
+            Stamp {
+                layout: this.layout[1..].to_vec(),
+                ..Stamp::this_build()
+            },
+            Stamp {
+                format: FORMAT + 1,
+                ..Stamp::this_build()
+            },
+        ] {
+            restamp(&other);
+            let refused = load(&saved, origin).unwrap_err().to_string();
+            assert!(refused.contains("laid out otherwise"), "{refused}");
+        }
+    }
 }
