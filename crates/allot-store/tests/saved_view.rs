@@ -178,12 +178,14 @@ fn a_save_cut_short_leaves_nothing_that_is_read_or_kept() {
     let saved = saved_path(&db);
     // A stop killed while it wrote: the half-written file beside the older one.
     let tmp = PathBuf::from(format!("{}.tmp", saved.display()));
+    let consumers = PathBuf::from(format!("{}.tmp.consumers", saved.display()));
     let bytes = std::fs::read(&saved).unwrap();
     std::fs::write(&tmp, &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::write(&consumers, &bytes[..bytes.len() / 4]).unwrap();
     let (view, read_saved) = start(&db);
     assert!(read_saved);
     assert_same(&view, &tables);
-    assert!(!tmp.exists());
+    assert!(!tmp.exists() && !consumers.exists());
 }
 
 #[test]

@@ -69,11 +69,27 @@ pub(crate) fn path_of(database: &str) -> PathBuf {
     PathBuf::from(format!("{database}-view"))
 }
 
-/// Where a view is written before it is renamed over `saved`.
-pub(crate) fn tmp_path(saved: &Path) -> PathBuf {
-    let mut name = saved.as_os_str().to_owned();
-    name.push(".tmp");
+/// `path` with `suffix` after its name.
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
     PathBuf::from(name)
+}
+
+/// Where a view is written before it is renamed over `saved`.
+fn tmp_path(saved: &Path) -> PathBuf {
+    suffixed(saved, ".tmp")
+}
+
+/// Where the consumers' section is written before it is appended.
+fn tmp_consumers_path(saved: &Path) -> PathBuf {
+    suffixed(saved, ".tmp.consumers")
+}
+
+/// Removes what a save cut short (a second signal, a kill) left beside `saved`.
+pub(crate) fn remove_leftovers(saved: &Path) {
+    let _ = std::fs::remove_file(tmp_path(saved));
+    let _ = std::fs::remove_file(tmp_consumers_path(saved));
 }
 
 /// What a database file was when its view was saved: what any write to it changes.
@@ -113,10 +129,13 @@ pub(crate) struct Origin {
 #[derive(Serialize, Deserialize)]
 struct Head {
     origin: Origin,
-    /// The class names the records refer to by place.
+    /// The class names the providers refer to by place.
     classes: Vec<String>,
     /// The trait names the providers refer to by place.
     traits: Vec<String>,
+    /// The class names the consumers refer to by place (each section's own list:
+    /// the two are written side by side).
+    consumer_classes: Vec<String>,
     /// The projects, users and types the consumers refer to by place.
     texts: Vec<String>,
     /// Custom classes, their metadata and custom traits, as the change log writes
@@ -157,6 +176,7 @@ impl Stamp {
             },
             classes: vec!["10".into()],
             traits: vec!["11".into()],
+            consumer_classes: vec!["11.5".into()],
             texts: vec!["12".into()],
             catalogue: vec![13],
             claims: vec![14],
@@ -316,97 +336,24 @@ struct ProviderOut<'a> {
 
 /// Writes `view`, saved from `origin`, to `path` (through a temporary file renamed
 /// over it). Returns the bytes written.
+///
+/// The consumers' section is written by a second thread into a file of its own and
+/// appended after the providers' (a copy in the kernel): the two halves take about
+/// as long, and the stop waits for the save.
 pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, StoreError> {
-    let (mut classes, mut traits, mut texts) =
-        (Places::default(), Places::default(), Places::default());
-    let tmp = tmp_path(path);
-    let written = (|| {
-        // Only this process's user reads it: it holds what the database holds,
-        // whatever the database file's own mode.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(&[0; START])?;
-        let mut blocks = Blocks {
-            out: BufWriter::with_capacity(1 << 20, &mut file),
-            block: Vec::new(),
-            count: 0,
+    let (tmp, tmp_consumers) = (tmp_path(path), tmp_consumers_path(path));
+    let written = std::thread::scope(|scope| {
+        let consumers = std::thread::Builder::new()
+            .name("allot-save".into())
+            .spawn_scoped(scope, || write_consumers(&tmp_consumers, view))?;
+        let providers = write_providers(&tmp, view);
+        let consumers = match consumers.join() {
+            Ok(written) => written,
+            Err(panic) => std::panic::resume_unwind(panic),
         };
-        let mut providers = 0u64;
-        for p in view.providers() {
-            blocks.push(&ProviderOut {
-                row: &p.row,
-                inventories: p
-                    .inventories
-                    .iter()
-                    .map(|(class, inventory)| (classes.of(class.as_str()), *inventory))
-                    .collect(),
-                traits: p.traits.iter().map(|t| traits.of(t.as_str())).collect(),
-                aggregates: p.aggregates.as_slice(),
-                used: p
-                    .usage
-                    .by_class
-                    .iter()
-                    .map(|(class, used)| (classes.of(class.as_str()), *used))
-                    .collect(),
-                consumers: p.usage.consumers.as_slice(),
-            })?;
-            providers += 1;
-        }
-        blocks.flush()?;
-        blocks.flush()?;
-        let consumers_at = blocks.out.stream_position()?;
-        let mut consumers = 0u64;
-        for c in view.consumers() {
-            blocks.push(&SavedConsumer {
-                uuid: c.row.uuid,
-                project: texts.of(&c.row.project_id),
-                user: texts.of(&c.row.user_id),
-                kind: c.row.consumer_type.as_deref().map(|k| texts.of(k)),
-                generation: c.row.generation,
-                created_at: c.row.created_at,
-                updated_at: c.row.updated_at,
-                allocations: c
-                    .allocations
-                    .iter()
-                    .map(|a| (a.provider, classes.of(a.class.as_str()), a.used))
-                    .collect(),
-            })?;
-            consumers += 1;
-        }
-        blocks.flush()?;
-        blocks.flush()?;
-        let head_at = blocks.out.stream_position()?;
-        let head = head(
-            view,
-            origin,
-            (&classes, &traits, &texts),
-            (providers, consumers),
-        );
-        blocks.push(&(Stamp::this_build(), head))?;
-        blocks.flush()?;
-        let out = blocks.out.into_inner().map_err(|e| e.into_error())?;
-        let end = out.stream_position()?;
-        let mut start = [0; START];
-        start[..16].copy_from_slice(MAGIC);
-        start[16..24].copy_from_slice(&consumers_at.to_le_bytes());
-        start[24..].copy_from_slice(&head_at.to_le_bytes());
-        // Until the file's times say it was written after the database's last
-        // write: a write to the database after this one then shows in its times
-        // however coarse the kernel's file clock (a tick, on some file systems).
-        loop {
-            out.seek(SeekFrom::Start(0))?;
-            out.write_all(&start)?;
-            if Identity::of(&tmp)?.mtime > origin.database.mtime {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        Ok::<u64, StoreError>(end)
-    })();
+        finish(&tmp, &tmp_consumers, view, origin, providers?, consumers?)
+    });
+    let _ = std::fs::remove_file(&tmp_consumers);
     match written {
         Ok(bytes) => {
             std::fs::rename(&tmp, path)?;
@@ -419,12 +366,154 @@ pub(crate) fn save(path: &Path, view: &State, origin: Origin) -> Result<u64, Sto
     }
 }
 
+/// Creates `path` for writing, readable by this process's user alone: it holds what
+/// the database holds, whatever the database file's own mode.
+fn create(path: &Path) -> Result<File, StoreError> {
+    Ok(std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?)
+}
+
+/// What one section's writing gave: its file, how many records, and the names its
+/// records refer to by place.
+struct Section {
+    file: File,
+    count: u64,
+    names: [Vec<String>; 2],
+}
+
+/// Writes the start's room and the providers' section to `path`.
+fn write_providers(path: &Path, view: &State) -> Result<Section, StoreError> {
+    let (mut classes, mut traits) = (Places::default(), Places::default());
+    let mut file = create(path)?;
+    file.write_all(&[0; START])?;
+    let mut blocks = Blocks {
+        out: BufWriter::with_capacity(1 << 20, file),
+        block: Vec::new(),
+        count: 0,
+    };
+    let mut count = 0u64;
+    for p in view.providers() {
+        blocks.push(&ProviderOut {
+            row: &p.row,
+            inventories: p
+                .inventories
+                .iter()
+                .map(|(class, inventory)| (classes.of(class.as_str()), *inventory))
+                .collect(),
+            traits: p.traits.iter().map(|t| traits.of(t.as_str())).collect(),
+            aggregates: p.aggregates.as_slice(),
+            used: p
+                .usage
+                .by_class
+                .iter()
+                .map(|(class, used)| (classes.of(class.as_str()), *used))
+                .collect(),
+            consumers: p.usage.consumers.as_slice(),
+        })?;
+        count += 1;
+    }
+    blocks.flush()?;
+    blocks.flush()?;
+    Ok(Section {
+        file: blocks.out.into_inner().map_err(|e| e.into_error())?,
+        count,
+        names: [classes.owned(), traits.owned()],
+    })
+}
+
+/// Writes the consumers' section to a file of its own at `path`.
+fn write_consumers(path: &Path, view: &State) -> Result<Section, StoreError> {
+    let (mut classes, mut texts) = (Places::default(), Places::default());
+    let mut blocks = Blocks {
+        out: BufWriter::with_capacity(1 << 20, create(path)?),
+        block: Vec::new(),
+        count: 0,
+    };
+    let mut count = 0u64;
+    for c in view.consumers() {
+        blocks.push(&SavedConsumer {
+            uuid: c.row.uuid,
+            project: texts.of(&c.row.project_id),
+            user: texts.of(&c.row.user_id),
+            kind: c.row.consumer_type.as_deref().map(|k| texts.of(k)),
+            generation: c.row.generation,
+            created_at: c.row.created_at,
+            updated_at: c.row.updated_at,
+            allocations: c
+                .allocations
+                .iter()
+                .map(|a| (a.provider, classes.of(a.class.as_str()), a.used))
+                .collect(),
+        })?;
+        count += 1;
+    }
+    blocks.flush()?;
+    blocks.flush()?;
+    Ok(Section {
+        file: blocks.out.into_inner().map_err(|e| e.into_error())?,
+        count,
+        names: [classes.owned(), texts.owned()],
+    })
+}
+
+/// Appends the consumers' section and the head to the providers' file at `tmp`, and
+/// writes the start. Returns the file's length.
+fn finish(
+    tmp: &Path,
+    tmp_consumers: &Path,
+    view: &State,
+    origin: Origin,
+    providers: Section,
+    consumers: Section,
+) -> Result<u64, StoreError> {
+    let mut out = providers.file;
+    let consumers_at = out.stream_position()?;
+    std::io::copy(&mut File::open(tmp_consumers)?, &mut out)?;
+    let head_at = out.stream_position()?;
+    let [classes, traits] = providers.names;
+    let [consumer_classes, texts] = consumers.names;
+    let head = head(
+        view,
+        origin,
+        [classes, traits, consumer_classes, texts],
+        (providers.count, consumers.count),
+    );
+    let mut blocks = Blocks {
+        out: &mut out,
+        block: Vec::new(),
+        count: 0,
+    };
+    blocks.push(&(Stamp::this_build(), head))?;
+    blocks.flush()?;
+    let end = out.stream_position()?;
+    let mut start = [0; START];
+    start[..16].copy_from_slice(MAGIC);
+    start[16..24].copy_from_slice(&consumers_at.to_le_bytes());
+    start[24..].copy_from_slice(&head_at.to_le_bytes());
+    // Until the file's times say it was written after the database's last write: a
+    // write to the database after this one then shows in its times however coarse
+    // the kernel's file clock (a tick, on some file systems).
+    loop {
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&start)?;
+        if Identity::of(tmp)?.mtime > origin.database.mtime {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    Ok(end)
+}
+
 /// The head of a saved view of `view`: what it was saved from, the names its
 /// records refer to by place, and what is few.
 fn head(
     view: &State,
     origin: Origin,
-    (classes, traits, texts): (&Places, &Places, &Places),
+    [classes, traits, consumer_classes, texts]: [Vec<String>; 4],
     (providers, consumers): (u64, u64),
 ) -> Head {
     // The catalogue in the order the tables' load folds it: classes, their metadata,
@@ -447,9 +536,10 @@ fn head(
         .collect();
     Head {
         origin,
-        classes: classes.owned(),
-        traits: traits.owned(),
-        texts: texts.owned(),
+        classes,
+        traits,
+        consumer_classes,
+        texts,
         catalogue: crate::log::encode(&catalogue),
         claims: crate::log::encode(&claims),
         providers,
@@ -682,7 +772,7 @@ fn read_consumers(
     // This thread's own copies, so that the two threads never count references on
     // one cache line (see `State::join_consumers`).
     let classes: Vec<ResourceClass> = head
-        .classes
+        .consumer_classes
         .iter()
         .map(|n| ResourceClass::new_unchecked(n.as_str()))
         .collect();

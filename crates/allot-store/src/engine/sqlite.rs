@@ -222,8 +222,7 @@ impl SqliteEngine {
     /// at `head`. One that cannot be used is said in the log and removed.
     fn load_saved(&self, head: Cursor) -> Option<State> {
         let saved = saved::path_of(&self.path);
-        // What a stop cut short while saving left (a second signal, a kill).
-        let _ = std::fs::remove_file(saved::tmp_path(&saved));
+        saved::remove_leftovers(&saved);
         let read = origin(&self.path, head).and_then(|origin| match origin {
             Some(origin) => saved::load(&saved, origin),
             // The write-ahead log holds commits: the file alone is not the database.
