@@ -166,12 +166,17 @@ impl Default for WriterStats {
         WriterStats {
             // 1, 2, 4, ... 512: the batch is capped at MAX_BATCH.
             batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
-            // 100 µs to about 3 s.
-            commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
+            commit_seconds: seconds_histogram(),
             store_errors: Counter::default(),
             checkpoints: None,
         }
     }
+}
+
+/// A histogram of durations in the store, in seconds: 100 µs to about 3 s, each
+/// bucket twice the one before.
+pub(crate) fn seconds_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 15))
 }
 
 /// What the writer's queue carries.

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use rusqlite::Connection;
 
 use crate::StoreError;
@@ -66,8 +66,7 @@ impl Default for CheckpointStats {
         CheckpointStats {
             wal_bytes: Gauge::default(),
             passes: Counter::default(),
-            // 100 µs to about 3 s.
-            writer_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 15)),
+            writer_seconds: crate::host::seconds_histogram(),
         }
     }
 }

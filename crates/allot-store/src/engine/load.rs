@@ -177,7 +177,7 @@ enum Step {
     /// A provider's row.
     Provider(ProviderRow),
     /// Every provider's row is in: link children to parents, index the providers.
-    Relink,
+    ProvidersLoaded,
     /// A provider's inventories, classes by their place in the list.
     Inventories(ProviderId, Vec<(u32, Inventory)>),
     /// A provider's traits, by their place in the list.
@@ -224,7 +224,7 @@ fn fold(state: &mut State, palette: &mut Palette, step: Step) {
         Step::Class(name) => palette.classes.push(ResourceClass::new_unchecked(name)),
         Step::Trait(name) => palette.traits.push(TraitName::new_unchecked(name)),
         Step::Provider(row) => state.load_provider(row),
-        Step::Relink => state.providers_loaded(),
+        Step::ProvidersLoaded => state.providers_loaded(),
         Step::Inventories(id, list) => {
             let list = list
                 .iter()
@@ -494,7 +494,7 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
             )
         },
     )?;
-    out.push(Step::Relink)?;
+    out.push(Step::ProvidersLoaded)?;
 
     source.rows(
         "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at

@@ -259,6 +259,11 @@ fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("saved view: {what}"))
 }
 
+/// Why a saved view that no longer matches its database is not read.
+pub(crate) fn changed() -> StoreError {
+    corrupt("the database has changed since the view was saved")
+}
+
 /// Names (or texts) by place, as the writer hands them out.
 #[derive(Default)]
 struct Places<'a> {
@@ -390,14 +395,9 @@ fn write_providers(path: &Path, view: &State) -> Result<Section, StoreError> {
     let (mut classes, mut traits) = (Places::default(), Places::default());
     let mut file = create(path)?;
     file.write_all(&[0; START])?;
-    let mut blocks = Blocks {
-        out: BufWriter::with_capacity(1 << 20, file),
-        block: Vec::new(),
-        count: 0,
-    };
-    let mut count = 0u64;
-    for p in view.providers() {
-        blocks.push(&ProviderOut {
+    let (file, count) = write_section(
+        file,
+        view.providers().map(|p| ProviderOut {
             row: &p.row,
             inventories: p
                 .inventories
@@ -413,13 +413,10 @@ fn write_providers(path: &Path, view: &State) -> Result<Section, StoreError> {
                 .map(|(class, used)| (classes.of(class.as_str()), *used))
                 .collect(),
             consumers: p.usage.consumers.as_slice(),
-        })?;
-        count += 1;
-    }
-    blocks.flush()?;
-    blocks.flush()?;
+        }),
+    )?;
     Ok(Section {
-        file: blocks.out.into_inner().map_err(|e| e.into_error())?,
+        file,
         count,
         names: [classes.owned(), traits.owned()],
     })
@@ -428,14 +425,9 @@ fn write_providers(path: &Path, view: &State) -> Result<Section, StoreError> {
 /// Writes the consumers' section to a file of its own at `path`.
 fn write_consumers(path: &Path, view: &State) -> Result<Section, StoreError> {
     let (mut classes, mut texts) = (Places::default(), Places::default());
-    let mut blocks = Blocks {
-        out: BufWriter::with_capacity(1 << 20, create(path)?),
-        block: Vec::new(),
-        count: 0,
-    };
-    let mut count = 0u64;
-    for c in view.consumers() {
-        blocks.push(&SavedConsumer {
+    let (file, count) = write_section(
+        create(path)?,
+        view.consumers().map(|c| SavedConsumer {
             uuid: c.row.uuid,
             project: texts.of(&c.row.project_id),
             user: texts.of(&c.row.user_id),
@@ -448,16 +440,35 @@ fn write_consumers(path: &Path, view: &State) -> Result<Section, StoreError> {
                 .iter()
                 .map(|a| (a.provider, classes.of(a.class.as_str()), a.used))
                 .collect(),
-        })?;
+        }),
+    )?;
+    Ok(Section {
+        file,
+        count,
+        names: [classes.owned(), texts.owned()],
+    })
+}
+
+/// Writes `records` at the end of `file` as a section: their blocks, then the empty
+/// block that ends it. Returns the file and how many records.
+fn write_section<R: Serialize>(
+    file: File,
+    records: impl Iterator<Item = R>,
+) -> Result<(File, u64), StoreError> {
+    let mut blocks = Blocks {
+        out: BufWriter::with_capacity(1 << 20, file),
+        block: Vec::new(),
+        count: 0,
+    };
+    let mut count = 0u64;
+    for record in records {
+        blocks.push(&record)?;
         count += 1;
     }
     blocks.flush()?;
     blocks.flush()?;
-    Ok(Section {
-        file: blocks.out.into_inner().map_err(|e| e.into_error())?,
-        count,
-        names: [classes.owned(), texts.owned()],
-    })
+    let file = blocks.out.into_inner().map_err(|e| e.into_error())?;
+    Ok((file, count))
 }
 
 /// Appends the consumers' section and the head to the providers' file at `tmp`, and
@@ -603,11 +614,11 @@ impl Reader {
 fn records<'b, T: Deserialize<'b>>(
     mut bytes: &'b [u8],
     count: u32,
-    mut each: impl FnMut(T),
+    mut each: impl FnMut(T) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
     for _ in 0..count {
         let (record, rest) = postcard::take_from_bytes(bytes).map_err(corrupt)?;
-        each(record);
+        each(record)?;
         bytes = rest;
     }
     if !bytes.is_empty() {
@@ -649,9 +660,7 @@ pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreEr
     }
     let head: Head = postcard::from_bytes(rest).map_err(corrupt)?;
     if head.origin != origin {
-        return Err(corrupt(
-            "the database has changed since the view was saved".to_string(),
-        ));
+        return Err(changed());
     }
     let mut providers = Reader::open(path, START as u64)?;
 
@@ -694,6 +703,13 @@ pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreEr
     Ok(Some(state))
 }
 
+/// The name (or text) at `place` in a head's list of `what`.
+fn by_place<T: Clone>(list: &[T], place: u32, what: &str) -> Result<T, StoreError> {
+    list.get(place as usize)
+        .cloned()
+        .ok_or_else(|| corrupt(format!("{what} {place} of {}", list.len())))
+}
+
 /// This thread's half of a load: the providers, with their usage.
 fn read_providers(reader: &mut Reader, head: &Head, mut state: State) -> Result<State, StoreError> {
     let classes: Vec<ResourceClass> = head
@@ -706,24 +722,16 @@ fn read_providers(reader: &mut Reader, head: &Head, mut state: State) -> Result<
         .iter()
         .map(|n| TraitName::new_unchecked(n.as_str()))
         .collect();
-    let class = |i: u32| {
-        classes
-            .get(i as usize)
-            .cloned()
-            .ok_or_else(|| corrupt(format!("class {i} of {}", classes.len())))
-    };
     let mut count = 0u64;
-    let mut batch: Vec<SavedProvider> = Vec::with_capacity(BLOCK);
     while let Some((bytes, n)) = reader.next()? {
-        records(bytes, n, |p: SavedProvider| batch.push(p))?;
-        for p in batch.drain(..) {
+        records(bytes, n, |p: SavedProvider| {
             let id = p.row.id;
             state.load_provider(p.row);
             if !p.inventories.is_empty() {
                 let list = p
                     .inventories
                     .into_iter()
-                    .map(|(c, inventory)| Ok((class(c)?, inventory)))
+                    .map(|(c, inventory)| Ok((by_place(&classes, c, "class")?, inventory)))
                     .collect::<Result<_, StoreError>>()?;
                 state.load_change(Change::SetInventories(id, list));
             }
@@ -731,12 +739,7 @@ fn read_providers(reader: &mut Reader, head: &Head, mut state: State) -> Result<
                 let list = p
                     .traits
                     .into_iter()
-                    .map(|t| {
-                        traits
-                            .get(t as usize)
-                            .cloned()
-                            .ok_or_else(|| corrupt(format!("trait {t}")))
-                    })
+                    .map(|t| by_place(&traits, t, "trait"))
                     .collect::<Result<_, StoreError>>()?;
                 state.load_change(Change::SetTraits(id, list));
             }
@@ -747,12 +750,13 @@ fn read_providers(reader: &mut Reader, head: &Head, mut state: State) -> Result<
                 let used = p
                     .used
                     .into_iter()
-                    .map(|(c, used)| Ok((class(c)?, used)))
+                    .map(|(c, used)| Ok((by_place(&classes, c, "class")?, used)))
                     .collect::<Result<_, StoreError>>()?;
                 state.load_usage(id, used, p.consumers);
             }
             count += 1;
-        }
+            Ok(())
+        })?;
     }
     if count != head.providers {
         return Err(corrupt("fewer providers than its head says"));
@@ -777,16 +781,16 @@ fn read_consumers(
         .map(|n| ResourceClass::new_unchecked(n.as_str()))
         .collect();
     let texts: Vec<Text> = head.texts.iter().map(|t| Text::from(t.as_str())).collect();
-    let text = |i: u32| {
-        texts
-            .get(i as usize)
-            .cloned()
-            .ok_or_else(|| corrupt(format!("text {i} of {}", texts.len())))
-    };
+    let text = |i: u32| by_place(&texts, i, "text");
     let mut reader = Reader::open(path, at)?;
+    // A block's consumers are gathered first, so that their slots are warmed
+    // together (see `ConsumerTable::warm`).
     let mut batch: Vec<SavedConsumer> = Vec::with_capacity(BLOCK);
     while let Some((bytes, n)) = reader.next()? {
-        records(bytes, n, |c: SavedConsumer| batch.push(c))?;
+        records(bytes, n, |c: SavedConsumer| {
+            batch.push(c);
+            Ok(())
+        })?;
         let warmth: usize = batch.iter().map(|c| table.warm(&c.uuid)).sum();
         std::hint::black_box(warmth);
         for c in batch.drain(..) {
@@ -805,10 +809,7 @@ fn read_consumers(
                 .map(|(provider, class, used)| {
                     Ok(Allocation {
                         provider,
-                        class: classes
-                            .get(class as usize)
-                            .cloned()
-                            .ok_or_else(|| corrupt(format!("class {class}")))?,
+                        class: by_place(&classes, class, "class")?,
                         used,
                     })
                 })

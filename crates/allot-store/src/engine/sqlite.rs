@@ -226,9 +226,7 @@ impl SqliteEngine {
         let read = origin(&self.path, head).and_then(|origin| match origin {
             Some(origin) => saved::load(&saved, origin),
             // The write-ahead log holds commits: the file alone is not the database.
-            None if saved.exists() => Err(StoreError::Corrupt(
-                "saved view: the database has changed since the view was saved".into(),
-            )),
+            None if saved.exists() => Err(saved::changed()),
             None => Ok(None),
         });
         match read {
