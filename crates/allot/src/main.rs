@@ -247,21 +247,23 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
             .with_context(|| format!("binding {}", settings.bind))?;
-        // The real address (the port may have been 0) goes on stderr for scripts and
-        // tests that start us on an ephemeral port.
-        let addr = listener.local_addr()?;
-        eprintln!("allot: listening on {scheme}://{addr}");
         let metrics_listener = match settings.metrics_bind {
-            Some(bind) => {
-                let listener = tokio::net::TcpListener::bind(bind)
+            Some(bind) => Some(
+                tokio::net::TcpListener::bind(bind)
                     .await
-                    .with_context(|| format!("binding {bind} (metrics_bind)"))?;
-                let addr = listener.local_addr()?;
-                eprintln!("allot: metrics on {scheme}://{addr}{}", allot_server::metrics::PATH);
-                Some(listener)
-            }
+                    .with_context(|| format!("binding {bind} (metrics_bind)"))?,
+            ),
             None => None,
         };
+        // The real addresses (the port may have been 0) go on stderr for scripts and
+        // tests that start us on an ephemeral port; only once both sockets listen, so
+        // that whoever waits for the line can scrape as well as call the API.
+        let addr = listener.local_addr()?;
+        eprintln!("allot: listening on {scheme}://{addr}");
+        if let Some(metrics) = &metrics_listener {
+            let addr = metrics.local_addr()?;
+            eprintln!("allot: metrics on {scheme}://{addr}{}", allot_server::metrics::PATH);
+        }
         let database = allot_store::redacted(&settings.database);
         tracing::info!(%addr, %database, auth = auth.mode(), "allot serving");
         // Expired claims stop counting at their expiry by the clock; the sweeper
