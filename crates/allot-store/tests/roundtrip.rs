@@ -142,6 +142,10 @@ fn suite(url: &str) {
         row: provider(2, Some(1), 1, "child ☃"),
         previous_generation: None,
     });
+    changes.push(Change::PutProvider {
+        row: provider(4, Some(2), 1, "grandchild"),
+        previous_generation: None,
+    });
     changes.push(Change::SetInventories(
         ProviderId(2),
         vec![(
@@ -199,6 +203,23 @@ fn suite(url: &str) {
                 previous_generation: None,
             },
             Change::DeleteProvider(ProviderId(3)),
+            // A move to another parent, and a bump of the generation alone (what a
+            // claim writes): each writes what changed and keeps what did not.
+            Change::PutProvider {
+                row: ProviderRow {
+                    generation: 1,
+                    ..provider(4, Some(1), 1, "grandchild")
+                },
+                previous_generation: Some(0),
+            },
+            Change::PutProvider {
+                row: ProviderRow {
+                    generation: 1,
+                    updated_at: 150,
+                    ..provider(2, Some(1), 1, "child ☃")
+                },
+                previous_generation: Some(0),
+            },
             // A claim replaced (and its type changed), one released, one new, and one
             // that comes and goes in the same transaction.
             Change::PutConsumer {
@@ -254,7 +275,19 @@ fn suite(url: &str) {
     assert!(reloaded.class_exists(&ResourceClass::new_unchecked("CUSTOM_PIECE")));
     assert!(!reloaded.class_exists(&ResourceClass::new_unchecked("CUSTOM_SLICE")));
     assert!(reloaded.trait_exists(&TraitName::new_unchecked("CUSTOM_FAST")));
-    assert_eq!(reloaded.provider(ProviderId(1)).unwrap().children.len(), 1);
+    assert_eq!(
+        reloaded.provider(ProviderId(1)).unwrap().children.len(),
+        2,
+        "the root's children are 2 and, moved up, 4"
+    );
+    let moved = reloaded.provider(ProviderId(4)).unwrap();
+    assert_eq!(
+        (moved.row.parent, moved.row.generation),
+        (Some(ProviderId(1)), 1)
+    );
+    let bumped = &reloaded.provider(ProviderId(2)).unwrap().row;
+    assert_eq!((bumped.generation, bumped.updated_at), (1, 150));
+    assert_eq!(&*bumped.name, "child ☃");
     // Ids are never reused, even after the highest one was deleted... as long as the
     // view saw it; after a reload the next id follows the highest surviving one.
     assert!(reloaded.next_provider_id().0 >= 3);

@@ -377,6 +377,16 @@ enum Shape {
         set: &'static [&'static str],
         filter: &'static [&'static str],
     },
+    /// Like `Update`, but only where some column of `set` differs from its
+    /// parameter: a row that already holds those values is not written at all. An
+    /// update of an indexed column rewrites the column's index entry even when the
+    /// value is the same (SQLite deletes and reinserts it), so a change that may or
+    /// may not move such a column says so this way instead.
+    UpdateIfChanged {
+        table: &'static Table,
+        set: &'static [&'static str],
+        filter: &'static [&'static str],
+    },
     /// Deletes the rows where every column of `filter` is equal to its parameter.
     Delete {
         table: &'static Table,
@@ -422,6 +432,14 @@ impl Statement {
         Statement::new(Shape::Update { table, set, filter })
     }
 
+    const fn update_if_changed(
+        table: &'static Table,
+        set: &'static [&'static str],
+        filter: &'static [&'static str],
+    ) -> Statement {
+        Statement::new(Shape::UpdateIfChanged { table, set, filter })
+    }
+
     const fn delete(table: &'static Table, filter: &'static [&'static str]) -> Statement {
         Statement::new(Shape::Delete { table, filter })
     }
@@ -465,6 +483,23 @@ impl Statement {
                     table.name,
                     equal(set, 1, ", "),
                     equal(filter, set.len() + 1, " AND ")
+                ),
+                rows: None,
+            },
+            Shape::UpdateIfChanged { table, set, filter } => Rendered {
+                // `IS DISTINCT FROM` is the comparison in which NULL equals NULL, in
+                // both dialects (SQLite has it since 3.39); the set's parameters are
+                // used twice, by number.
+                sql: format!(
+                    "UPDATE {} SET {} WHERE {} AND ({})",
+                    table.name,
+                    equal(set, 1, ", "),
+                    equal(filter, set.len() + 1, " AND "),
+                    set.iter()
+                        .enumerate()
+                        .map(|(i, c)| format!("{c} IS DISTINCT FROM {}", D::placeholder(1 + i)))
+                        .collect::<Vec<_>>()
+                        .join(" OR ")
                 ),
                 rows: None,
             },
@@ -531,17 +566,21 @@ static DELETE_METADATA: Statement = Statement::delete(&CLASS_METADATA, &["name"]
 static PUT_TRAIT: Statement = Statement::insert(&TRAITS, Conflict::Replace);
 static DELETE_TRAIT: Statement = Statement::delete(&TRAITS, &["name"]);
 static CREATE_PROVIDER: Statement = Statement::insert(&PROVIDERS, Conflict::Ignore);
-static UPDATE_PROVIDER: Statement = Statement::update(
+/// What every write to a provider sets (a claim on it sets nothing else), checked
+/// against the generation the plan saw.
+static BUMP_PROVIDER: Statement = Statement::update(
     &PROVIDERS,
-    &[
-        "uuid",
-        "name",
-        "generation",
-        "parent_id",
-        "root_id",
-        "updated_at",
-    ],
+    &["generation", "updated_at"],
     &["id", "generation"],
+);
+/// What a provider's write may also move: rarely (a rename, a new parent), and never
+/// for a claim. Written only if it moved, since `uuid` and `name` are indexed: set
+/// to the same values they would cost each claim two more leaves of the two unique
+/// indexes, written at random places (issue 25).
+static MOVE_PROVIDER: Statement = Statement::update_if_changed(
+    &PROVIDERS,
+    &["uuid", "name", "parent_id", "root_id"],
+    &["id"],
 );
 static DELETE_PROVIDER: Statement = Statement::delete(&PROVIDERS, &["id"]);
 static DELETE_INVENTORIES: Statement = Statement::delete(&INVENTORIES, &["provider_id"]);
@@ -643,12 +682,12 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
             let parent = Value::opt_int(row.parent.map(|p| p.0 as i64));
             let root = Value::count(row.root.0);
             let updated_at = Value::Int(row.updated_at);
-            let (statement, params) = match previous_generation {
+            match previous_generation {
                 // A create: any row already there with its id, uuid or name was made
                 // by someone the plan did not know of.
-                None => (
-                    &CREATE_PROVIDER,
-                    vec![
+                None => out.push(Op {
+                    statement: &CREATE_PROVIDER,
+                    params: vec![
                         id,
                         uuid,
                         name,
@@ -658,26 +697,21 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
                         Value::Int(row.created_at),
                         updated_at,
                     ],
-                ),
-                Some(previous) => (
-                    &UPDATE_PROVIDER,
-                    vec![
-                        uuid,
-                        name,
-                        generation,
-                        parent,
-                        root,
-                        updated_at,
-                        id,
-                        Value::count(*previous),
-                    ],
-                ),
-            };
-            out.push(Op {
-                statement,
-                params,
-                one_row_of: Some(change),
-            });
+                    one_row_of: Some(change),
+                }),
+                Some(previous) => {
+                    out.push(Op {
+                        statement: &BUMP_PROVIDER,
+                        params: vec![generation, updated_at, id, Value::count(*previous)],
+                        one_row_of: Some(change),
+                    });
+                    out.push(Op {
+                        statement: &MOVE_PROVIDER,
+                        params: vec![uuid, name, parent, root, id],
+                        one_row_of: None,
+                    });
+                }
+            }
         }
         Change::DeleteProvider(id) => {
             let id = Value::count(id.0);
@@ -848,9 +882,14 @@ mod tests {
              created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
         );
         assert_eq!(
-            UPDATE_PROVIDER.sql::<Sqlite>(),
-            "UPDATE providers SET uuid = ?1, name = ?2, generation = ?3, parent_id = ?4, \
-             root_id = ?5, updated_at = ?6 WHERE id = ?7 AND generation = ?8"
+            BUMP_PROVIDER.sql::<Sqlite>(),
+            "UPDATE providers SET generation = ?1, updated_at = ?2 WHERE id = ?3 AND generation = ?4"
+        );
+        assert_eq!(
+            MOVE_PROVIDER.sql::<Postgres>(),
+            "UPDATE providers SET uuid = $1, name = $2, parent_id = $3, root_id = $4 \
+             WHERE id = $5 AND (uuid IS DISTINCT FROM $1 OR name IS DISTINCT FROM $2 \
+             OR parent_id IS DISTINCT FROM $3 OR root_id IS DISTINCT FROM $4)"
         );
         assert_eq!(
             INSERT_ALLOCATION.rendered::<Postgres>().rows.as_deref(),
