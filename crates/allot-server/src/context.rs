@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{render, ApiError, ErrorContext, ErrorFormat, ErrorInfo};
+use crate::forward;
 use crate::microversion::{self, Version};
 use crate::AppState;
 
@@ -290,6 +291,10 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                     next.run(req).await
                 }
             };
+            // The cluster's writer answered this one (`forward`): it is finished.
+            if response.extensions().get::<forward::Answered>().is_some() {
+                return response;
+            }
             finish_errors(&mut response, method.as_str(), &request_id, version, format);
             set_version_headers(&mut response, version);
             response

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod context;
 pub mod cors;
 pub mod error;
+pub mod forward;
 pub mod graceful;
 pub mod handlers;
 pub mod health;
@@ -99,6 +100,9 @@ pub struct Config {
     pub metrics: metrics::Metrics,
     /// The web UI's sessions (`/ui`): state too, one per application.
     pub ui: ui::Sessions,
+    /// Who writes for a cluster of nodes on one database, and the client that
+    /// forwards writes to it ([`forward`]): state too, one per application.
+    pub forwarding: forward::Forwarding,
 }
 
 /// The default [`Config::max_staleness`]: twice the documented freshness bound of
@@ -122,6 +126,7 @@ impl Default for Config {
             health: health::ProbeCache::default(),
             metrics: metrics::Metrics::default(),
             ui: ui::Sessions::default(),
+            forwarding: forward::Forwarding::default(),
         }
     }
 }
@@ -172,6 +177,12 @@ pub fn router(state: AppState) -> Router {
     // that answered it.
     Router::new()
         .fallback_service(routes)
+        // Inside the context: a forwarded write has been authenticated here, and
+        // its answer gets this node's request id and headers.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::forward,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             context::around,

@@ -375,6 +375,7 @@ async fn exposition(app: AppState) -> ApiResult {
 pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::default();
     app.config.metrics.register(&mut registry);
+    app.config.forwarding.register(&mut registry);
     registry.register_collector(Box::new(Snapshot {
         view: app.host.read(),
         now: app.host.now(),

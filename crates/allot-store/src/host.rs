@@ -135,6 +135,9 @@ struct Shared {
     stats: WriterStats,
     /// How the view was loaded at the start.
     loaded: Loaded,
+    /// The last commit the current version holds, announced after each publish
+    /// ([`Host::caught_up`]).
+    published: tokio::sync::watch::Sender<Cursor>,
 }
 
 /// How a host's view was loaded at its start, for `/metrics`.
@@ -236,6 +239,7 @@ impl Host {
                 ..WriterStats::default()
             },
             loaded,
+            published: tokio::sync::watch::Sender::new(cursor),
         });
         let (queue, jobs) = mpsc::channel();
         let writer = Writer {
@@ -294,6 +298,21 @@ impl Host {
     /// long as the caller keeps it.
     pub fn read(&self) -> Arc<State> {
         self.inner.shared.current()
+    }
+
+    /// The last commit of the store that the current version holds.
+    pub fn cursor(&self) -> Cursor {
+        *self.inner.shared.published.borrow()
+    }
+
+    /// Waits until the view holds commit `cursor` (made by this node or, on a shared
+    /// store, by another one that this node follows), at most `bound`; whether it
+    /// does. For a node that forwarded a write: its answer waits until a read here
+    /// would see the write.
+    pub async fn caught_up(&self, cursor: Cursor, bound: Duration) -> bool {
+        let mut published = self.inner.shared.published.subscribe();
+        let waited = tokio::time::timeout(bound, published.wait_for(|c| *c >= cursor)).await;
+        matches!(waited, Ok(Ok(_)))
     }
 
     /// How long ago the view was last known to hold every commit in the store: always
@@ -412,12 +431,17 @@ impl Shared {
     }
 
     /// Makes `next` the current version; returns the one it replaces.
-    fn publish(&self, next: State) -> Arc<State> {
+    /// Makes `next`, which holds every commit up to `cursor`, the current version;
+    /// returns the one it replaces.
+    fn publish(&self, next: State, cursor: Cursor) -> Arc<State> {
         let next = Arc::new(next);
-        std::mem::replace(
+        let old = std::mem::replace(
             &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
             next,
-        )
+        );
+        // After the swap: whoever wakes on the cursor finds the version holding it.
+        self.published.send_replace(cursor);
+        old
     }
 }
 
@@ -545,7 +569,7 @@ impl Writer {
                         next.apply(&commit.changes);
                     }
                     self.cursor = last.cursor;
-                    drop(self.shared.publish(next));
+                    drop(self.shared.publish(next, self.cursor));
                 }
                 self.shared.fresh();
             }
@@ -566,7 +590,7 @@ impl Writer {
             Ok((state, cursor)) => {
                 tracing::warn!("loaded the view again from the store");
                 self.cursor = cursor;
-                drop(self.shared.publish(state));
+                drop(self.shared.publish(state, cursor));
                 self.shared.fresh();
             }
             Err(e) => tracing::error!("loading the view again: {e}"),
@@ -613,7 +637,7 @@ impl Writer {
                         // Something new (this batch's or other nodes' commits).
                         Some(next) if head != self.cursor => {
                             self.cursor = head;
-                            Some(self.shared.publish(next))
+                            Some(self.shared.publish(next, head))
                         }
                         _ => None,
                     };

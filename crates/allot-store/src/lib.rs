@@ -152,6 +152,38 @@ impl Listener {
     }
 }
 
+/// Which node of a cluster on one PostgreSQL database writes for the others (see
+/// [`Lease`]): other nodes forward their writes to it, so that the cluster's writes
+/// are batched by one writer instead of queueing for the log's lock one node at a
+/// time. Only a matter of speed: every node's writes still take the log's lock and
+/// plan against its latest commits, whoever sends them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriterRole {
+    /// This node holds the lease: it writes for itself and for whoever forwards.
+    This,
+    /// Another node holds it, and answers at this URL.
+    At(String),
+    /// No node holds it (or the database cannot be asked): each writes for itself.
+    Unknown,
+}
+
+/// The writer's lease on a database that several nodes share: a session that takes
+/// the cluster's writer lock (a PostgreSQL advisory lock, held as long as the
+/// session lives) when it is free and the node can be reached, else says who holds
+/// it. Meant for a thread of its own that ticks every second or so; see
+/// [`Store::lease`].
+#[derive(Debug)]
+pub struct Lease(engine::postgres::PgLease);
+
+impl Lease {
+    /// Takes the role if it is free (and this node has a URL to give), and says who
+    /// holds it. An error means the database could not be asked (the next tick
+    /// connects again); a session lost this way loses the role.
+    pub fn tick(&mut self) -> Result<WriterRole, StoreError> {
+        self.0.tick()
+    }
+}
+
 /// A durable store: one of the engines, chosen at start-up.
 #[derive(Debug)]
 pub struct Store(Engine);
@@ -315,6 +347,19 @@ impl Store {
     pub fn listener(url: &str) -> Result<Option<Listener>, StoreError> {
         if is_postgres(url) {
             return Ok(Some(Listener(engine::postgres::PgListener::open(url)?)));
+        }
+        Ok(None)
+    }
+
+    /// A [`Lease`] on the database `url` names, for a store that several nodes share;
+    /// `advertise` is where this node answers, if others can reach it (without it,
+    /// the node never takes the writer's role, and forwards to whoever has it).
+    /// `None` for SQLite, which one process writes.
+    pub fn lease(url: &str, advertise: Option<String>) -> Result<Option<Lease>, StoreError> {
+        if is_postgres(url) {
+            return Ok(Some(Lease(engine::postgres::PgLease::open(
+                url, advertise,
+            )?)));
         }
         Ok(None)
     }

@@ -324,6 +324,15 @@ pub struct Layer {
     /// port, to a token the allot:metrics rule allows].
     #[arg(long, value_name = "IP:PORT", value_parser = parse_bind)]
     metrics_bind: Option<SocketAddr>,
+
+    /// On a PostgreSQL database that several nodes share: the URL the other nodes
+    /// reach this one at. While this node holds the cluster's writer lease, they
+    /// forward their writes to it, so that one writer batches them all; "none" keeps
+    /// it from taking the lease (it then forwards to whoever holds it) [default:
+    /// http://IP:PORT of --bind when it names one address and serves plain HTTP,
+    /// else none].
+    #[arg(long, value_name = "URL", value_parser = parse_advertise_url)]
+    advertise_url: Option<String>,
 }
 
 /// What `allot serve` was given on its command line; [`ServeArgs::resolve`] adds the
@@ -404,10 +413,29 @@ pub struct Settings {
     pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
     pub metrics_bind: Option<SocketAddr>,
+    /// Where other nodes reach this one: `Some("")` for none, `None` for the
+    /// default (made from the address bound, see [`Settings::advertise_url`]).
+    pub advertise_url: Option<String>,
     /// HTTPS: the certificate and its key.
     pub tls: Option<ServerTlsFiles>,
     /// What the start logs as warnings about the settings themselves.
     pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// Where other nodes reach this one, now that it listens on `addr`: the URL
+    /// given, or `http://addr` when the address is one that others can be given
+    /// (not every address, 0.0.0.0 or [::]) and the node serves plain HTTP (an
+    /// https:// URL must name the host its certificate is for, which only the
+    /// operator knows).
+    pub fn advertise_url(&self, addr: SocketAddr) -> Option<String> {
+        match &self.advertise_url {
+            Some(url) if url.is_empty() => None,
+            Some(url) => Some(url.clone()),
+            None if addr.ip().is_unspecified() || self.tls.is_some() => None,
+            None => Some(format!("http://{addr}")),
+        }
+    }
 }
 
 /// The files `allot serve` serves HTTPS with.
@@ -532,6 +560,23 @@ fn parse_bind(s: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// An http:// or https:// URL with a host (a trailing slash dropped), or `none`
+/// (the empty string).
+fn parse_advertise_url(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(String::new());
+    }
+    let invalid =
+        || format!("invalid URL {s:?} (expected http://HOST:PORT or https://HOST:PORT, or none)");
+    let url = url::Url::parse(s).map_err(|_| invalid())?;
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || !bare {
+        return Err(invalid());
+    }
+    Ok(s.trim_end_matches('/').to_owned())
+}
+
 fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()
         .parse()
@@ -651,6 +696,14 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .map(std::time::Duration::from_millis),
         shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
         metrics_bind: s.metrics_bind,
+        // Flags and variables were checked as they were read; a file's value is
+        // checked here.
+        advertise_url: s
+            .advertise_url
+            .as_deref()
+            .map(parse_advertise_url)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", from("advertise_url")))?,
         tls: server_tls(&merged)?,
         warnings: warnings(&merged, bind),
     })
@@ -943,6 +996,45 @@ mod tests {
         }
         let lookup = move |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
         args(argv).resolve_with(&lookup)
+    }
+
+    #[test]
+    fn the_advertised_url_is_given_or_made_from_the_address_bound() {
+        let addr: SocketAddr = "10.0.0.5:8778".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:8778".parse().unwrap();
+        let s = resolve(&[], &[], None).unwrap();
+        assert_eq!(
+            s.advertise_url(addr).as_deref(),
+            Some("http://10.0.0.5:8778")
+        );
+        assert_eq!(s.advertise_url(any), None, "every address: none to give");
+        let s = resolve(
+            &["--advertise-url", "https://node1.example:8778/"],
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            s.advertise_url(any).as_deref(),
+            Some("https://node1.example:8778")
+        );
+        let s = resolve(&[], &[("ALLOT_ADVERTISE_URL", "none")], None).unwrap();
+        assert_eq!(s.advertise_url(addr), None);
+        // HTTPS without a URL: the certificate's name is the operator's to give.
+        let s = resolve(&["--tls-cert", "/c.pem", "--tls-key", "/c.key"], &[], None).unwrap();
+        assert_eq!(s.advertise_url(addr), None);
+        for bad in [
+            "ftp://x:1",
+            "http://",
+            "http://x:1/placement",
+            "x:1",
+            "http://x:1?a=b",
+        ] {
+            let e = resolve(&[], &[("ALLOT_ADVERTISE_URL", bad)], None).unwrap_err();
+            assert!(e.to_string().contains("invalid URL"), "{bad}: {e}");
+        }
+        let e = resolve(&[], &[], Some("advertise_url = \"10.0.0.5:8778\"\n")).unwrap_err();
+        assert!(format!("{e:#}").contains("invalid URL"), "{e:#}");
     }
 
     #[test]
@@ -1446,6 +1538,10 @@ mod tests {
             return [first, second];
         }
         let kind = arg.get_value_names().expect("every flag names its value")[0].as_str();
+        // The one URL that must be an http(s):// one.
+        if arg.get_id() == "advertise_url" {
+            return ["http://one:1".to_owned(), "https://two:2".to_owned()];
+        }
         let [a, b] = match kind {
             "IP:PORT" => ["127.0.0.1:1", "[::1]:2"],
             "SECONDS" | "N" | "MS" => ["7", "9"],
@@ -1529,7 +1625,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 33, "every setting is checked");
+        assert_eq!(checked, 34, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

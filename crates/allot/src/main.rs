@@ -259,6 +259,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // tests that start us on an ephemeral port; only once both sockets listen, so
         // that whoever waits for the line can scrape as well as call the API.
         let addr = listener.local_addr()?;
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        // On a database several nodes share, one of them writes for all; the lease
+        // says which, now that this node can be reached at its address.
+        if let Some(lease) =
+            allot_store::Store::lease(&settings.database, settings.advertise_url(addr))
+                .context("the writer's lease")?
+        {
+            spawn_lease(lease, state.config.forwarding.clone(), stopping.clone())
+                .context("starting the lease's thread")?;
+        }
         eprintln!("allot: listening on {scheme}://{addr}");
         if let Some(metrics) = &metrics_listener {
             let addr = metrics.local_addr()?;
@@ -270,7 +280,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
         notify_systemd(sd_notify::NotifyState::Ready);
-        let (stop, stopping) = tokio::sync::watch::channel(false);
         tokio::spawn(on_signals(stop, settings.shutdown_grace));
         let signalled = |mut stopping: tokio::sync::watch::Receiver<bool>| async move {
             // The sender lives as long as the process (`on_signals` never returns).
@@ -329,6 +338,41 @@ fn init_log(settings: &config::Settings) {
 
 /// Tells systemd (`Type=notify`) where allot stands; nothing when not started by it
 /// (no `NOTIFY_SOCKET`).
+/// How often a node tries to take the writer's lease (or looks up who holds it):
+/// after a writer dies, another takes over within about this long once the database
+/// has seen its session end (see docs/operations.md, "Several nodes").
+const LEASE_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Ticks the writer's lease on a thread of its own, and tells the server who writes
+/// for the cluster, until the process is told to stop: then the lease's session
+/// ends (within a tick), so that another node takes the role while this one finishes
+/// the requests under way, which it then writes itself.
+fn spawn_lease(
+    mut lease: allot_store::Lease,
+    forwarding: allot_server::forward::Forwarding,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("allot-lease".into())
+        .spawn(move || loop {
+            if *stopping.borrow() {
+                drop(lease);
+                forwarding.set_role(allot_store::WriterRole::Unknown);
+                return;
+            }
+            match lease.tick() {
+                Ok(role) => forwarding.set_role(role),
+                Err(e) => {
+                    // Out of touch: each node writes for itself until it is back.
+                    tracing::warn!("the writer's lease: {e}");
+                    forwarding.set_role(allot_store::WriterRole::Unknown);
+                }
+            }
+            std::thread::sleep(LEASE_TICK);
+        })?;
+    Ok(())
+}
+
 fn notify_systemd(state: sd_notify::NotifyState<'_>) {
     if let Err(e) = sd_notify::notify(&[state]) {
         tracing::warn!("telling systemd we are ready or stopping: {e}");

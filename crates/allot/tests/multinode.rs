@@ -13,6 +13,10 @@
 //! racing to create the same provider name or custom class end as Placement's 409 (or
 //! its idempotent 204), and a node cut off from the database refuses reads (503
 //! `allot.view.stale`) and writes (503 `allot.store.unavailable`) until it is back.
+//! And the nodes' writes go through one of them, the cluster's writer (issue 25): a
+//! node that forwarded a write shows it at once, and when the writer is killed in
+//! the middle of the load, nothing answered 204 is lost and another node takes its
+//! place.
 //!
 //! The database server comes from `ALLOT_TEST_POSTGRES_URL` (see
 //! `support::Database`). Without it each test is skipped and named in `scripts/test`'s
@@ -70,7 +74,11 @@ fn claim(client: &Client, consumer: Uuid, provider: usize) -> std::io::Result<u1
         "1.39",
     )?;
     assert!(
-        status == 204 || (status == 409 && response.contains("would exceed the capacity")),
+        status == 204
+            || (status == 409 && response.contains("would exceed the capacity"))
+            // The cluster's writer died with the claim in flight to it: its outcome
+            // is unknown (`storm` counts it as unanswered).
+            || (status == 503 && response.contains("allot.store.unavailable")),
         "claim {consumer} on provider {provider}: {status} {response}"
     );
     Ok(status)
@@ -191,7 +199,8 @@ fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
                                 cut.lock().unwrap().push(sent);
                             }
                         })
-                        .ok();
+                        .ok()
+                        .filter(|s| *s != 503);
                     outcomes.lock().unwrap().insert(n, status);
                     answered.fetch_add(1, Ordering::Relaxed);
                 }
@@ -365,6 +374,117 @@ fn a_node_killed_mid_load_loses_nothing() {
         None,
     );
     assert_eq!(status, 204, "{body}");
+}
+
+/// `name`'s value on `node`'s `/metrics` (0 if absent).
+fn metric(node: &Server, name: &str) -> f64 {
+    let (status, text) = node.call("GET", "/metrics", None);
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Which live node holds the writer's lease, once exactly one does (at most `bound`).
+fn the_writer(nodes: &[Option<Server>], bound: Duration) -> usize {
+    let mut writer = None;
+    converge(bound, || {
+        let holders: Vec<usize> = (0..nodes.len())
+            .filter(|&n| {
+                nodes[n]
+                    .as_ref()
+                    .is_some_and(|node| metric(node, "allot_cluster_writer") == 1.0)
+            })
+            .collect();
+        writer = holders.first().copied();
+        holders.len() == 1
+    });
+    writer.unwrap()
+}
+
+const FORWARDED: &str = "allot_forwarded_writes_total{outcome=\"forwarded\"}";
+
+#[test]
+fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
+    let Some(db) = Database::create() else { return };
+    let mut nodes: Vec<Option<Server>> = (0..NODES)
+        .map(|_| Some(Server::start_url(&db.url)))
+        .collect();
+    // One writer, whose place `storm` kills: node 1.
+    let writer = the_writer(&nodes, Duration::from_secs(10));
+    nodes.swap(writer, 1);
+    create_providers(&nodes[0].as_ref().unwrap().client());
+    every_node_sees_the_providers(&nodes);
+
+    // A claim sent to another node is forwarded, and that node shows it at once.
+    let follower = nodes[2].as_ref().unwrap();
+    let before = metric(follower, FORWARDED);
+    let consumer = Uuid::from_u128(0xc0a5_1200_ffff_4000_8000_0000_0000_0001);
+    assert_eq!(claim(&follower.client(), consumer, 0).unwrap(), 204);
+    let (status, body) = follower.call("GET", &format!("/allocations/{consumer}"), None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["allocations"][provider_uuid(0).to_string()]["resources"]["VCPU"],
+        1,
+        "the node that forwarded the claim shows it: {body}"
+    );
+    assert_eq!(metric(follower, FORWARDED), before + 1.0);
+    assert_eq!(
+        metric(nodes[1].as_ref().unwrap(), FORWARDED),
+        0.0,
+        "the writer forwards nothing"
+    );
+    let (status, body) = follower.call("DELETE", &format!("/allocations/{consumer}"), None);
+    assert_eq!(status, 204, "{body}");
+
+    // The writer killed with claims in flight to it, from every node.
+    let Storm { outcomes, .. } = storm(&mut nodes, Some(CLAIMS / 4));
+    let survivor = nodes[0].as_ref().unwrap().client();
+    let mut expected = BTreeMap::new();
+    for (n, status) in &outcomes {
+        let holds = held(&survivor, *n);
+        match status {
+            Some(204) => assert_eq!(holds, 1, "accepted claim {n} was lost"),
+            Some(_) => assert_eq!(holds, 0, "refused claim {n} is held"),
+            None => {}
+        }
+        expected.insert(*n, holds);
+    }
+    assert_eq!(
+        expected.values().sum::<u64>(),
+        PROVIDERS as u64 * VCPU_PER_PROVIDER
+    );
+    all_nodes_agree(&nodes, &expected);
+
+    // A survivor takes the lease (the database ends the dead writer's session at
+    // once: its socket closed with the process), and the other one, once its lease
+    // thread has looked (every second), forwards to it; meanwhile it writes itself.
+    let took = Instant::now();
+    let writer = the_writer(&nodes, Duration::from_secs(10));
+    eprintln!(
+        "node {writer} took the lease {:?} after the storm",
+        took.elapsed()
+    );
+    let other = nodes[if writer == 0 { 2 } else { 0 }].as_ref().unwrap();
+    let before = metric(other, FORWARDED);
+    let mut held_ones = expected.iter().filter(|(_, v)| **v == 1).map(|(n, _)| *n);
+    converge(Duration::from_secs(5), || {
+        let n = held_ones.next().expect("a claim left to release");
+        let (status, body) = other.call(
+            "DELETE",
+            &format!("/allocations/{}", consumer_uuid(n)),
+            None,
+        );
+        assert_eq!(status, 204, "{body}");
+        assert_eq!(
+            held(&other.client(), n),
+            0,
+            "the node that released {n} shows it"
+        );
+        // Some 100 claims to release: one every 50 ms or so lasts the bound.
+        std::thread::sleep(Duration::from_millis(45));
+        metric(other, FORWARDED) > before
+    });
 }
 
 /// Two nodes creating a provider of the same name, or the same custom class, at the

@@ -1,0 +1,292 @@
+//! Writes forwarded to the cluster's writer (several nodes on one PostgreSQL
+//! database, issue 25).
+//!
+//! Every node's writer takes the change log's lock for each batch, so nodes that
+//! write for themselves split one lock's rate between them, each with a third of the
+//! batch. Instead, the node that holds the writer's lease (`allot_store::Lease`,
+//! whose thread sets [`Forwarding::set_role`]) batches the writes of every node:
+//! the others send it theirs over HTTP, as the client sent them, marked with
+//! [`FORWARDED`]. This is only a matter of speed, never of correctness: the writer
+//! still plans each batch under the log's lock against its latest commits, so a
+//! node that writes for itself (no writer known yet, or the writer out of reach)
+//! can never over-commit either.
+//!
+//! - **Which requests:** every method but `GET`, `HEAD` and `OPTIONS`, with a body
+//!   of a stated length within [`crate::MAX_BODY_BYTES`] (anything else is handled
+//!   here, where the usual limits answer it). The caller has been authenticated
+//!   here already (this layer runs inside `context::around`); the writer does it
+//!   again, from the same headers, and applies the policy.
+//! - **The writer's answer** is passed back as it is (its request id included,
+//!   which the writer's log names), and carries [`CURSOR`], the last commit its view holds
+//!   once the write is answered; the forwarding node waits (at most the staleness
+//!   bound) until its own view holds it, so that a read sent here after the answer
+//!   sees the write, as it would on the node that wrote it.
+//! - **When the writer cannot be reached** (no connection could be made: it
+//!   stopped, or lost its lease a moment ago), the write is handled here. When the
+//!   connection fails after the request went out, the write may or may not have
+//!   happened, so it is not tried again: the answer is 503, as for a database
+//!   connection lost during a write.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use allot_store::{Cursor, WriterRole};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Marks a request that a node forwarded: the node that receives it handles it
+/// itself, whoever it thinks the writer is (so a request is forwarded once at most).
+pub const FORWARDED: &str = "x-allot-forwarded";
+
+/// On the answer to a forwarded request: the last commit the writer's view holds.
+pub const CURSOR: &str = "x-allot-cursor";
+
+/// How long a connection to the writer may take to open before the write is
+/// handled here instead.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Headers that belong to one connection (RFC 9110, 7.6.1): not passed on.
+const NOT_PASSED_ON: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Marks an answer the writer made (an extension of the response): it is finished
+/// already, error envelope and request id included, so `context::around` leaves it
+/// as it is (the request id is the writer's, which its log names).
+#[derive(Debug, Clone, Copy)]
+pub struct Answered;
+
+/// This node's view of who writes for the cluster, and the client that forwards to
+/// it. The default knows no writer: every write is handled here (one node, or
+/// SQLite). Clones share everything.
+#[derive(Clone)]
+pub struct Forwarding {
+    role: Arc<RwLock<WriterRole>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    counts: Family<OutcomeLabels, Counter>,
+    /// 1 while this node holds the lease, for `/metrics`.
+    writer: Gauge,
+}
+
+/// What became of a write this node was sent, for `/metrics`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+impl Default for Forwarding {
+    fn default() -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        connector.enforce_http(false);
+        // An https:// writer is checked against the system's roots, by the name in
+        // its advertised URL. Without them, only http:// writers are reached.
+        let tls = allot_tls::ClientTls::default()
+            .config()
+            .unwrap_or_else(|_| allot_tls::trusting_no_one());
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        Forwarding {
+            role: Arc::new(RwLock::new(WriterRole::Unknown)),
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            counts: Family::default(),
+            writer: Gauge::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Forwarding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forwarding")
+            .field("role", &self.role())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Forwarding {
+    /// Who writes for the cluster now (the lease's thread says).
+    pub fn set_role(&self, role: WriterRole) {
+        let mut current = self.role.write().unwrap_or_else(|e| e.into_inner());
+        self.writer.set(i64::from(role == WriterRole::This));
+        if *current != role {
+            tracing::info!(?role, "the cluster's writer");
+            *current = role;
+        }
+    }
+
+    /// Who writes for the cluster, as this node last heard.
+    pub fn role(&self) -> WriterRole {
+        self.role.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Registers `allot_cluster_writer` and `allot_forwarded_writes_total` in
+    /// `registry`.
+    pub(crate) fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "allot_cluster_writer",
+            "1 while this node holds the writer's lease of the nodes on its database \
+             (it writes for all of them), else 0",
+            self.writer.clone(),
+        );
+        registry.register(
+            "allot_forwarded_writes",
+            "Writes sent to this node that it forwarded to the cluster's writer \
+             (outcome=forwarded), handled itself because the writer could not be \
+             reached (outcome=unreachable), or lost with the connection to the writer \
+             (outcome=lost)",
+            self.counts.clone(),
+        );
+    }
+
+    fn count(&self, outcome: &'static str) {
+        self.counts.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+}
+
+/// Where this request goes, if not here: the writer's URL for a write this node
+/// should forward.
+fn target(app: &AppState, request: &Request) -> Option<String> {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) || request.headers().contains_key(FORWARDED)
+    {
+        return None;
+    }
+    let stated = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if stated.is_none_or(|n| n > crate::MAX_BODY_BYTES) {
+        return None;
+    }
+    match app.config.forwarding.role() {
+        WriterRole::At(url) => Some(url),
+        WriterRole::This | WriterRole::Unknown => None,
+    }
+}
+
+/// The middleware: forwards a write to the cluster's writer, or handles the request
+/// here (and, for a request another node forwarded, says which commit answered it).
+pub async fn forward(State(app): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(writer) = target(&app, &request) else {
+        let forwarded = request.headers().contains_key(FORWARDED);
+        let mut response = next.run(request).await;
+        if forwarded {
+            // After the handler: a write is answered only once its commit is in the
+            // view, so the view's cursor covers it.
+            let cursor = app.host.cursor().0;
+            response
+                .headers_mut()
+                .insert(CURSOR, HeaderValue::from(cursor));
+        }
+        return response;
+    };
+    let (parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(body) => body.to_bytes(),
+        // The client went away while sending.
+        Err(_) => {
+            return ApiError::bad_request("The request body could not be read.").into_response()
+        }
+    };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let uri = match format!("{}{path}", writer.trim_end_matches('/')).parse::<hyper::Uri>() {
+        Ok(uri) => uri,
+        Err(_) => {
+            tracing::warn!(%writer, "the cluster's writer has a URL that cannot be used");
+            return next.run(Request::from_parts(parts, Body::from(body))).await;
+        }
+    };
+    let mut out = hyper::Request::builder()
+        .method(parts.method.clone())
+        .uri(uri)
+        .body(Full::new(body.clone()))
+        .expect("a method and a URI that parsed make a request");
+    *out.headers_mut() = passed_on(&parts.headers);
+    out.headers_mut()
+        .insert(FORWARDED, HeaderValue::from_static("1"));
+    let forwarding = &app.config.forwarding;
+    let answer = match forwarding.client.request(out).await {
+        Ok(answer) => answer,
+        Err(e) if e.is_connect() => {
+            forwarding.count("unreachable");
+            tracing::warn!(%writer, error = %e, "the cluster's writer cannot be reached: writing here");
+            // Until the lease's next tick says who writes now (the same node if it
+            // still holds the lease, as while it stops): not one warning per write.
+            forwarding.set_role(WriterRole::Unknown);
+            return next.run(Request::from_parts(parts, Body::from(body))).await;
+        }
+        Err(e) => {
+            forwarding.count("lost");
+            tracing::warn!(%writer, error = %e, "the connection to the cluster's writer was lost during a write");
+            return ApiError::store_unavailable().into_response();
+        }
+    };
+    let (mut head, body) = answer.into_parts();
+    let body = match body.collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) => {
+            forwarding.count("lost");
+            tracing::warn!(%writer, error = %e, "the connection to the cluster's writer was lost during a write");
+            return ApiError::store_unavailable().into_response();
+        }
+    };
+    forwarding.count("forwarded");
+    let cursor = head
+        .headers
+        .get(CURSOR)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    if let Some(cursor) = cursor {
+        if !app
+            .host
+            .caught_up(Cursor(cursor), app.config.max_staleness)
+            .await
+        {
+            tracing::warn!(
+                cursor,
+                "answering a forwarded write before this node's view holds it"
+            );
+        }
+    }
+    head.headers = passed_on(&head.headers);
+    head.headers.remove(CURSOR);
+    head.extensions.insert(Answered);
+    Response::from_parts(head, Body::from(body))
+}
+
+/// `headers` without those that are not passed on.
+fn passed_on(headers: &HeaderMap) -> HeaderMap {
+    let mut out = headers.clone();
+    for name in NOT_PASSED_ON {
+        out.remove(HeaderName::from_static(name));
+    }
+    out
+}
