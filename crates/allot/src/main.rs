@@ -262,10 +262,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let (stop, stopping) = tokio::sync::watch::channel(false);
         // On a database several nodes share, one of them writes for all; the lease
         // says which, now that this node can be reached at its address.
-        if let Some(lease) =
-            allot_store::Store::lease(&settings.database, settings.advertise_url(addr))
-                .context("the writer's lease")?
+        let advertise = settings.advertise_url(addr);
+        if let Some(lease) = allot_store::Store::lease(&settings.database, advertise.clone())
+            .context("the writer's lease")?
         {
+            match &advertise {
+                Some(url) => tracing::info!(%url, "other nodes may forward their writes here"),
+                None => tracing::info!(
+                    "no --advertise-url: this node forwards its writes to the cluster's \
+                     writer but never becomes it"
+                ),
+            }
             spawn_lease(lease, state.config.forwarding.clone(), stopping.clone())
                 .context("starting the lease's thread")?;
         }
