@@ -430,7 +430,6 @@ impl Shared {
             .clone()
     }
 
-    /// Makes `next` the current version; returns the one it replaces.
     /// Makes `next`, which holds every commit up to `cursor`, the current version;
     /// returns the one it replaces.
     fn publish(&self, next: State, cursor: Cursor) -> Arc<State> {

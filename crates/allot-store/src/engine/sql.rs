@@ -371,21 +371,16 @@ enum Shape {
     /// Inserts one row of every column of the table, in order.
     Insert(&'static Table, Conflict),
     /// Sets `set` where every column of `filter` is equal to its parameter; the
-    /// parameters are `set`'s, then `filter`'s.
+    /// parameters are `set`'s, then `filter`'s. With `if_changed`, only where some
+    /// column of `set` differs from its parameter, so that a row that holds those
+    /// values already is not written at all: an update of an indexed column
+    /// rewrites the column's index entry even when the value is the same (SQLite
+    /// deletes and reinserts it).
     Update {
         table: &'static Table,
         set: &'static [&'static str],
         filter: &'static [&'static str],
-    },
-    /// Like `Update`, but only where some column of `set` differs from its
-    /// parameter: a row that already holds those values is not written at all. An
-    /// update of an indexed column rewrites the column's index entry even when the
-    /// value is the same (SQLite deletes and reinserts it), so a change that may or
-    /// may not move such a column says so this way instead.
-    UpdateIfChanged {
-        table: &'static Table,
-        set: &'static [&'static str],
-        filter: &'static [&'static str],
+        if_changed: bool,
     },
     /// Deletes the rows where every column of `filter` is equal to its parameter.
     Delete {
@@ -429,7 +424,12 @@ impl Statement {
         set: &'static [&'static str],
         filter: &'static [&'static str],
     ) -> Statement {
-        Statement::new(Shape::Update { table, set, filter })
+        Statement::new(Shape::Update {
+            table,
+            set,
+            filter,
+            if_changed: false,
+        })
     }
 
     const fn update_if_changed(
@@ -437,7 +437,12 @@ impl Statement {
         set: &'static [&'static str],
         filter: &'static [&'static str],
     ) -> Statement {
-        Statement::new(Shape::UpdateIfChanged { table, set, filter })
+        Statement::new(Shape::Update {
+            table,
+            set,
+            filter,
+            if_changed: true,
+        })
     }
 
     const fn delete(table: &'static Table, filter: &'static [&'static str]) -> Statement {
@@ -477,32 +482,31 @@ impl Statement {
                     },
                 }
             }
-            Shape::Update { table, set, filter } => Rendered {
-                sql: format!(
+            Shape::Update {
+                table,
+                set,
+                filter,
+                if_changed,
+            } => {
+                let mut sql = format!(
                     "UPDATE {} SET {} WHERE {}",
                     table.name,
                     equal(set, 1, ", "),
                     equal(filter, set.len() + 1, " AND ")
-                ),
-                rows: None,
-            },
-            Shape::UpdateIfChanged { table, set, filter } => Rendered {
-                // `IS DISTINCT FROM` is the comparison in which NULL equals NULL, in
-                // both dialects (SQLite has it since 3.39); the set's parameters are
-                // used twice, by number.
-                sql: format!(
-                    "UPDATE {} SET {} WHERE {} AND ({})",
-                    table.name,
-                    equal(set, 1, ", "),
-                    equal(filter, set.len() + 1, " AND "),
-                    set.iter()
+                );
+                if if_changed {
+                    // `IS DISTINCT FROM` is the comparison in which NULL equals NULL,
+                    // in both dialects (SQLite has it since 3.39); the set's
+                    // parameters are used twice, by number.
+                    let changed: Vec<String> = set
+                        .iter()
                         .enumerate()
                         .map(|(i, c)| format!("{c} IS DISTINCT FROM {}", D::placeholder(1 + i)))
-                        .collect::<Vec<_>>()
-                        .join(" OR ")
-                ),
-                rows: None,
-            },
+                        .collect();
+                    sql.push_str(&format!(" AND ({})", changed.join(" OR ")));
+                }
+                Rendered { sql, rows: None }
+            }
             Shape::Delete { table, filter } => Rendered {
                 sql: format!(
                     "DELETE FROM {} WHERE {}",
