@@ -296,12 +296,39 @@ fn every_node_sees_the_providers(nodes: &[Option<Server>]) {
     }
 }
 
+/// `NODES` nodes on `db`'s database.
+fn start_nodes(db: &Database) -> Vec<Option<Server>> {
+    (0..NODES)
+        .map(|_| Some(Server::start_url(&db.url)))
+        .collect()
+}
+
+/// What each claim of a storm holds as `survivor` shows it, checked against its
+/// answer: a claim answered 204 is held, one refused is not; one never answered may
+/// or may not have been committed, but is whole (1 VCPU) or absent. Returns the
+/// holdings and how many claims were never answered.
+fn held_as_answered(
+    outcomes: &BTreeMap<usize, Option<u16>>,
+    survivor: &Client,
+) -> (BTreeMap<usize, u64>, usize) {
+    let mut expected = BTreeMap::new();
+    let mut unanswered = 0;
+    for (n, status) in outcomes {
+        let holds = held(survivor, *n);
+        match status {
+            Some(204) => assert_eq!(holds, 1, "accepted claim {n} was lost"),
+            Some(_) => assert_eq!(holds, 0, "refused claim {n} is held"),
+            None => unanswered += 1,
+        }
+        expected.insert(*n, holds);
+    }
+    (expected, unanswered)
+}
+
 #[test]
 fn three_nodes_never_over_commit() {
     let Some(db) = Database::create() else { return };
-    let mut nodes: Vec<Option<Server>> = (0..NODES)
-        .map(|_| Some(Server::start_url(&db.url)))
-        .collect();
+    let mut nodes = start_nodes(&db);
     create_providers(&nodes[0].as_ref().unwrap().client());
     every_node_sees_the_providers(&nodes);
     freshness(&nodes);
@@ -327,9 +354,7 @@ fn three_nodes_never_over_commit() {
 #[test]
 fn a_node_killed_mid_load_loses_nothing() {
     let Some(db) = Database::create() else { return };
-    let mut nodes: Vec<Option<Server>> = (0..NODES)
-        .map(|_| Some(Server::start_url(&db.url)))
-        .collect();
+    let mut nodes = start_nodes(&db);
     create_providers(&nodes[0].as_ref().unwrap().client());
     every_node_sees_the_providers(&nodes);
     let Storm {
@@ -341,17 +366,7 @@ fn a_node_killed_mid_load_loses_nothing() {
     // not have been committed, but each is whole (1 VCPU) or absent; the survivors
     // took the rest, so the totals are exactly the capacity.
     let survivor = nodes[0].as_ref().unwrap().client();
-    let mut expected = BTreeMap::new();
-    let mut unanswered = 0;
-    for (n, status) in &outcomes {
-        let holds = held(&survivor, *n);
-        match status {
-            Some(204) => assert_eq!(holds, 1, "accepted claim {n} was lost"),
-            Some(_) => assert_eq!(holds, 0, "refused claim {n} is held"),
-            None => unanswered += 1,
-        }
-        expected.insert(*n, holds);
-    }
+    let (expected, unanswered) = held_as_answered(&outcomes, &survivor);
     // The kill landed mid-load: some claims had reached node 1 and were never
     // answered (the rest of its unanswered ones found it gone).
     assert!(
@@ -407,9 +422,7 @@ const FORWARDED: &str = "allot_forwarded_writes_total{outcome=\"forwarded\"}";
 #[test]
 fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
     let Some(db) = Database::create() else { return };
-    let mut nodes: Vec<Option<Server>> = (0..NODES)
-        .map(|_| Some(Server::start_url(&db.url)))
-        .collect();
+    let mut nodes = start_nodes(&db);
     // One writer, whose place `storm` kills: node 1.
     let writer = the_writer(&nodes, Duration::from_secs(10));
     nodes.swap(writer, 1);
@@ -440,16 +453,7 @@ fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
     // The writer killed with claims in flight to it, from every node.
     let Storm { outcomes, .. } = storm(&mut nodes, Some(CLAIMS / 4));
     let survivor = nodes[0].as_ref().unwrap().client();
-    let mut expected = BTreeMap::new();
-    for (n, status) in &outcomes {
-        let holds = held(&survivor, *n);
-        match status {
-            Some(204) => assert_eq!(holds, 1, "accepted claim {n} was lost"),
-            Some(_) => assert_eq!(holds, 0, "refused claim {n} is held"),
-            None => {}
-        }
-        expected.insert(*n, holds);
-    }
+    let (expected, _) = held_as_answered(&outcomes, &survivor);
     assert_eq!(
         expected.values().sum::<u64>(),
         PROVIDERS as u64 * VCPU_PER_PROVIDER

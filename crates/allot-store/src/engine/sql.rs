@@ -432,19 +432,6 @@ impl Statement {
         })
     }
 
-    const fn update_if_changed(
-        table: &'static Table,
-        set: &'static [&'static str],
-        filter: &'static [&'static str],
-    ) -> Statement {
-        Statement::new(Shape::Update {
-            table,
-            set,
-            filter,
-            if_changed: true,
-        })
-    }
-
     const fn delete(table: &'static Table, filter: &'static [&'static str]) -> Statement {
         Statement::new(Shape::Delete { table, filter })
     }
@@ -581,11 +568,12 @@ static BUMP_PROVIDER: Statement = Statement::update(
 /// for a claim. Written only if it moved, since `uuid` and `name` are indexed: set
 /// to the same values they would cost each claim two more leaves of the two unique
 /// indexes, written at random places (issue 25).
-static MOVE_PROVIDER: Statement = Statement::update_if_changed(
-    &PROVIDERS,
-    &["uuid", "name", "parent_id", "root_id"],
-    &["id"],
-);
+static MOVE_PROVIDER: Statement = Statement::new(Shape::Update {
+    table: &PROVIDERS,
+    set: &["uuid", "name", "parent_id", "root_id"],
+    filter: &["id"],
+    if_changed: true,
+});
 static DELETE_PROVIDER: Statement = Statement::delete(&PROVIDERS, &["id"]);
 static DELETE_INVENTORIES: Statement = Statement::delete(&INVENTORIES, &["provider_id"]);
 static INSERT_INVENTORY: Statement = Statement::insert(&INVENTORIES, Conflict::Fail);
