@@ -560,10 +560,27 @@ impl Collector for Snapshot {
         )?)?;
         w.commit_seconds.encode(e.encode_descriptor(
             "allot_commit_duration_seconds",
-            "Time a commit took in the store (transaction, change log, fsync)",
+            "Time a commit took in the store (statements, change log, commit and fsync; \
+             not the planning)",
             None,
             MetricType::Histogram,
         )?)?;
+        let mut busy = e.encode_descriptor(
+            "allot_writer_busy_seconds",
+            "Seconds the writer thread spent in each part of its commits: planning \
+             against the view, the store's transaction and fsync, publishing and \
+             answering, freeing what the new view replaced",
+            None,
+            MetricType::Counter,
+        )?;
+        for (phase, seconds) in [
+            ("plan", &w.busy.plan),
+            ("store", &w.busy.store),
+            ("answer", &w.busy.answer),
+            ("free", &w.busy.free),
+        ] {
+            seconds.encode(busy.encode_family(&[("phase", phase)])?)?;
+        }
         w.store_errors.encode(e.encode_descriptor(
             "allot_store_errors",
             "Store operations that failed (commits, reads of other nodes' commits)",

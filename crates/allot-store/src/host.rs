@@ -156,12 +156,35 @@ pub struct WriterStats {
     /// How many writes each commit carried.
     pub batch_size: Histogram,
     /// How long each commit took in the store, in seconds (the database's part of a
-    /// write's latency: the transaction, the log row and the fsync).
+    /// write's latency: the statements, the log row, the commit and its fsync; not
+    /// the planning, which `busy.plan` counts).
     pub commit_seconds: Histogram,
+    /// Where the writer thread's time goes, commit by commit.
+    pub busy: WriterBusy,
     /// Store operations that failed: commits, and reads of other nodes' commits.
     pub store_errors: Counter,
     /// The SQLite engine's checkpoints (`None` on PostgreSQL).
     pub checkpoints: Option<CheckpointStats>,
+}
+
+/// Seconds the writer thread spent in each part of its commits, added up: their sum
+/// over a minute says how busy the one thread every write goes through is, and the
+/// parts say what to look at when it is busy. Measured under claim storms, the
+/// parts that grow with the cloud's size are `plan` and `free` (the view's copies and
+/// their frees) and `store` (the database's pages); see ARCHITECTURE.md, "A claim's
+/// cost flat in the cloud's size".
+#[derive(Debug, Clone, Default)]
+pub struct WriterBusy {
+    /// Cloning the view, catching up on other nodes' commits and planning the batch
+    /// against it (the rules, and the view's copies of what each write changes).
+    pub plan: Counter<f64, AtomicU64>,
+    /// The store's part: the statements, the change log's row, the commit and its
+    /// fsync (the sum of `commit_seconds`).
+    pub store: Counter<f64, AtomicU64>,
+    /// Publishing the new version to readers and answering the batch's writes.
+    pub answer: Counter<f64, AtomicU64>,
+    /// Freeing what the new version replaced, once no reader holds the old one.
+    pub free: Counter<f64, AtomicU64>,
 }
 
 impl Default for WriterStats {
@@ -170,6 +193,7 @@ impl Default for WriterStats {
             // 1, 2, 4, ... 512: the batch is capped at MAX_BATCH.
             batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             commit_seconds: seconds_histogram(),
+            busy: WriterBusy::default(),
             store_errors: Counter::default(),
             checkpoints: None,
         }
@@ -612,7 +636,9 @@ impl Writer {
                 stats.batch_size.observe(batch.len() as f64);
             }
             let started = Instant::now();
+            let mut planning = Duration::ZERO;
             let outcome = self.store.write(self.cursor, &mut |unseen: Vec<Commit>| {
+                let planned_at = Instant::now();
                 let mut state = State::clone(&base);
                 for commit in &unseen {
                     state.apply(&commit.changes);
@@ -620,6 +646,7 @@ impl Writer {
                 let jobs = batch.take().unwrap_or_default();
                 let (changes, ok) = plan_batch(&mut state, jobs, &mut planned, clock);
                 sound = ok;
+                planning = planned_at.elapsed();
                 if !ok {
                     // Nothing is written; the view stays as it was.
                     return Vec::new();
@@ -627,11 +654,13 @@ impl Writer {
                 next = Some(state);
                 changes
             });
-            stats
-                .commit_seconds
-                .observe(started.elapsed().as_secs_f64());
+            let in_store = started.elapsed().saturating_sub(planning).as_secs_f64();
+            stats.commit_seconds.observe(in_store);
+            stats.busy.plan.inc_by(planning.as_secs_f64());
+            stats.busy.store.inc_by(in_store);
             match outcome {
                 Ok(head) => {
+                    let answering = Instant::now();
                     let replaced = match next {
                         // Something new (this batch's or other nodes' commits).
                         Some(next) if head != self.cursor => {
@@ -648,9 +677,16 @@ impl Writer {
                             Err(WriteError::Stopped)
                         });
                     }
+                    let freeing = Instant::now();
+                    stats
+                        .busy
+                        .answer
+                        .inc_by((freeing - answering).as_secs_f64());
                     // The old version is freed (if no reader holds it) after the
                     // answers, not before them or under the lock.
                     drop(replaced);
+                    drop(base);
+                    stats.busy.free.inc_by(freeing.elapsed().as_secs_f64());
                     return;
                 }
                 Err(StoreError::Behind(_)) if attempt == 0 && batch.is_some() => self.reload(),

@@ -191,6 +191,15 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         );
         assert!(s["allot_commit_batch_size_count"] >= 5.0, "{text}");
         assert!(s["allot_commit_duration_seconds_count"] >= 5.0);
+        // Where the writer's time went: every part counted, and the store's part is
+        // the commits' own sum.
+        for phase in ["plan", "store", "answer", "free"] {
+            let key = format!("allot_writer_busy_seconds_total{{phase=\"{phase}\"}}");
+            assert!(s.get(&key).is_some_and(|v| *v > 0.0), "{key}: {text}");
+        }
+        let store = s["allot_writer_busy_seconds_total{phase=\"store\"}"];
+        let commits = s["allot_commit_duration_seconds_sum"];
+        assert!((store - commits).abs() <= 1e-6 * commits.max(1.0), "{text}");
         assert_eq!(s["allot_store_errors_total"], 0.0);
         // SQLite's checkpoints: the WAL holds the commits above; the checkpointer's
         // passes (100 ms apart) and the writer's own (none this small) are there.
