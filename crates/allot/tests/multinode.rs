@@ -16,7 +16,8 @@
 //! And the nodes' writes go through one of them, the cluster's writer (issue 25): a
 //! node that forwarded a write shows it at once, and when the writer is killed in
 //! the middle of the load, nothing answered 204 is lost and another node takes its
-//! place.
+//! place; when it is stopped (SIGTERM, a rolling restart), every claim made through
+//! the other nodes is answered too.
 //!
 //! The database server comes from `ALLOT_TEST_POSTGRES_URL` (see
 //! `support::Database`). Without it each test is skipped and named in `scripts/test`'s
@@ -147,9 +148,18 @@ struct Storm {
     polls: usize,
 }
 
+/// How `storm` ends node 1.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    /// `kill -9`.
+    Kill,
+    /// SIGTERM: it drains and exits, as in a rolling restart.
+    Stop,
+}
+
 /// The storm: claim n is made by thread n % THREADS through node (n % THREADS) %
-/// NODES. `kill_after`: once that many claims have been answered, node 1 is killed.
-fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
+/// NODES. `end_after`: once that many claims have been answered, node 1 is ended.
+fn storm(nodes: &mut [Option<Server>], end_after: Option<(usize, End)>) -> Storm {
     let clients: Vec<Client> = nodes.iter().map(|n| n.as_ref().unwrap().client()).collect();
     let done = Arc::new(AtomicBool::new(false));
     let killed = Arc::new(AtomicBool::new(false));
@@ -209,16 +219,31 @@ fn storm(nodes: &mut [Option<Server>], kill_after: Option<usize>) -> Storm {
         .collect();
     start.wait();
     let mut killed_at = None;
-    if let Some(after) = kill_after {
+    let mut stopping = None;
+    if let Some((after, end)) = end_after {
         while answered.load(Ordering::Relaxed) < after {
             std::thread::sleep(Duration::from_millis(1));
         }
         killed.store(true, Ordering::Relaxed);
         killed_at = Some(Instant::now());
-        nodes[1].take().unwrap().kill9();
+        let node = nodes[1].take().unwrap();
+        match end {
+            End::Kill => node.kill9(),
+            End::Stop => {
+                node.signal("TERM");
+                stopping = Some(node);
+            }
+        }
     }
     for t in threads {
         t.join().expect("a client thread failed");
+    }
+    if let Some(mut node) = stopping {
+        let exit = node.wait_exit(Duration::from_secs(30));
+        assert!(
+            exit.is_some_and(|e| e.success()),
+            "a stopped node exits 0 once drained: {exit:?}"
+        );
     }
     done.store(true, Ordering::Relaxed);
     let polls = watcher.join().expect("the watcher saw an over-commit");
@@ -361,7 +386,7 @@ fn a_node_killed_mid_load_loses_nothing() {
         outcomes,
         in_flight,
         ..
-    } = storm(&mut nodes, Some(CLAIMS / 4));
+    } = storm(&mut nodes, Some((CLAIMS / 4, End::Kill)));
     // Claims answered 204 are held; those the dead node never answered may or may
     // not have been committed, but each is whole (1 VCPU) or absent; the survivors
     // took the rest, so the totals are exactly the capacity.
@@ -451,7 +476,7 @@ fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
     assert_eq!(status, 204, "{body}");
 
     // The writer killed with claims in flight to it, from every node.
-    let Storm { outcomes, .. } = storm(&mut nodes, Some(CLAIMS / 4));
+    let Storm { outcomes, .. } = storm(&mut nodes, Some((CLAIMS / 4, End::Kill)));
     let survivor = nodes[0].as_ref().unwrap().client();
     let (expected, _) = held_as_answered(&outcomes, &survivor);
     assert_eq!(
@@ -489,6 +514,44 @@ fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
         std::thread::sleep(Duration::from_millis(45));
         metric(other, FORWARDED) > before
     });
+}
+
+/// A rolling restart's step: the cluster's writer stopped with SIGTERM in the middle
+/// of the load. It lets the lease go when told to stop, answers what it took and
+/// exits 0; every claim made through the other nodes is answered (none lost with the
+/// writer, which would be a 503), every claim answered 204 is held, and one of the
+/// others writes for the cluster within the lease's bound.
+#[test]
+fn a_writer_stopped_mid_storm_hands_over_and_the_others_answer_every_claim() {
+    let Some(db) = Database::create() else { return };
+    let mut nodes = start_nodes(&db);
+    // One writer, which `storm` stops: node 1.
+    let writer = the_writer(&nodes, Duration::from_secs(10));
+    nodes.swap(writer, 1);
+    create_providers(&nodes[0].as_ref().unwrap().client());
+    every_node_sees_the_providers(&nodes);
+
+    let Storm { outcomes, .. } = storm(&mut nodes, Some((CLAIMS / 4, End::Stop)));
+    for (n, status) in &outcomes {
+        // Thread t made its claims through node t % NODES.
+        if (n % THREADS) % NODES != 1 {
+            assert!(
+                status.is_some(),
+                "claim {n}, made through a node that kept running, got no answer"
+            );
+        }
+    }
+    let survivor = nodes[0].as_ref().unwrap().client();
+    let (expected, _) = held_as_answered(&outcomes, &survivor);
+    assert_eq!(
+        expected.values().sum::<u64>(),
+        PROVIDERS as u64 * VCPU_PER_PROVIDER
+    );
+    all_nodes_agree(&nodes, &expected);
+    // The lease goes at the stopping node's next lease tick (1 s), or with its
+    // process, and a survivor takes it at its own next tick (1 s).
+    let writer = the_writer(&nodes, Duration::from_secs(3));
+    eprintln!("node {writer} writes for the cluster after the stop");
 }
 
 /// Two nodes creating a provider of the same name, or the same custom class, at the
