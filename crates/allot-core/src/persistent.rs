@@ -37,11 +37,17 @@ pub const NODE: usize = 64;
 
 /// How many slots of `size` bytes a leaf holds: as many as fit, with the `Arc`'s two
 /// counters, in an allocation of exactly one of the allocator's size classes (4 KiB
-/// for large slots, 256 bytes for small ones), so that no leaf pays for rounding up.
-/// Small leaves, because a change copies its whole leaf (and copying a leaf of
-/// providers clones each provider's own lists).
-const fn leaf_len(size: usize) -> usize {
-    let class = if size >= 64 { 4096 } else { 256 };
+/// for large slots, 256 bytes for small ones, or `class` bytes when not 0), so that
+/// no leaf pays for rounding up. Small leaves, because a change copies its whole leaf
+/// (and copying a leaf of providers clones each provider's own lists).
+const fn leaf_len(size: usize, class: usize) -> usize {
+    let class = if class != 0 {
+        class
+    } else if size >= 64 {
+        4096
+    } else {
+        256
+    };
     let n = (class - 16) / if size == 0 { 1 } else { size };
     if n == 0 {
         1
@@ -62,14 +68,35 @@ impl<T> Clone for Node<T> {
     }
 }
 
+impl<T> Node<T> {
+    /// Reads the count of each of its leaves and returns their sum (for
+    /// `std::hint::black_box`). Copying a node counts each leaf up, and freeing one
+    /// counts each down: 64 locked instructions, each of which waits for its line
+    /// before the next starts, so in a cloud whose leaves are not in cache their
+    /// misses come one after another. Plain reads first have them overlap, and the
+    /// counting then finds every line in cache.
+    fn warm(&self) -> usize {
+        self.0.iter().flatten().map(Arc::strong_count).sum()
+    }
+}
+
+impl<T> Drop for Node<T> {
+    fn drop(&mut self) {
+        // Before the fields' drops count each leaf down (see `warm`).
+        std::hint::black_box(self.warm());
+    }
+}
+
 /// A growable array of `len` slots, shared between versions piece by piece (see the
-/// module doc). Slots past `len` in the last leaf hold `T::default()`.
-pub struct PArray<T> {
+/// module doc). Slots past `len` in the last leaf hold `T::default()`. `CLASS`, when
+/// not 0, is the size of a leaf's allocation in bytes, for slots whose copy costs
+/// more than their size says (a boxed record is copied whole with its leaf).
+pub struct PArray<T, const CLASS: usize = 0> {
     nodes: Vec<Arc<Node<T>>>,
     len: usize,
 }
 
-impl<T> Clone for PArray<T> {
+impl<T, const CLASS: usize> Clone for PArray<T, CLASS> {
     fn clone(&self) -> Self {
         PArray {
             nodes: self.nodes.clone(),
@@ -78,7 +105,7 @@ impl<T> Clone for PArray<T> {
     }
 }
 
-impl<T> Default for PArray<T> {
+impl<T, const CLASS: usize> Default for PArray<T, CLASS> {
     fn default() -> Self {
         PArray {
             nodes: Vec::new(),
@@ -87,15 +114,15 @@ impl<T> Default for PArray<T> {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for PArray<T> {
+impl<T: fmt::Debug, const CLASS: usize> fmt::Debug for PArray<T, CLASS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<T> PArray<T> {
+impl<T, const CLASS: usize> PArray<T, CLASS> {
     /// Slots per leaf.
-    const LEAF: usize = leaf_len(std::mem::size_of::<T>());
+    const LEAF: usize = leaf_len(std::mem::size_of::<T>(), CLASS);
     /// Slots per node.
     const NODE_SLOTS: usize = Self::LEAF * NODE;
 
@@ -152,7 +179,7 @@ impl<T> PArray<T> {
     }
 }
 
-impl<T: Clone + Default> PArray<T> {
+impl<T: Clone + Default, const CLASS: usize> PArray<T, CLASS> {
     fn blank_leaf() -> Leaf<T> {
         (0..Self::LEAF).map(|_| T::default()).collect()
     }
@@ -179,7 +206,12 @@ impl<T: Clone + Default> PArray<T> {
         if i >= self.len {
             return None;
         }
-        let node = Arc::make_mut(&mut self.nodes[i / Self::NODE_SLOTS]);
+        let node = &mut self.nodes[i / Self::NODE_SLOTS];
+        if Arc::strong_count(node) > 1 {
+            // It is about to be copied (see `Node::warm`).
+            std::hint::black_box(node.warm());
+        }
+        let node = Arc::make_mut(node);
         let leaf = Arc::make_mut(node.0[(i / Self::LEAF) % NODE].as_mut()?);
         leaf.get_mut(i % Self::LEAF)
     }
@@ -210,7 +242,7 @@ impl<T: Clone + Default> PArray<T> {
     }
 }
 
-impl<T: Clone + Default> FromIterator<T> for PArray<T> {
+impl<T: Clone + Default, const CLASS: usize> FromIterator<T> for PArray<T, CLASS> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         let mut array = PArray::default();
         for value in iter {
@@ -225,13 +257,14 @@ impl<T: Clone + Default> FromIterator<T> for PArray<T> {
 /// The table does not hash: callers pass each value's hash, and a function that hashes
 /// a value (for growing and for deletion), so the key can be read from wherever it
 /// lives (the provider indexes hold ids and hash the records' uuids and names). At
-/// most three quarters full, so a lookup probes about two slots on average.
-pub struct PHashTable<T> {
-    slots: PArray<Option<T>>,
+/// most three quarters full, so a lookup probes about two slots on average. `CLASS`
+/// sizes its leaves as [`PArray`]'s does.
+pub struct PHashTable<T, const CLASS: usize = 0> {
+    slots: PArray<Option<T>, CLASS>,
     len: usize,
 }
 
-impl<T> Clone for PHashTable<T> {
+impl<T, const CLASS: usize> Clone for PHashTable<T, CLASS> {
     fn clone(&self) -> Self {
         PHashTable {
             slots: self.slots.clone(),
@@ -240,7 +273,7 @@ impl<T> Clone for PHashTable<T> {
     }
 }
 
-impl<T> Default for PHashTable<T> {
+impl<T, const CLASS: usize> Default for PHashTable<T, CLASS> {
     fn default() -> Self {
         PHashTable {
             slots: PArray::default(),
@@ -249,13 +282,13 @@ impl<T> Default for PHashTable<T> {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for PHashTable<T> {
+impl<T: fmt::Debug, const CLASS: usize> fmt::Debug for PHashTable<T, CLASS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set().entries(self.iter()).finish()
     }
 }
 
-impl<T> PHashTable<T> {
+impl<T, const CLASS: usize> PHashTable<T, CLASS> {
     /// How many values.
     pub fn len(&self) -> usize {
         self.len
@@ -305,7 +338,7 @@ impl<T> PHashTable<T> {
     }
 }
 
-impl<T: Clone> PHashTable<T> {
+impl<T: Clone, const CLASS: usize> PHashTable<T, CLASS> {
     /// The value `eq` accepts among those with `hash`, to change it (not its key).
     pub fn find_mut(&mut self, hash: u64, eq: impl FnMut(&T) -> bool) -> Option<&mut T> {
         let i = self.position(hash, eq)?;
@@ -464,12 +497,18 @@ mod tests {
 
     /// A table answers as a `HashMap` does through inserts and removes, with a hash
     /// that collides a lot (so that probing and backward shifts are exercised), and
-    /// old versions stay as they were.
+    /// old versions stay as they were; with leaves of the default size, and with
+    /// leaves of 64 bytes (3 slots, so that probes cross leaves and nodes often).
     #[test]
     fn table_behaves_as_a_map() {
+        behaves_as_a_map::<0>();
+        behaves_as_a_map::<64>();
+    }
+
+    fn behaves_as_a_map<const CLASS: usize>() {
         let hash = |k: &(u64, u64)| k.0 % 97;
         let mut seed = 0x2545_f491_4f6c_dd1d;
-        let mut table: PHashTable<(u64, u64)> = PHashTable::default();
+        let mut table: PHashTable<(u64, u64), CLASS> = PHashTable::default();
         let mut model: HashMap<u64, u64> = HashMap::new();
         let mut versions = Vec::new();
         for round in 0..30_000 {
@@ -533,7 +572,7 @@ mod tests {
             let entries: Vec<(u64, (u64, u64))> = (0..count as u64)
                 .map(|k| (hash(&(k, 0)), (k, k * 10)))
                 .collect();
-            let mut built = PHashTable::from_hashed(entries, hash);
+            let mut built: PHashTable<(u64, u64)> = PHashTable::from_hashed(entries, hash);
             assert_eq!(built.len(), count);
             for k in 0..count as u64 {
                 assert_eq!(built.find(hash(&(k, 0)), |e| e.0 == k), Some(&(k, k * 10)));

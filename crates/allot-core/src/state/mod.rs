@@ -22,6 +22,15 @@ use crate::model::{
 use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
+/// The size of a leaf of the consumers' table: 14 slots, where the default for
+/// pointers is 30. A claim for a new consumer copies the leaf its slot is in, and a
+/// leaf of boxes is copied consumer by consumer, each with its allocations (and freed
+/// so once the old version goes): at a million roots that was a fifth of the writer's
+/// time. With fewer slots to copy, the writer's work on the view fell by 8 µs per
+/// claim there, for 5 MiB more (the leaves' counters and the nodes above them);
+/// ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 7.
+const CONSUMER_LEAF: usize = 128;
+
 mod interned;
 mod lookups;
 
@@ -60,7 +69,7 @@ pub struct State {
     /// Consumers and their allocations: the records.
     /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
     /// slot then costs a pointer instead of a whole consumer.
-    pub(crate) consumers: PHashTable<Box<Consumer>>,
+    pub(crate) consumers: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
     /// Pending claims, live and ended (until purged), by uuid: the records. Each
     /// pending one is also indexed on its providers (`Provider::pending`).
     pub(crate) claims: PHashTable<Box<Claim>>,
@@ -79,7 +88,7 @@ pub use crate::model::ProviderUsage;
 #[derive(Debug)]
 pub struct ConsumerTable {
     hasher: RandomState,
-    table: PHashTable<Box<Consumer>>,
+    table: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
 }
 
 impl ConsumerTable {
@@ -266,7 +275,7 @@ impl State {
     /// ([`State::join_consumers`]).
     pub fn consumer_table(&self, capacity: usize) -> ConsumerTable {
         let hasher = self.hasher.clone();
-        let mut table: PHashTable<Box<Consumer>> = PHashTable::default();
+        let mut table: PHashTable<Box<Consumer>, CONSUMER_LEAF> = PHashTable::default();
         table.reserve(capacity, |c| hasher.hash_one(c.row.uuid));
         ConsumerTable { hasher, table }
     }
