@@ -259,7 +259,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // tests that start us on an ephemeral port; only once both sockets listen, so
         // that whoever waits for the line can scrape as well as call the API.
         let addr = listener.local_addr()?;
+        // Told to stop, a node first lets the writer's role go (`stopping`, which the
+        // lease's thread watches), then drains (`draining`, which the listeners and
+        // the grace period watch); see `on_signals`.
         let (stop, stopping) = tokio::sync::watch::channel(false);
+        let (drain, draining) = tokio::sync::watch::channel(false);
         // On a database several nodes share, one of them writes for all; the lease
         // says which, now that this node can be reached at its address.
         let advertise = settings.advertise_url(addr);
@@ -287,15 +291,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // records that and purges ended claims later, so that the store stays small.
         let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
         notify_systemd(sd_notify::NotifyState::Ready);
-        tokio::spawn(on_signals(stop, settings.shutdown_grace));
-        let signalled = |mut stopping: tokio::sync::watch::Receiver<bool>| async move {
+        tokio::spawn(on_signals(
+            stop,
+            drain,
+            state.config.forwarding.clone(),
+            settings.shutdown_grace,
+        ));
+        let signalled = |mut draining: tokio::sync::watch::Receiver<bool>| async move {
             // The sender lives as long as the process (`on_signals` never returns).
-            let _ = stopping.wait_for(|s| *s).await;
+            let _ = draining.wait_for(|s| *s).await;
         };
         if let Some(listener) = metrics_listener {
             // No token there: whoever reaches the address may scrape (see --help).
             let app = allot_server::metrics::router(state.clone());
-            let stopped = signalled(stopping.clone());
+            let stopped = signalled(draining.clone());
             let tls = tls.clone();
             tokio::spawn(async move {
                 if let Err(e) = allot_server::graceful::serve(listener, app, tls, stopped).await {
@@ -303,11 +312,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 }
             });
         }
-        let server = allot_server::serve(listener, state, tls, signalled(stopping.clone()));
+        let server = allot_server::serve(listener, state, tls, signalled(draining.clone()));
         let grace = settings.shutdown_grace;
         tokio::select! {
             served = server => served?,
-            () = async { signalled(stopping).await; tokio::time::sleep(grace).await } => {
+            () = async { signalled(draining).await; tokio::time::sleep(grace).await } => {
                 tracing::warn!(?grace, "requests still under way at the end of the grace period; stopping anyway");
             }
         }
@@ -386,19 +395,48 @@ fn notify_systemd(state: sd_notify::NotifyState<'_>) {
     }
 }
 
-/// The first SIGTERM or SIGINT stops the server gracefully (`stop`); a second one
-/// ends the process at once, with the status a shell gives a process the signal
-/// killed.
-async fn on_signals(stop: tokio::sync::watch::Sender<bool>, grace: std::time::Duration) {
+/// How long a stopping node that writes for the cluster goes on serving after it
+/// lets the role go: the lease's thread lets go at its next tick, and the other nodes
+/// look the next writer up at theirs.
+const HANDOVER: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// The first SIGTERM or SIGINT stops the server gracefully: the writer's lease goes
+/// (`stop`), then the listeners drain (`drain`). A node that writes for the cluster
+/// serves on for [`HANDOVER`] in between, so that the other nodes forward to the next
+/// writer before this one closes its idle connections: a forward that crossed the
+/// close of one would be lost (a 503 to its client). A second signal ends the process
+/// at once, with the status a shell gives a process the signal killed.
+async fn on_signals(
+    stop: tokio::sync::watch::Sender<bool>,
+    drain: tokio::sync::watch::Sender<bool>,
+    forwarding: allot_server::forward::Forwarding,
+    grace: std::time::Duration,
+) {
     let first = shutdown_signal().await;
-    tracing::info!(
-        signal = first.0,
-        ?grace,
-        "stopping: no new connections; the requests under way finish"
-    );
     notify_systemd(sd_notify::NotifyState::Stopping);
+    let writer = forwarding.role() == allot_store::WriterRole::This;
     stop.send_replace(true);
-    let second = shutdown_signal().await;
+    let second = async {
+        if writer {
+            tracing::info!(
+                signal = first.0,
+                handover = ?HANDOVER,
+                "stopping: handing the cluster's writer role over, serving meanwhile"
+            );
+            tokio::select! {
+                second = shutdown_signal() => return second,
+                () = tokio::time::sleep(HANDOVER) => {}
+            }
+        }
+        tracing::info!(
+            signal = first.0,
+            ?grace,
+            "stopping: no new connections; the requests under way finish"
+        );
+        drain.send_replace(true);
+        shutdown_signal().await
+    };
+    let second = second.await;
     tracing::warn!(signal = second.0, "second signal: stopping at once");
     std::process::exit(128 + second.1);
 }

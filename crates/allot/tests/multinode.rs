@@ -444,15 +444,39 @@ fn the_writer(nodes: &[Option<Server>], bound: Duration) -> usize {
 
 const FORWARDED: &str = "allot_forwarded_writes_total{outcome=\"forwarded\"}";
 
-#[test]
-fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
-    let Some(db) = Database::create() else { return };
-    let mut nodes = start_nodes(&db);
-    // One writer, whose place `storm` kills: node 1.
+/// `NODES` nodes on `db`'s database, the one that holds the writer's lease second
+/// (where `storm` ends a node), with the providers made and seen by every node.
+fn nodes_with_the_writer_second(db: &Database) -> Vec<Option<Server>> {
+    let mut nodes = start_nodes(db);
     let writer = the_writer(&nodes, Duration::from_secs(10));
     nodes.swap(writer, 1);
     create_providers(&nodes[0].as_ref().unwrap().client());
     every_node_sees_the_providers(&nodes);
+    nodes
+}
+
+/// After a storm that ended the writer: every claim answered 204 is held and no
+/// refused one is (`held_as_answered`, as the first survivor shows them), the totals
+/// are exactly the capacity, and every survivor agrees. Returns the holdings.
+fn nothing_answered_lost(
+    outcomes: &BTreeMap<usize, Option<u16>>,
+    nodes: &[Option<Server>],
+) -> BTreeMap<usize, u64> {
+    let survivor = nodes[0].as_ref().unwrap().client();
+    let (expected, _) = held_as_answered(outcomes, &survivor);
+    assert_eq!(
+        expected.values().sum::<u64>(),
+        PROVIDERS as u64 * VCPU_PER_PROVIDER
+    );
+    all_nodes_agree(nodes, &expected);
+    expected
+}
+
+#[test]
+fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
+    let Some(db) = Database::create() else { return };
+    // One writer, whose place `storm` kills.
+    let mut nodes = nodes_with_the_writer_second(&db);
 
     // A claim sent to another node is forwarded, and that node shows it at once.
     let follower = nodes[2].as_ref().unwrap();
@@ -477,13 +501,7 @@ fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
 
     // The writer killed with claims in flight to it, from every node.
     let Storm { outcomes, .. } = storm(&mut nodes, Some((CLAIMS / 4, End::Kill)));
-    let survivor = nodes[0].as_ref().unwrap().client();
-    let (expected, _) = held_as_answered(&outcomes, &survivor);
-    assert_eq!(
-        expected.values().sum::<u64>(),
-        PROVIDERS as u64 * VCPU_PER_PROVIDER
-    );
-    all_nodes_agree(&nodes, &expected);
+    let expected = nothing_answered_lost(&outcomes, &nodes);
 
     // A survivor takes the lease (the database ends the dead writer's session at
     // once: its socket closed with the process), and the other one, once its lease
@@ -524,12 +542,8 @@ fn writes_go_through_the_writer_which_a_kill_replaces_losing_nothing() {
 #[test]
 fn a_writer_stopped_mid_storm_hands_over_and_the_others_answer_every_claim() {
     let Some(db) = Database::create() else { return };
-    let mut nodes = start_nodes(&db);
-    // One writer, which `storm` stops: node 1.
-    let writer = the_writer(&nodes, Duration::from_secs(10));
-    nodes.swap(writer, 1);
-    create_providers(&nodes[0].as_ref().unwrap().client());
-    every_node_sees_the_providers(&nodes);
+    // One writer, which `storm` stops.
+    let mut nodes = nodes_with_the_writer_second(&db);
 
     let Storm { outcomes, .. } = storm(&mut nodes, Some((CLAIMS / 4, End::Stop)));
     for (n, status) in &outcomes {
@@ -541,13 +555,7 @@ fn a_writer_stopped_mid_storm_hands_over_and_the_others_answer_every_claim() {
             );
         }
     }
-    let survivor = nodes[0].as_ref().unwrap().client();
-    let (expected, _) = held_as_answered(&outcomes, &survivor);
-    assert_eq!(
-        expected.values().sum::<u64>(),
-        PROVIDERS as u64 * VCPU_PER_PROVIDER
-    );
-    all_nodes_agree(&nodes, &expected);
+    nothing_answered_lost(&outcomes, &nodes);
     // The lease goes at the stopping node's next lease tick (1 s), or with its
     // process, and a survivor takes it at its own next tick (1 s).
     let writer = the_writer(&nodes, Duration::from_secs(3));
