@@ -233,6 +233,13 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
     out.headers_mut()
         .insert(FORWARDED, HeaderValue::from_static("1"));
     let forwarding = &app.config.forwarding;
+    // The request went out and the connection failed before the whole answer came
+    // back: the write may or may not have happened.
+    let lost = |e: &dyn std::fmt::Display| {
+        forwarding.count("lost");
+        tracing::warn!(%writer, error = %e, "the connection to the cluster's writer was lost during a write");
+        ApiError::store_unavailable().into_response()
+    };
     let answer = match forwarding.client.request(out).await {
         Ok(answer) => answer,
         Err(e) if e.is_connect() => {
@@ -243,20 +250,12 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
             forwarding.set_role(WriterRole::Unknown);
             return next.run(Request::from_parts(parts, Body::from(body))).await;
         }
-        Err(e) => {
-            forwarding.count("lost");
-            tracing::warn!(%writer, error = %e, "the connection to the cluster's writer was lost during a write");
-            return ApiError::store_unavailable().into_response();
-        }
+        Err(e) => return lost(&e),
     };
     let (mut head, body) = answer.into_parts();
     let body = match body.collect().await {
         Ok(body) => body.to_bytes(),
-        Err(e) => {
-            forwarding.count("lost");
-            tracing::warn!(%writer, error = %e, "the connection to the cluster's writer was lost during a write");
-            return ApiError::store_unavailable().into_response();
-        }
+        Err(e) => return lost(&e),
     };
     forwarding.count("forwarded");
     let cursor = head

@@ -177,8 +177,9 @@ pub fn router(state: AppState) -> Router {
     // that answered it.
     Router::new()
         .fallback_service(routes)
-        // Inside the context: a forwarded write has been authenticated here, and
-        // its answer gets this node's request id and headers.
+        // Inside the context: a write is authenticated here before it is forwarded,
+        // and the writer's answer comes back as the writer made it
+        // (`forward::Answered`).
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             forward::forward,

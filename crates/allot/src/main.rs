@@ -352,8 +352,6 @@ fn init_log(settings: &config::Settings) {
     }
 }
 
-/// Tells systemd (`Type=notify`) where allot stands; nothing when not started by it
-/// (no `NOTIFY_SOCKET`).
 /// How often a node tries to take the writer's lease (or looks up who holds it):
 /// after a writer dies, another takes over within about this long once the database
 /// has seen its session end (see docs/operations.md, "Several nodes").
@@ -389,6 +387,8 @@ fn spawn_lease(
     Ok(())
 }
 
+/// Tells systemd (`Type=notify`) where allot stands; nothing when not started by it
+/// (no `NOTIFY_SOCKET`).
 fn notify_systemd(state: sd_notify::NotifyState<'_>) {
     if let Err(e) = sd_notify::notify(&[state]) {
         tracing::warn!("telling systemd we are ready or stopping: {e}");

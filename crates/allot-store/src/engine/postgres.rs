@@ -1045,14 +1045,20 @@ impl PgLease {
     /// Takes the writer's role if it is free and this node can be reached, and says
     /// who holds it. One connection attempt: a caller ticks again later.
     pub fn tick(&mut self) -> Result<crate::WriterRole, StoreError> {
-        if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
-            // A new session holds nothing, whatever the last one did.
-            self.holding = false;
+        if self
+            .client
+            .as_ref()
+            .is_some_and(postgres::Client::is_closed)
+        {
             self.client = None;
-            self.client = Some(self.target.connect_blocking()?);
         }
-        let Some(client) = &mut self.client else {
-            unreachable!("connected above")
+        let client = match &mut self.client {
+            Some(client) => client,
+            none => {
+                // A new session holds nothing, whatever the last one did.
+                self.holding = false;
+                none.insert(self.target.connect_blocking()?)
+            }
         };
         let outcome = Self::look(client, self.advertise.as_deref(), &mut self.holding);
         if outcome.is_err() {
