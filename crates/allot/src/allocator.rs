@@ -8,6 +8,14 @@
 //! again). Here a background thread purges unused dirty pages on a short decay, and
 //! pages are returned at once rather than kept "muzzy". Everything is set through
 //! `tikv-jemalloc-ctl`'s safe `mallctl` interface: the workspace forbids `unsafe`.
+//!
+//! Transparent huge pages are asked for at build time instead (`opt.thp` cannot be
+//! set once jemalloc runs): `.cargo/config.toml` builds jemalloc with
+//! `thp:always,metadata_thp:always` as its defaults. The view is a tree of small
+//! pieces spread over most of the process's memory, and at a million providers each
+//! of a claim's lookups and copies missed the TLB with 4 KiB pages (issue 25; figures
+//! in docs/performance.md, "Claims at scale"). `_RJEM_MALLOC_CONF` overrides it when
+//! the process starts.
 
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
@@ -57,3 +65,27 @@ pub fn configure() {
 /// Without jemalloc there is nothing to set.
 #[cfg(target_env = "msvc")]
 pub fn configure() {}
+
+#[cfg(all(test, not(target_env = "msvc")))]
+mod tests {
+    use tikv_jemalloc_ctl::{Access, AsName};
+
+    /// The build's defaults ask for huge pages (`.cargo/config.toml`), unless the
+    /// environment set other options when the process started.
+    #[test]
+    fn jemalloc_is_built_to_ask_for_huge_pages() {
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
+            return;
+        }
+        for option in ["opt.thp\0", "opt.metadata_thp\0"] {
+            let value: &'static str = option.name().read().expect("jemalloc has the option");
+            // The value comes back as the C string it is, with its NUL.
+            assert_eq!(
+                value.trim_end_matches('\0'),
+                "always",
+                "{}",
+                option.trim_end_matches('\0')
+            );
+        }
+    }
+}
