@@ -27,6 +27,7 @@
 //!   happened, so it is not tried again: the answer is 503, as for a database
 //!   connection lost during a write.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -87,6 +88,8 @@ pub struct Forwarding {
     counts: Family<OutcomeLabels, Counter>,
     /// 1 while this node holds the lease, for `/metrics`.
     writer: Gauge,
+    /// Whether another node has forwarded a write here since this one started.
+    forwarded_to: Arc<AtomicBool>,
 }
 
 /// What became of a write this node was sent, for `/metrics`.
@@ -116,6 +119,7 @@ impl Default for Forwarding {
             client: Client::builder(TokioExecutor::new()).build(connector),
             counts: Family::default(),
             writer: Gauge::default(),
+            forwarded_to: Arc::default(),
         }
     }
 }
@@ -142,6 +146,14 @@ impl Forwarding {
     /// Who writes for the cluster, as this node last heard.
     pub fn role(&self) -> WriterRole {
         self.role.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether another node has forwarded a write here since this node started: if
+    /// none has, no other node holds a connection to this one that a stop could cut
+    /// under a forward (a forward that finds no listener is handled where it was
+    /// sent), so a stopping writer has nobody to hand over to first.
+    pub fn forwarded_to(&self) -> bool {
+        self.forwarded_to.load(Ordering::Relaxed)
     }
 
     /// Registers `allot_cluster_writer` and `allot_forwarded_writes_total` in
@@ -197,6 +209,12 @@ fn target(app: &AppState, request: &Request) -> Option<String> {
 pub async fn forward(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let Some(writer) = target(&app, &request) else {
         let forwarded = request.headers().contains_key(FORWARDED);
+        if forwarded {
+            app.config
+                .forwarding
+                .forwarded_to
+                .store(true, Ordering::Relaxed);
+        }
         let mut response = next.run(request).await;
         if forwarded {
             // After the handler: a write is answered only once its commit is in the

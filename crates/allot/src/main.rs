@@ -402,10 +402,12 @@ const HANDOVER: std::time::Duration = std::time::Duration::from_millis(2500);
 
 /// The first SIGTERM or SIGINT stops the server gracefully: the writer's lease goes
 /// (`stop`), then the listeners drain (`drain`). A node that writes for the cluster
-/// serves on for [`HANDOVER`] in between, so that the other nodes forward to the next
-/// writer before this one closes its idle connections: a forward that crossed the
-/// close of one would be lost (a 503 to its client). A second signal ends the process
-/// at once, with the status a shell gives a process the signal killed.
+/// and has been forwarded writes serves on for [`HANDOVER`] in between, so that the
+/// other nodes forward to the next writer before this one closes its idle
+/// connections: a forward that crossed the close of one would be lost (a 503 to its
+/// client). One that no node has forwarded to (alone on its database, say) drains at
+/// once. A second signal ends the process at once, with the status a shell gives a
+/// process the signal killed.
 async fn on_signals(
     stop: tokio::sync::watch::Sender<bool>,
     drain: tokio::sync::watch::Sender<bool>,
@@ -414,10 +416,10 @@ async fn on_signals(
 ) {
     let first = shutdown_signal().await;
     notify_systemd(sd_notify::NotifyState::Stopping);
-    let writer = forwarding.role() == allot_store::WriterRole::This;
+    let hand_over = forwarding.role() == allot_store::WriterRole::This && forwarding.forwarded_to();
     stop.send_replace(true);
     let second = async {
-        if writer {
+        if hand_over {
             tracing::info!(
                 signal = first.0,
                 handover = ?HANDOVER,

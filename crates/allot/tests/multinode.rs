@@ -17,7 +17,8 @@
 //! node that forwarded a write shows it at once, and when the writer is killed in
 //! the middle of the load, nothing answered 204 is lost and another node takes its
 //! place; when it is stopped (SIGTERM, a rolling restart), every claim made through
-//! the other nodes is answered too.
+//! the other nodes is answered too, after a handover that a writer nobody forwarded
+//! to skips.
 //!
 //! The database server comes from `ALLOT_TEST_POSTGRES_URL` (see
 //! `support::Database`). Without it each test is skipped and named in `scripts/test`'s
@@ -560,6 +561,59 @@ fn a_writer_stopped_mid_storm_hands_over_and_the_others_answer_every_claim() {
     // process, and a survivor takes it at its own next tick (1 s).
     let writer = the_writer(&nodes, Duration::from_secs(3));
     eprintln!("node {writer} writes for the cluster after the stop");
+}
+
+/// A stopping writer waits out the handover only if another node has forwarded it a
+/// write (then one may hold a connection to it that the stop would cut): a writer
+/// alone on its database drains at once. Its log (at `info`) says which it did.
+#[test]
+fn a_stopping_writer_hands_over_only_if_it_was_forwarded_to() {
+    let Some(db) = Database::create() else { return };
+    for forwarded in [false, true] {
+        let mut nodes = vec![Some(Server::start_args(
+            &db.url,
+            &["--bind", "127.0.0.1:0", "--log", "info"],
+            &[],
+        ))];
+        the_writer(&nodes, Duration::from_secs(10));
+        let mut node = nodes[0].take().unwrap();
+        if forwarded {
+            // A write as another node forwards it (`forward::FORWARDED`).
+            let reply = support::send_raw(
+                &node.addr,
+                "PUT",
+                "/traits/CUSTOM_HANDED_OVER",
+                &[
+                    ("x-auth-token", b"admin"),
+                    ("openstack-api-version", b"placement latest"),
+                    ("x-allot-forwarded", b"1"),
+                ],
+                "",
+            );
+            assert!(matches!(reply.status, 201 | 204), "{}", reply.body);
+            assert!(
+                reply.header("x-allot-cursor").is_some(),
+                "answered as forwarded"
+            );
+        }
+        let stopped = Instant::now();
+        node.signal("TERM");
+        let exit = node.wait_exit(Duration::from_secs(30));
+        assert!(exit.is_some_and(|e| e.success()), "{exit:?}");
+        let handed_over = node
+            .log()
+            .iter()
+            .any(|l| l.contains("handing the cluster's writer role over"));
+        assert_eq!(handed_over, forwarded, "{:#?}", node.log());
+        if forwarded {
+            // It served on for the handover (2.5 s) before it drained.
+            assert!(stopped.elapsed() >= Duration::from_millis(2500));
+        }
+        eprintln!(
+            "forwarded to: {forwarded}, stopped in {:?}",
+            stopped.elapsed()
+        );
+    }
 }
 
 /// Two nodes creating a provider of the same name, or the same custom class, at the
