@@ -27,7 +27,8 @@ mod shapes;
 
 // What the server allocates with (crates/allot), built with the same defaults
 // (`.cargo/config.toml`: huge pages): copies and frees are much of what is measured
-// here. `_RJEM_MALLOC_CONF=thp:default` measures without the huge pages.
+// here. `_RJEM_MALLOC_CONF=thp:default,metadata_thp:disabled` measures without
+// the huge pages.
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
