@@ -61,7 +61,7 @@ fn main() {
     for roots in sizes {
         let built = Arc::new(shapes::flat(roots));
         let uuids: Vec<Uuid> = (0..roots)
-            .map(|i| shapes::uuid(&format!("cn{i}")))
+            .map(|i| shapes::uuid(&shapes::root_name(i)))
             .collect();
         let mut seed = 0x9e37_79b9_7f4a_7c15 ^ roots as u64;
         for run in 1..=3 {

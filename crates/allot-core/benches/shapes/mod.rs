@@ -103,6 +103,11 @@ fn inv(total: u64, reserved: u64, max_unit: u64, ratio: f64) -> Inventory {
     }
 }
 
+/// The name of root `i` of every shape (its uuid is [`uuid`] of the name).
+pub fn root_name(i: usize) -> String {
+    format!("cn{i}")
+}
+
 /// `flat`: N compute roots, ten sharing disk providers, some load.
 pub fn flat(n: usize) -> State {
     flat_in_phases(n, &mut |_, _| {})
@@ -124,9 +129,7 @@ pub const FLAT_PHASES: [&str; 5] = [
 pub fn flat_in_phases(n: usize, after: &mut dyn FnMut(&str, &State)) -> State {
     let mut b = Builder::new(&["CUSTOM_GOLD"]);
     let rack = |r: usize| uuid(&format!("rack{r}"));
-    let mut ids: Vec<ProviderId> = (0..n)
-        .map(|i| b.provider(&format!("cn{i}"), None))
-        .collect();
+    let mut ids: Vec<ProviderId> = (0..n).map(|i| b.provider(&root_name(i), None)).collect();
     ids.extend((0..10).map(|s| b.provider(&format!("ss{s}"), None)));
     after(FLAT_PHASES[0], &b.state);
     for (i, &id) in ids.iter().enumerate().take(n) {
@@ -188,7 +191,7 @@ pub fn flat_in_phases(n: usize, after: &mut dyn FnMut(&str, &State)) -> State {
 pub fn wide(n: usize) -> State {
     let mut b = Builder::new(&[]);
     for i in 0..n {
-        let root = format!("cn{i}");
+        let root = root_name(i);
         let id = b.provider(&root, None);
         b.inventories(
             id,
@@ -198,7 +201,7 @@ pub fn wide(n: usize) -> State {
             ],
         );
         for g in 0..16 {
-            let child = b.provider(&format!("cn{i}-gpu{g}"), Some(&root));
+            let child = b.provider(&format!("{root}-gpu{g}"), Some(&root));
             b.inventories(child, &[("VGPU", Inventory::with_total(1))]);
         }
     }
@@ -209,14 +212,14 @@ pub fn wide(n: usize) -> State {
 pub fn nested(n: usize) -> State {
     let mut b = Builder::new(&["CUSTOM_PHYSNET_A", "CUSTOM_PHYSNET_B"]);
     for i in 0..n {
-        let root = format!("cn{i}");
+        let root = root_name(i);
         let id = b.provider(&root, None);
         b.inventories(id, &[("DISK_GB", Inventory::with_total(2000))]);
         if i % 5 != 0 {
             b.traits(id, &["HW_CPU_X86_AVX2"]);
         }
         for k in 0..2 {
-            let numa = format!("cn{i}-numa{k}");
+            let numa = format!("{root}-numa{k}");
             let nid = b.provider(&numa, Some(&root));
             b.inventories(
                 nid,
