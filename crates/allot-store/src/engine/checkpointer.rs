@@ -71,7 +71,8 @@ impl Default for CheckpointStats {
     }
 }
 
-/// When the checkpointer and the writer copy (frames are pages, 4 KiB each).
+/// When the checkpointer and the writer copy, in frames: a frame is a page (1 KiB in
+/// the databases this engine creates, 4 KiB in older ones: `sqlite::PAGE_SIZE`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Policy {
     /// The WAL's length past which it is brought to start over.
@@ -86,14 +87,17 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// The engine's: restart past 256 MiB of WAL, never more than 512 MiB, passes
-    /// 100 ms apart. Measured under a 64-client claim storm (ARCHITECTURE.md, "A
-    /// claim's cost flat in the cloud's size"), a WAL four times shorter cost 3% of
-    /// the rate at 10,000 roots, 12% at 100,000 and 11% at a million, with a longer
-    /// tail: each round of the WAL copies its hot pages once more, and at a million
+    /// The engine's: restart past 65,536 frames of WAL (64 MiB of 1 KiB pages, 256
+    /// MiB of 4 KiB ones), never more than twice that, passes 100 ms apart. Measured
+    /// with 4 KiB pages under a 64-client claim storm (ARCHITECTURE.md, "A claim's
+    /// cost flat in the cloud's size"), a WAL four times shorter cost 3% of the rate
+    /// at 10,000 roots, 12% at 100,000 and 11% at a million, with a longer tail:
+    /// each round of the WAL copies its hot pages once more, and at a million
     /// roots, where a batch's pages are all far apart, the kernel writes back a
     /// whole large folio (tens of KiB) for each 4 KiB page copied. Passes a second
-    /// apart cost 8% more at a million roots.
+    /// apart cost 8% more at a million roots. With 1 KiB pages the same count of
+    /// frames (a WAL a quarter the length) was measured with the pages' change, not
+    /// apart from it (`sqlite::PAGE_SIZE`).
     pub(crate) const DEFAULT: Policy = Policy {
         restart_at: 65_536,
         hard_bound: 131_072,
@@ -102,8 +106,11 @@ impl Policy {
     };
 }
 
-/// A frame's size in the WAL: a page (SQLite's default, 4 KiB) and its header.
-const FRAME: i64 = 4096 + 24;
+/// A WAL frame's header, which precedes each page in the file.
+const FRAME_HEADER: i64 = 24;
+
+/// The WAL file's own header.
+const WAL_HEADER: i64 = 32;
 
 /// What the checkpointer tells the writer.
 #[derive(Debug, Default)]
@@ -124,6 +131,8 @@ struct Shared {
 #[derive(Debug)]
 pub(crate) struct Checkpointer {
     policy: Policy,
+    /// A frame's size in the WAL file, in bytes: the database's page and its header.
+    frame: i64,
     /// The WAL's file.
     wal: PathBuf,
     shared: Arc<Shared>,
@@ -142,7 +151,9 @@ impl Checkpointer {
         policy: Policy,
     ) -> Result<Self, StoreError> {
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
-        writer.pragma_update(None, "journal_size_limit", policy.restart_at * FRAME)?;
+        let page: i64 = writer.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let frame = page + FRAME_HEADER;
+        writer.pragma_update(None, "journal_size_limit", policy.restart_at * frame)?;
         let conn = Connection::open(path)?;
         // This connection never writes; it must not checkpoint on its own policy
         // either.
@@ -157,6 +168,7 @@ impl Checkpointer {
             })?;
         Ok(Checkpointer {
             policy,
+            frame,
             wal: format!("{path}-wal").into(),
             shared,
             wake: Some(wake),
@@ -182,7 +194,7 @@ impl Checkpointer {
         let frames = match std::fs::metadata(&self.wal) {
             Ok(m) => {
                 self.shared.stats.wal_bytes.set(m.len() as i64);
-                (m.len() as i64 - 32) / FRAME
+                (m.len() as i64 - WAL_HEADER) / self.frame
             }
             Err(e) => {
                 tracing::warn!("reading the size of {}: {e}", self.wal.display());
