@@ -16,17 +16,17 @@
 //!   begins when every frame has been copied. Under a storm no such moment comes by
 //!   itself (a commit lands while the checkpointer copies). So while the WAL is
 //!   short the checkpointer lets `pace` pass before each pass (a page that several
-//!   commits wrote is copied once); past `restart_at` frames it runs its passes
+//!   commits wrote is copied once); past `restart_at` bytes it runs its passes
 //!   back to back, each copying what was committed during the one before, until one
 //!   finds little to copy (`small`); then the writer, right after its next commit
 //!   and only while the checkpointer is idle, copies those few frames itself, and
 //!   its next transaction starts the WAL over. Measured at a million roots under a
 //!   64-client storm, that copy took the writer 5 to 10 ms.
-//! - **A hard bound.** Past `hard_bound` frames (a checkpointer that cannot keep
+//! - **A hard bound.** Past `hard_bound` bytes (a checkpointer that cannot keep
 //!   up, say on a slow disk) the writer copies whatever is left itself, holding
 //!   the checkpointer off and waiting for its pass if one is running, so that the WAL cannot grow without
 //!   end. The writer reads the WAL's length from its file's size, which stays
-//!   truthful because SQLite cuts the file back to `restart_at` frames
+//!   truthful because SQLite cuts the file back to `restart_at` bytes
 //!   (`journal_size_limit`) whenever the WAL starts over.
 //!
 //! Durability is SQLite's: a checkpoint syncs the database file before it lets the
@@ -71,36 +71,38 @@ impl Default for CheckpointStats {
     }
 }
 
-/// When the checkpointer and the writer copy, in frames: a frame is a page (1 KiB in
-/// the databases this engine creates, 4 KiB in older ones: `sqlite::PAGE_SIZE`).
+/// When the checkpointer and the writer copy. The WAL's bounds are in bytes, so that
+/// they hold whatever the database's page size (1 KiB in the databases this engine
+/// creates, 4 KiB in older ones: `sqlite::PAGE_SIZE`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Policy {
-    /// The WAL's length past which it is brought to start over.
+    /// The WAL's length, in bytes, past which it is brought to start over.
     pub restart_at: i64,
-    /// The WAL's length past which the writer copies everything left itself.
+    /// The WAL's length, in bytes, past which the writer copies everything left
+    /// itself.
     pub hard_bound: i64,
     /// How long the checkpointer lets commits gather before a pass while the WAL is
     /// short: a page written by several of them is copied once.
     pub pace: Duration,
-    /// A pass that copied at most this many frames leaves little for the writer.
+    /// A pass that copied at most this many frames (pages) leaves little for the
+    /// writer.
     pub small: i64,
 }
 
 impl Policy {
-    /// The engine's: restart past 65,536 frames of WAL (64 MiB of 1 KiB pages, 256
-    /// MiB of 4 KiB ones), never more than twice that, passes 100 ms apart. Measured
-    /// with 4 KiB pages under a 64-client claim storm (ARCHITECTURE.md, "A claim's
-    /// cost flat in the cloud's size"), a WAL four times shorter cost 3% of the rate
-    /// at 10,000 roots, 12% at 100,000 and 11% at a million, with a longer tail:
-    /// each round of the WAL copies its hot pages once more, and at a million
-    /// roots, where a batch's pages are all far apart, the kernel writes back a
-    /// whole large folio (tens of KiB) for each 4 KiB page copied. Passes a second
-    /// apart cost 8% more at a million roots. With 1 KiB pages the same count of
-    /// frames (a WAL a quarter the length) was measured with the pages' change, not
-    /// apart from it (`sqlite::PAGE_SIZE`).
+    /// The engine's: restart past 256 MiB of WAL, never more than 512 MiB, passes
+    /// 100 ms apart. Measured with 4 KiB pages under a 64-client claim storm
+    /// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size"), a WAL four times
+    /// shorter cost 3% of the rate at 10,000 roots, 12% at 100,000 and 11% at a
+    /// million, with a longer tail: each round of the WAL copies its hot pages once
+    /// more, and at a million roots, where a batch's pages are all far apart, the
+    /// kernel writes back a whole large folio (tens of KiB) for each page copied.
+    /// With 1 KiB pages, a WAL of 65,536 frames (64 MiB) instead of 256 MiB cost 13%
+    /// of the rate at a million roots and wrote twice the bytes to disk (item 9 there).
+    /// Passes a second apart cost 8% more at a million roots.
     pub(crate) const DEFAULT: Policy = Policy {
-        restart_at: 65_536,
-        hard_bound: 131_072,
+        restart_at: 256 << 20,
+        hard_bound: 512 << 20,
         pace: Duration::from_millis(100),
         small: 512,
     };
@@ -108,9 +110,6 @@ impl Policy {
 
 /// A WAL frame's header, which precedes each page in the file.
 const FRAME_HEADER: i64 = 24;
-
-/// The WAL file's own header.
-const WAL_HEADER: i64 = 32;
 
 /// What the checkpointer tells the writer.
 #[derive(Debug, Default)]
@@ -131,8 +130,6 @@ struct Shared {
 #[derive(Debug)]
 pub(crate) struct Checkpointer {
     policy: Policy,
-    /// A frame's size in the WAL file, in bytes: the database's page and its header.
-    frame: i64,
     /// The WAL's file.
     wal: PathBuf,
     shared: Arc<Shared>,
@@ -151,9 +148,10 @@ impl Checkpointer {
         policy: Policy,
     ) -> Result<Self, StoreError> {
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
+        writer.pragma_update(None, "journal_size_limit", policy.restart_at)?;
+        // SQLite counts the WAL in frames: a page and its header.
         let page: i64 = writer.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let frame = page + FRAME_HEADER;
-        writer.pragma_update(None, "journal_size_limit", policy.restart_at * frame)?;
         let conn = Connection::open(path)?;
         // This connection never writes; it must not checkpoint on its own policy
         // either.
@@ -164,11 +162,10 @@ impl Checkpointer {
             .name("allot-checkpoint".into())
             .spawn({
                 let shared = shared.clone();
-                move || run(conn, policy, &shared, woken)
+                move || run(conn, policy, frame, &shared, woken)
             })?;
         Ok(Checkpointer {
             policy,
-            frame,
             wal: format!("{path}-wal").into(),
             shared,
             wake: Some(wake),
@@ -191,17 +188,17 @@ impl Checkpointer {
             }
         }
         // At least the WAL's length: the file is never cut below it.
-        let frames = match std::fs::metadata(&self.wal) {
+        let length = match std::fs::metadata(&self.wal) {
             Ok(m) => {
                 self.shared.stats.wal_bytes.set(m.len() as i64);
-                (m.len() as i64 - WAL_HEADER) / self.frame
+                m.len() as i64
             }
             Err(e) => {
                 tracing::warn!("reading the size of {}: {e}", self.wal.display());
                 return;
             }
         };
-        if frames >= self.policy.hard_bound {
+        if length >= self.policy.hard_bound {
             // Set before `copying` is read, as the thread sets `copying` before it
             // reads this: one of the two sees the other's.
             self.shared.hold.store(true, Ordering::SeqCst);
@@ -244,15 +241,16 @@ impl Drop for Checkpointer {
 }
 
 /// The checkpointer thread: a pass after each wake-up, until the engine is dropped.
-fn run(conn: Connection, policy: Policy, shared: &Shared, woken: Receiver<()>) {
+fn run(conn: Connection, policy: Policy, frame: i64, shared: &Shared, woken: Receiver<()>) {
     // The WAL's length and how many of its frames were copied, at the last pass.
     let (mut log, mut copied) = (0, 0);
+    let restart_at = policy.restart_at / frame;
     loop {
         // Closed: the engine is gone.
         if woken.recv().is_err() {
             return;
         }
-        if log < policy.restart_at {
+        if log < restart_at {
             // Commits that come meanwhile are this pass's too; the engine's end
             // ends the wait.
             let until = Instant::now() + policy.pace;
@@ -280,7 +278,7 @@ fn run(conn: Connection, policy: Policy, shared: &Shared, woken: Receiver<()>) {
                     now_copied
                 };
                 (log, copied) = (now_log, now_copied);
-                let ripe = log >= policy.restart_at && fresh <= policy.small;
+                let ripe = log >= restart_at && fresh <= policy.small;
                 shared.ripe.store(ripe, Ordering::Release);
             }
             Ok(None) => {}
