@@ -23,6 +23,7 @@ pub mod pg_tls;
 mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
+pub use engine::sqlite::{vacuum as vacuum_sqlite, Vacuumed};
 pub use host::{Clock, Host, Loaded, Pending, WriteError, WriterStats};
 
 use allot_core::{Change, State};

@@ -50,6 +50,68 @@ fn db_sync_is_migrate_and_may_run_again() {
     );
 }
 
+/// `allot db vacuum` rewrites a database of SQLite's 4 KiB pages in allot's 1 KiB
+/// ones, keeping what it holds; it is refused while a server has the file, and for
+/// a PostgreSQL URL.
+#[test]
+fn db_vacuum_rewrites_an_old_database_in_small_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("allot.db");
+    let db = format!("sqlite:{}", path.display());
+    {
+        let server = support::Server::start_url(&db);
+        let body = json!({"name": "cn1"}).to_string();
+        let (status, answer) = server.call("POST", "/resource_providers", Some(&body));
+        assert_eq!(status, 200, "{answer}");
+        let out = allot(&["db", "vacuum", "--database", &db]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("database is locked"),
+            "{stderr}"
+        );
+    }
+    // As an older allot made it.
+    let page_size = || -> i64 {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(page_size(), 1024);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "PRAGMA journal_mode = DELETE; PRAGMA page_size = 4096; VACUUM; \
+             PRAGMA journal_mode = WAL;",
+        )
+        .unwrap();
+    assert_eq!(page_size(), 4096);
+    let out = stdout_of(allot(&["db", "vacuum", "--database", &db]));
+    assert!(out.contains("pages of 4096 bytes, now 1024"), "{out}");
+    assert_eq!(page_size(), 1024);
+    let server = support::Server::start_url(&db);
+    let (status, body) = server.call("GET", "/resource_providers?name=cn1", None);
+    assert_eq!(status, 200);
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["resource_providers"].as_array().unwrap().len(),
+        1,
+        "{body}"
+    );
+    drop(server);
+    let out = allot(&[
+        "db",
+        "vacuum",
+        "--database",
+        "postgresql://u:secret@db/allot",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("SQLite") && !stderr.contains("secret"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn serve_placement_conf_runs_keystone_mode_and_lists_unused_keys() {
     let (Ok(url), Ok(password)) = (

@@ -163,6 +163,70 @@ fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError>
 /// writes pay for.
 pub(crate) const PAGE_SIZE: i64 = 1024;
 
+/// What [`vacuum`] did: the database's page size and its file's length, before and
+/// after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vacuumed {
+    /// Bytes per page before.
+    pub page_before: i64,
+    /// Bytes per page after: [`PAGE_SIZE`].
+    pub page_after: i64,
+    /// The file's length before (after its WAL was copied into it).
+    pub bytes_before: u64,
+    /// The file's length after.
+    pub bytes_after: u64,
+}
+
+/// Rewrites the allot database at `path` compactly and in pages of [`PAGE_SIZE`]
+/// (SQLite's `VACUUM`), for a database an older allot made with 4 KiB pages. Offline:
+/// it holds the file's lock as a server does, so it is refused while one runs. The
+/// rewrite needs free space for a second copy of the file and is all or nothing (a
+/// crash leaves the database as it was). A file that is missing, or is not an allot
+/// database, is an error and is left alone.
+pub fn vacuum(path: &str) -> Result<Vacuumed, StoreError> {
+    // Not created if missing: `open_with_flags` without `CREATE`.
+    let lock = hold_existing(path)?;
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version == 0 {
+        return Err(StoreError::Corrupt(format!(
+            "{path} is not an allot database (it has no allot schema)"
+        )));
+    }
+    let page = |conn: &Connection| -> Result<i64, StoreError> {
+        Ok(conn.query_row("PRAGMA page_size", [], |r| r.get(0))?)
+    };
+    let page_before = page(&conn)?;
+    // Leaving WAL mode copies the WAL into the file; the page size can change only
+    // outside it.
+    conn.execute_batch("PRAGMA journal_mode = DELETE;")?;
+    let bytes_before = std::fs::metadata(path)?.len();
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {PAGE_SIZE}; VACUUM; PRAGMA journal_mode = WAL;"
+    ))?;
+    let page_after = page(&conn)?;
+    drop(conn);
+    drop(lock);
+    Ok(Vacuumed {
+        page_before,
+        page_after,
+        bytes_before,
+        bytes_after: std::fs::metadata(path)?.len(),
+    })
+}
+
+/// [`hold`] for a database that must exist already: a missing file is an error
+/// rather than a lock file made beside nothing.
+fn hold_existing(path: &str) -> Result<std::fs::File, StoreError> {
+    if !Path::new(path).is_file() {
+        return Err(StoreError::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no database at {path}"),
+        )));
+    }
+    hold(path)
+}
+
 impl SqliteEngine {
     /// Opens or creates the database at `path` (creating its directory) and migrates it.
     pub fn open(path: &str) -> Result<Self, StoreError> {
@@ -542,6 +606,49 @@ mod tests {
         let (state, head) = SqliteEngine::open(path).unwrap().load().unwrap();
         assert_eq!(head, Cursor(2));
         assert_eq!(state.custom_traits().count(), 2);
+    }
+
+    /// `vacuum` rewrites a database of 4 KiB pages in pages of `PAGE_SIZE`, with
+    /// every record and the change log's head kept; it is refused while an engine
+    /// holds the file, and for a file that is missing or is not an allot database.
+    #[test]
+    fn vacuum_rewrites_an_old_database_in_small_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        {
+            let mut engine = SqliteEngine::open(path).unwrap();
+            for i in 0..500 {
+                engine.write(None, &mut |_| vec![put_trait(i)]).unwrap();
+            }
+        }
+        repage(path, 4096);
+        let engine = SqliteEngine::open(path).unwrap();
+        assert!(matches!(vacuum(path), Err(StoreError::Locked(_))));
+        drop(engine);
+        let done = vacuum(path).unwrap();
+        assert_eq!((done.page_before, done.page_after), (4096, PAGE_SIZE));
+        assert!(done.bytes_after > 0 && done.bytes_before > 0, "{done:?}");
+        let mut engine = SqliteEngine::open(path).unwrap();
+        assert_eq!(page_size(&engine), PAGE_SIZE);
+        let (state, head) = engine.load().unwrap();
+        assert_eq!(head, Cursor(500));
+        assert_eq!(state.custom_traits().count(), 500);
+        drop(engine);
+
+        let missing = dir.path().join("missing.db");
+        let missing = missing.to_str().unwrap();
+        let err = vacuum(missing).unwrap_err();
+        assert!(err.to_string().contains("no database at"), "{err}");
+        assert!(!Path::new(missing).exists());
+        assert!(!Path::new(&format!("{missing}-lock")).exists());
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x); PRAGMA page_size = 4096; VACUUM;")
+            .unwrap();
+        let err = vacuum(other.to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("not an allot database"), "{err}");
     }
 
     /// Under writes that never pause, the WAL still starts over: its file stays
