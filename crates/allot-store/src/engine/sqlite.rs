@@ -157,10 +157,10 @@ fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError>
 /// checksum, append, sync and copy back. Measured under a 64-client claim storm at a
 /// million roots, the rate rose by 8%, the p99.9 fell from 37–96 ms to 28–39 ms and
 /// the bytes written to disk per claim by half; at 10,000 roots the rate stayed
-/// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 9). Rows stay well within a 1 KiB page's local payload (an index
-/// page keeps up to 231 bytes of a row before it overflows; a consumer's is about
-/// 130); a custom class's long description overflows, which only its own rare
-/// writes pay for.
+/// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 9). Rows stay
+/// within a 1 KiB page's local payload (an index page keeps up to 231 bytes of a
+/// row before it overflows; a consumer's is about 130); a custom class's long
+/// description overflows, which only its own rare writes pay for.
 pub(crate) const PAGE_SIZE: i64 = 1024;
 
 /// What [`vacuum`] did: the database's page size and its file's length, before and
@@ -184,13 +184,19 @@ pub struct Vacuumed {
 /// crash leaves the database as it was). A file that is missing, or is not an allot
 /// database, is an error and is left alone.
 pub fn vacuum(path: &str) -> Result<Vacuumed, StoreError> {
+    rewrite(path, PAGE_SIZE)
+}
+
+/// [`vacuum`] to pages of `page_size` bytes (the tests make older databases with it).
+fn rewrite(path: &str, page_size: i64) -> Result<Vacuumed, StoreError> {
     // Not created if missing: `open_with_flags` without `CREATE`.
     let lock = hold_existing(path)?;
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version == 0 {
-        return Err(StoreError::Corrupt(format!(
-            "{path} is not an allot database (it has no allot schema)"
+        return Err(StoreError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{path} is not an allot database (it has no allot schema)"),
         )));
     }
     let page = |conn: &Connection| -> Result<i64, StoreError> {
@@ -202,7 +208,7 @@ pub fn vacuum(path: &str) -> Result<Vacuumed, StoreError> {
     conn.execute_batch("PRAGMA journal_mode = DELETE;")?;
     let bytes_before = std::fs::metadata(path)?.len();
     conn.execute_batch(&format!(
-        "PRAGMA page_size = {PAGE_SIZE}; VACUUM; PRAGMA journal_mode = WAL;"
+        "PRAGMA page_size = {page_size}; VACUUM; PRAGMA journal_mode = WAL;"
     ))?;
     let page_after = page(&conn)?;
     drop(conn);
@@ -567,18 +573,6 @@ mod tests {
         })
     }
 
-    /// Rewrites the (closed) database at `path` with pages of `size` bytes, as an
-    /// operator would with the `sqlite3` shell (docs/operations.md).
-    fn repage(path: &str, size: i64) {
-        Connection::open(path)
-            .unwrap()
-            .execute_batch(&format!(
-                "PRAGMA journal_mode = DELETE; PRAGMA page_size = {size}; VACUUM; \
-                 PRAGMA journal_mode = WAL;"
-            ))
-            .unwrap();
-    }
-
     fn page_size(engine: &SqliteEngine) -> i64 {
         engine
             .conn
@@ -598,7 +592,7 @@ mod tests {
             assert_eq!(page_size(&engine), PAGE_SIZE);
             engine.write(None, &mut |_| vec![put_trait(0)]).unwrap();
         }
-        repage(path, 4096);
+        rewrite(path, 4096).unwrap();
         let mut engine = SqliteEngine::open(path).unwrap();
         assert_eq!(page_size(&engine), 4096);
         engine.write(None, &mut |_| vec![put_trait(1)]).unwrap();
@@ -622,7 +616,7 @@ mod tests {
                 engine.write(None, &mut |_| vec![put_trait(i)]).unwrap();
             }
         }
-        repage(path, 4096);
+        rewrite(path, 4096).unwrap();
         let engine = SqliteEngine::open(path).unwrap();
         assert!(matches!(vacuum(path), Err(StoreError::Locked(_))));
         drop(engine);
@@ -654,9 +648,9 @@ mod tests {
     /// Under writes that never pause, the WAL still starts over: its file stays
     /// within the policy's hard bound (and some frames of a last commit), where
     /// without checkpoints it would hold every commit's pages. Every write is there
-    /// after a reopen. The bound is in frames of the database's own page size, so
-    /// it holds for a database of this engine's pages and for one of SQLite's
-    /// default 4 KiB.
+    /// after a reopen. The bounds are bytes of WAL, converted to frames of the
+    /// database's own page size where SQLite counts frames, so they hold for a
+    /// database of this engine's pages and for one of SQLite's default 4 KiB.
     #[test]
     fn the_wal_starts_over_under_writes_that_never_pause() {
         for page in [PAGE_SIZE, 4096] {
@@ -665,7 +659,7 @@ mod tests {
             let path = path.to_str().unwrap();
             drop(SqliteEngine::open(path).unwrap());
             if page != PAGE_SIZE {
-                repage(path, page);
+                rewrite(path, page).unwrap();
             }
             // A frame is a page and its 24-byte header; the file has a 32-byte header.
             let frame = page + 24;
