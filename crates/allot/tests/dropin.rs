@@ -86,10 +86,20 @@ fn db_vacuum_rewrites_an_old_database_in_small_pages() {
         )
         .unwrap();
     assert_eq!(page_size(), 4096);
+    // A server on it says how to rewrite it.
+    let server = support::Server::start_args(&db, &["--bind", "127.0.0.1:0", "--log", "info"], &[]);
+    let hint = "rewrites it in allot's 1024-byte pages";
+    assert!(
+        server.startup_log().iter().any(|l| l.contains(hint)),
+        "{:#?}",
+        server.startup_log()
+    );
+    drop(server);
     let out = stdout_of(allot(&["db", "vacuum", "--database", &db]));
     assert!(out.contains("pages of 4096 bytes, now 1024"), "{out}");
     assert_eq!(page_size(), 1024);
-    let server = support::Server::start_url(&db);
+    let server = support::Server::start_args(&db, &["--bind", "127.0.0.1:0", "--log", "info"], &[]);
+    assert!(!server.startup_log().iter().any(|l| l.contains(hint)));
     let (status, body) = server.call("GET", "/resource_providers?name=cn1", None);
     assert_eq!(status, 200);
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();

@@ -259,6 +259,17 @@ impl SqliteEngine {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         migrate(&mut conn)?;
+        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        if page != PAGE_SIZE {
+            // An older allot's database: it works as it is; say how to get the
+            // shorter tail of the smaller pages.
+            tracing::info!(
+                page,
+                "the database has pages of {page} bytes; `allot db vacuum` (with the \
+                 server stopped) rewrites it in allot's {PAGE_SIZE}-byte pages, which \
+                 write less per claim"
+            );
+        }
         // Room for every statement a write runs, so none is parsed twice.
         conn.set_prepared_statement_cache_capacity(64);
         // Checkpoints run beside the commit path, not inside a commit.
