@@ -140,17 +140,18 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Sets the writer's connection `writer` to the database at `path` for this
-    /// policy, and starts the thread on a connection of its own.
+    /// Sets the writer's connection `writer` to the database at `path`, of pages of
+    /// `page` bytes, for this policy, and starts the thread on a connection of its
+    /// own.
     pub(crate) fn start(
         path: &str,
         writer: &Connection,
+        page: i64,
         policy: Policy,
     ) -> Result<Self, StoreError> {
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         writer.pragma_update(None, "journal_size_limit", policy.restart_at)?;
         // SQLite counts the WAL in frames: a page and its header.
-        let page: i64 = writer.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let frame = page + FRAME_HEADER;
         let conn = Connection::open(path)?;
         // This connection never writes; it must not checkpoint on its own policy

@@ -187,8 +187,8 @@ pub fn vacuum(path: &str) -> Result<Vacuumed, StoreError> {
     rewrite(path, PAGE_SIZE)
 }
 
-/// [`vacuum`] to pages of `page_size` bytes (the tests make older databases with it).
-fn rewrite(path: &str, page_size: i64) -> Result<Vacuumed, StoreError> {
+/// [`vacuum`] to pages of `page` bytes (the tests make older databases with it).
+fn rewrite(path: &str, page: i64) -> Result<Vacuumed, StoreError> {
     // Not created if missing: `open_with_flags` without `CREATE`.
     let lock = hold_existing(path)?;
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
@@ -199,18 +199,15 @@ fn rewrite(path: &str, page_size: i64) -> Result<Vacuumed, StoreError> {
             format!("{path} is not an allot database (it has no allot schema)"),
         )));
     }
-    let page = |conn: &Connection| -> Result<i64, StoreError> {
-        Ok(conn.query_row("PRAGMA page_size", [], |r| r.get(0))?)
-    };
-    let page_before = page(&conn)?;
+    let page_before = page_size(&conn)?;
     // Leaving WAL mode copies the WAL into the file; the page size can change only
     // outside it.
     conn.execute_batch("PRAGMA journal_mode = DELETE;")?;
     let bytes_before = std::fs::metadata(path)?.len();
     conn.execute_batch(&format!(
-        "PRAGMA page_size = {page_size}; VACUUM; PRAGMA journal_mode = WAL;"
+        "PRAGMA page_size = {page}; VACUUM; PRAGMA journal_mode = WAL;"
     ))?;
-    let page_after = page(&conn)?;
+    let page_after = page_size(&conn)?;
     drop(conn);
     drop(lock);
     Ok(Vacuumed {
@@ -219,6 +216,11 @@ fn rewrite(path: &str, page_size: i64) -> Result<Vacuumed, StoreError> {
         bytes_before,
         bytes_after: std::fs::metadata(path)?.len(),
     })
+}
+
+/// The database's page size in bytes, as SQLite reports it.
+fn page_size(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("PRAGMA page_size", [], |r| r.get(0))?)
 }
 
 /// [`hold`] for a database that must exist already: a missing file is an error
@@ -259,7 +261,7 @@ impl SqliteEngine {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         migrate(&mut conn)?;
-        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page = page_size(&conn)?;
         if page != PAGE_SIZE {
             // An older allot's database: it works as it is; say how to get the
             // shorter tail of the smaller pages.
@@ -273,7 +275,7 @@ impl SqliteEngine {
         // Room for every statement a write runs, so none is parsed twice.
         conn.set_prepared_statement_cache_capacity(64);
         // Checkpoints run beside the commit path, not inside a commit.
-        let checkpointer = Checkpointer::start(path, &conn, policy)?;
+        let checkpointer = Checkpointer::start(path, &conn, page, policy)?;
         Ok(SqliteEngine {
             conn,
             checkpointer,
@@ -584,13 +586,6 @@ mod tests {
         })
     }
 
-    fn page_size(engine: &SqliteEngine) -> i64 {
-        engine
-            .conn
-            .query_row("PRAGMA page_size", [], |r| r.get(0))
-            .unwrap()
-    }
-
     /// A database this engine creates has pages of `PAGE_SIZE`; one made with
     /// another size keeps it, and is read and written as before.
     #[test]
@@ -600,12 +595,12 @@ mod tests {
         let path = path.to_str().unwrap();
         {
             let mut engine = SqliteEngine::open(path).unwrap();
-            assert_eq!(page_size(&engine), PAGE_SIZE);
+            assert_eq!(page_size(&engine.conn).unwrap(), PAGE_SIZE);
             engine.write(None, &mut |_| vec![put_trait(0)]).unwrap();
         }
         rewrite(path, 4096).unwrap();
         let mut engine = SqliteEngine::open(path).unwrap();
-        assert_eq!(page_size(&engine), 4096);
+        assert_eq!(page_size(&engine.conn).unwrap(), 4096);
         engine.write(None, &mut |_| vec![put_trait(1)]).unwrap();
         drop(engine);
         let (state, head) = SqliteEngine::open(path).unwrap().load().unwrap();
@@ -635,7 +630,7 @@ mod tests {
         assert_eq!((done.page_before, done.page_after), (4096, PAGE_SIZE));
         assert!(done.bytes_after > 0 && done.bytes_before > 0, "{done:?}");
         let mut engine = SqliteEngine::open(path).unwrap();
-        assert_eq!(page_size(&engine), PAGE_SIZE);
+        assert_eq!(page_size(&engine.conn).unwrap(), PAGE_SIZE);
         let (state, head) = engine.load().unwrap();
         assert_eq!(head, Cursor(500));
         assert_eq!(state.custom_traits().count(), 500);
@@ -685,7 +680,7 @@ mod tests {
             let writes = 3_000;
             {
                 let mut engine = SqliteEngine::open_with(path, policy).unwrap();
-                assert_eq!(page_size(&engine), page);
+                assert_eq!(page_size(&engine.conn).unwrap(), page);
                 for i in 0..writes {
                     engine.write(None, &mut |_| vec![put_trait(i)]).unwrap();
                     let size = std::fs::metadata(&wal).unwrap().len();
