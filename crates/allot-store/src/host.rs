@@ -266,10 +266,17 @@ impl Host {
             published: tokio::sync::watch::Sender::new(cursor),
         });
         let (queue, jobs) = mpsc::channel();
+        let saves = ViewSaves {
+            every: store.view_save_every(),
+            last: Instant::now(),
+            saved: cursor,
+            running: None,
+        };
         let writer = Writer {
             shared: shared.clone(),
             store,
             cursor,
+            saves,
         };
         let writer = std::thread::Builder::new()
             .name("allot-writer".into())
@@ -474,7 +481,26 @@ struct Writer {
     store: Store,
     /// The last commit the current version holds.
     cursor: Cursor,
+    saves: ViewSaves,
 }
+
+/// The view saved beside an SQLite file while the host runs (`engine::saved`): at
+/// most once every `every`, when something was committed since the last save, on a
+/// thread of its own that reads a published version (which no write changes), so
+/// that no write waits for it.
+struct ViewSaves {
+    /// `None`: saved only at a clean stop.
+    every: Option<Duration>,
+    /// When the last save began (or the writer started).
+    last: Instant,
+    /// The commit the last save's view holds (or the loaded view's).
+    saved: Cursor,
+    running: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long an idle writer waits again when a save is due but the last one still
+/// runs.
+const SAVE_RETRY: Duration = Duration::from_millis(100);
 
 impl Writer {
     /// Takes batches off the queue until told to stop; between writes, follows the
@@ -488,7 +514,12 @@ impl Writer {
             shared,
             store,
             cursor,
+            mut saves,
         } = self;
+        // The save at the stop writes the same file.
+        if let Some(running) = saves.running.take() {
+            let _ = running.join();
+        }
         store.close(&shared.current(), cursor);
     }
 
@@ -499,6 +530,15 @@ impl Writer {
                     Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
                         self.follow();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            } else if let Some(due) = self.save_due_in() {
+                match jobs.recv_timeout(due) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.save_view();
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return,
@@ -549,6 +589,7 @@ impl Writer {
                 }
             }
             self.commit(batch);
+            self.save_view();
             for reply in probes {
                 self.probe(reply);
             }
@@ -569,6 +610,70 @@ impl Writer {
                 Ok(message) => return Some(message),
                 Err(_) => return None,
             }
+        }
+    }
+
+    /// How long until a save of the view is due, if one will be (something was
+    /// committed since the last).
+    fn save_due_in(&self) -> Option<Duration> {
+        let every = self.saves.every?;
+        (self.cursor != self.saves.saved).then(|| {
+            every
+                .saturating_sub(self.saves.last.elapsed())
+                .max(SAVE_RETRY)
+        })
+    }
+
+    /// Starts a save of the current version beside the database, if one is due and
+    /// the last one has finished ([`ViewSaves`]).
+    fn save_view(&mut self) {
+        let Some(every) = self.saves.every else {
+            return;
+        };
+        if self.cursor == self.saves.saved || self.saves.last.elapsed() < every {
+            return;
+        }
+        if let Some(running) = self.saves.running.take() {
+            if !running.is_finished() {
+                self.saves.running = Some(running);
+                return;
+            }
+            let _ = running.join();
+        }
+        let save = match self.store.running_save(self.cursor) {
+            Ok(Some(save)) => save,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("could not save the view while running: {e}");
+                return;
+            }
+        };
+        // The version this writer published last: the view of `self.cursor`.
+        let view = self.shared.current();
+        let cursor = self.cursor;
+        self.saves.last = Instant::now();
+        self.saves.saved = cursor;
+        let spawned = std::thread::Builder::new()
+            .name("allot-save".into())
+            .spawn(move || {
+                let started = Instant::now();
+                match save.write(&view) {
+                    Ok((path, bytes)) => tracing::debug!(
+                        saved = %path.display(),
+                        commit = cursor.0,
+                        bytes,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "saved the view for a start after a crash"
+                    ),
+                    Err(e) => tracing::warn!(
+                        "could not save the view while running (a start after a crash \
+                         will read an older one, or the tables): {e}"
+                    ),
+                }
+            });
+        match spawned {
+            Ok(handle) => self.saves.running = Some(handle),
+            Err(e) => tracing::warn!("could not start the thread that saves the view: {e}"),
         }
     }
 

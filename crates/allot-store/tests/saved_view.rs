@@ -204,3 +204,115 @@ fn the_host_saves_the_view_when_it_stops() {
     assert!(read_saved);
     assert_same(&view, &expected);
 }
+
+/// What a kill leaves when the view was saved while the store was in use, at the
+/// commit of `first`, and `later` was written after it: returns the view of every
+/// commit.
+fn saved_while_running_then_killed(db: &Path, first: Change, later: &[Change]) -> State {
+    let mut store = Store::open(&url(db)).unwrap();
+    let mut view = store.load().unwrap();
+    let at = store.persist(std::slice::from_ref(&first)).unwrap();
+    view.apply(&[first]);
+    let save = store
+        .running_save(at)
+        .unwrap()
+        .expect("a save of the last commit");
+    save.write(&view).unwrap();
+    for change in later {
+        store.persist(std::slice::from_ref(change)).unwrap();
+        view.apply(std::slice::from_ref(change));
+    }
+    // Stopped without the save at a clean stop, as a kill would stop it.
+    drop(store);
+    view
+}
+
+/// The world's changes a test writes after the save: a claim and a consumer gone, a
+/// provider renamed.
+fn later_changes() -> Vec<Change> {
+    vec![
+        Change::DeleteClaim(allot_core::Uuid::from_u128(0xc1a1_0004)),
+        Change::DeleteClaim(allot_core::Uuid::from_u128(0xc1a1_0003)),
+        update(put(2, Some(7), 7, "renamed", 3), 2),
+    ]
+}
+
+#[test]
+fn a_view_saved_while_running_and_the_log_after_it_give_what_the_tables_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = world_db(&dir);
+    let first = Change::DeleteClaim(allot_core::Uuid::from_u128(0xc1a1_0005));
+    let view = saved_while_running_then_killed(&db, first, &later_changes());
+    assert_eq!(view.claims().count(), 2);
+
+    // Nothing to save for a commit that is not the store's last.
+    let store = Store::open(&url(&db)).unwrap();
+    assert!(store
+        .running_save(allot_store::Cursor(1))
+        .unwrap()
+        .is_none());
+    drop(store);
+
+    let mut store = Store::open(&url(&db)).unwrap();
+    let (read, head) = store.snapshot().unwrap();
+    assert!(
+        store.read_saved_view(),
+        "the view saved while running was not read"
+    );
+    assert_same(&read, &view);
+    assert_eq!(read.provider(ProviderId(2)).unwrap().row.name, "renamed");
+    drop(store);
+
+    // The tables agree.
+    std::fs::remove_file(saved_path(&db)).unwrap();
+    let mut store = Store::open(&url(&db)).unwrap();
+    let (tables, tables_head) = store.snapshot().unwrap();
+    assert!(!store.read_saved_view());
+    assert_eq!(tables_head, head);
+    assert_same(&read, &tables);
+}
+
+#[test]
+fn a_view_saved_while_running_is_not_read_once_its_commit_is_gone_or_another() {
+    type Edit = fn(&Path, i64);
+    let edits: [(&str, Edit); 3] = [
+        // Pruned from the log (as after 10,000 more commits).
+        ("its commit pruned", |db, seq| {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            conn.execute("DELETE FROM change_log WHERE seq <= ?1", [seq])
+                .unwrap();
+        }),
+        // The log's record of that commit is not the one saved from (another history).
+        ("its commit another", |db, seq| {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            conn.execute(
+                "UPDATE change_log SET changes = ?1 WHERE seq = ?2",
+                rusqlite::params![allot_store::log::encode(&[]), seq],
+            )
+            .unwrap();
+        }),
+        // The same bytes in another file put in its place (a restore, a copy).
+        ("the file replaced", |db, _| {
+            let copy = db.with_extension("copy");
+            std::fs::copy(db, &copy).unwrap();
+            std::fs::rename(&copy, db).unwrap();
+        }),
+    ];
+    for (what, edit) in edits {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _) = world_db(&dir);
+        let first = Change::DeleteClaim(allot_core::Uuid::from_u128(0xc1a1_0005));
+        let view = saved_while_running_then_killed(&db, first, &later_changes());
+        let saved_at = {
+            let mut store = Store::open(&url(&db)).unwrap();
+            store.head().unwrap().0 - later_changes().len() as i64
+        };
+        edit(&db, saved_at);
+        let (after, read_saved) = start(&db);
+        assert!(!read_saved, "{what}: the view saved while running was read");
+        assert!(!saved_path(&db).exists(), "{what}: kept");
+        if what != "its commit another" {
+            assert_same(&after, &view);
+        }
+    }
+}

@@ -309,6 +309,14 @@ pub struct Layer {
           default_value = shown!(DEFAULT_SHUTDOWN_GRACE))]
     shutdown_grace: Option<u64>,
 
+    /// On SQLite: how often, in seconds, the view is saved beside the database while
+    /// the server runs (when anything was written since), so that a start after a
+    /// crash reads it and the commits after it instead of every table; 0 saves it
+    /// only at a clean stop. Ignored on PostgreSQL.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_store::SAVE_VIEW_EVERY.as_secs()))]
+    save_view_every: Option<u64>,
+
     /// Serve HTTPS (HTTP/1.1 and HTTP/2) with this certificate, PEM, its chain after
     /// it; with --tls-key. Reread on SIGHUP, with the key: the next connections get
     /// the new one. The --metrics-bind listener uses it too [default: plain HTTP].
@@ -412,6 +420,9 @@ pub struct Settings {
     /// None: never flagged.
     pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
+    /// How often the view is saved while the server runs (SQLite); `None`: only at a
+    /// clean stop.
+    pub save_view_every: Option<std::time::Duration>,
     pub metrics_bind: Option<SocketAddr>,
     /// Where other nodes reach this one: `Some("")` for none, `None` for the
     /// default (made from the address bound, see [`Settings::advertise_url`]).
@@ -695,6 +706,9 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .filter(|&ms| ms > 0)
             .map(std::time::Duration::from_millis),
         shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
+        save_view_every: Some(declared(s.save_view_every))
+            .filter(|&seconds| seconds > 0)
+            .map(std::time::Duration::from_secs),
         metrics_bind: s.metrics_bind,
         // Flags and variables were checked as they were read; a file's value is
         // checked here.
@@ -1228,6 +1242,18 @@ mod tests {
     }
 
     #[test]
+    fn save_view_every_precedence_and_0_for_only_at_a_stop() {
+        let secs = std::time::Duration::from_secs;
+        precedence(
+            ["--save-view-every", "0"],
+            ("ALLOT_SAVE_VIEW_EVERY", "60"),
+            "save_view_every = 600",
+            |s| s.save_view_every,
+            [None, Some(secs(60)), Some(secs(600)), Some(allot_store::SAVE_VIEW_EVERY)],
+        );
+    }
+
+    #[test]
     fn claim_settings_precedence() {
         precedence(
             ["--claim-expires-in", "60"],
@@ -1625,7 +1651,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 34, "every setting is checked");
+        assert_eq!(checked, 35, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

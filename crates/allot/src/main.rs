@@ -203,10 +203,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let store = allot_store::Store::open(&settings.database).with_context(|| {
+    let mut store = allot_store::Store::open(&settings.database).with_context(|| {
         let url = allot_store::redacted(&settings.database);
         format!("opening database {url}")
     })?;
+    store.save_view_every(settings.save_view_every);
     let clock: allot_store::Clock = Arc::new(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

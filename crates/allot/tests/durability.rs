@@ -68,6 +68,37 @@ fn inventory(i: usize) -> [(&'static str, u64, u64, f64); 2] {
     ]
 }
 
+/// The test's providers, each with its inventory.
+fn make_providers(client: &Client) {
+    for i in 0..PROVIDERS {
+        let body = format!(
+            r#"{{"name": "durable{i}", "uuid": "{}"}}"#,
+            provider_uuid(i)
+        );
+        let (status, body) = client.call("POST", "/resource_providers", Some(&body));
+        assert_eq!(status, 200, "{body}");
+        let records: Vec<String> = inventory(i)
+            .iter()
+            .map(|(class, total, reserved, ratio)| {
+                format!(
+                    r#""{class}": {{"total": {total}, "reserved": {reserved},
+                        "allocation_ratio": {ratio:.1}}}"#
+                )
+            })
+            .collect();
+        let body = format!(
+            r#"{{"resource_provider_generation": 0, "inventories": {{{}}}}}"#,
+            records.join(", ")
+        );
+        let (status, body) = client.call(
+            "PUT",
+            &format!("/resource_providers/{}/inventories", provider_uuid(i)),
+            Some(&body),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+}
+
 fn get(client: &Client, path: &str) -> Value {
     let (status, body) = client.request("GET", path, None, "1.39");
     assert_eq!(status, 200, "GET {path}: {body}");
@@ -195,34 +226,7 @@ fn kill_9_in_the_middle_of_a_claim_storm_loses_nothing_answered() {
     let db = dir.path().join("allot.db");
     let server = Server::start(&db);
     let client = server.client();
-
-    for i in 0..PROVIDERS {
-        let body = format!(
-            r#"{{"name": "durable{i}", "uuid": "{}"}}"#,
-            provider_uuid(i)
-        );
-        let (status, body) = client.call("POST", "/resource_providers", Some(&body));
-        assert_eq!(status, 200, "{body}");
-        let records: Vec<String> = inventory(i)
-            .iter()
-            .map(|(class, total, reserved, ratio)| {
-                format!(
-                    r#""{class}": {{"total": {total}, "reserved": {reserved},
-                        "allocation_ratio": {ratio:.1}}}"#
-                )
-            })
-            .collect();
-        let body = format!(
-            r#"{{"resource_provider_generation": 0, "inventories": {{{}}}}}"#,
-            records.join(", ")
-        );
-        let (status, body) = client.call(
-            "PUT",
-            &format!("/resource_providers/{}/inventories", provider_uuid(i)),
-            Some(&body),
-        );
-        assert_eq!(status, 200, "{body}");
-    }
+    make_providers(&client);
 
     // The server's file is in WAL mode, as the engine promises.
     let header = std::fs::read(&db).unwrap();
@@ -370,5 +374,111 @@ fn kill_9_in_the_middle_of_a_claim_storm_loses_nothing_answered() {
         "allocations no client asked for: {held:?}; {summary}"
     );
     eprintln!("{summary}; {kept} of those cut were kept");
+    server.terminate();
+}
+
+/// What the server answers about the test's providers and `consumers`: each
+/// provider's allocations and usages, each consumer's allocations.
+fn answers(client: &Client, consumers: &[Uuid]) -> Vec<Value> {
+    let mut all = vec![get(client, "/resource_providers")];
+    for i in 0..PROVIDERS {
+        let uuid = provider_uuid(i);
+        all.push(get(
+            client,
+            &format!("/resource_providers/{uuid}/allocations"),
+        ));
+        all.push(get(client, &format!("/resource_providers/{uuid}/usages")));
+    }
+    for consumer in consumers {
+        all.push(get(client, &format!("/allocations/{consumer}")));
+    }
+    all
+}
+
+/// The number a start's log line gives `field` (`field=N`), if the line is there.
+fn logged(lines: &[String], message: &str, field: &str) -> Option<u64> {
+    let line = lines.iter().find(|l| l.contains(message))?;
+    let at = line.find(&format!("{field}="))? + field.len() + 1;
+    let digits: String = line[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// A start after a kill reads the view the server saved while it ran and the
+/// commits written after it, and serves what a start from the tables serves.
+#[test]
+fn a_start_after_a_kill_reads_the_view_saved_while_running_and_the_commits_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("allot.db");
+    let database = format!("sqlite:{}", db.display());
+    let saved = dir.path().join("allot.db-view");
+    let every = ["--bind", "127.0.0.1:0", "--save-view-every", "2"];
+    let server = Server::start_args(&database, &every, &[]);
+    let client = server.client();
+    make_providers(&client);
+    let consumers: Vec<Uuid> = (0..12).map(|n| consumer_uuid(99, n)).collect();
+    for (n, consumer) in consumers[..6].iter().enumerate() {
+        assert_eq!(
+            claim(&client, *consumer, n % PROVIDERS, 2, 512),
+            Outcome::Accepted
+        );
+    }
+    // The save comes when it is due (2 s after the start) and something was written.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !saved.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no view was saved while the server ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    use std::os::unix::fs::MetadataExt;
+    let first_save = std::fs::metadata(&saved).unwrap().ino();
+    // Written after the save: more claims, a claim moved, a consumer gone.
+    for (n, consumer) in consumers[6..].iter().enumerate() {
+        assert_eq!(
+            claim(&client, *consumer, n % PROVIDERS, 1, 256),
+            Outcome::Accepted
+        );
+    }
+    let (status, body) = client.request(
+        "DELETE",
+        &format!("/allocations/{}", consumers[0]),
+        None,
+        "1.39",
+    );
+    assert_eq!(status, 204, "{body}");
+    let before = answers(&client, &consumers);
+    assert_eq!(
+        std::fs::metadata(&saved).unwrap().ino(),
+        first_save,
+        "a second save came before the kill: the test would not read the log's commits"
+    );
+    server.kill9();
+
+    let info = ["--bind", "127.0.0.1:0", "--log", "info"];
+    let server = Server::start_args(&database, &info, &[]);
+    let message = "read the view saved while the server ran";
+    // At least the seven writes after the save (more if the save came before the
+    // first six were written, on a slow machine).
+    let after = logged(server.startup_log(), message, "after");
+    assert!(after >= Some(7), "{after:?}: {:?}", server.startup_log());
+    assert_eq!(answers(&server.client(), &consumers), before);
+    server.kill9();
+
+    // From the tables, the same.
+    std::fs::remove_file(&saved).unwrap();
+    let server = Server::start_args(&database, &info, &[]);
+    assert!(
+        !server
+            .startup_log()
+            .iter()
+            .any(|l| l.contains("read the view")),
+        "{:?}",
+        server.startup_log()
+    );
+    assert_eq!(answers(&server.client(), &consumers), before);
     server.terminate();
 }

@@ -1,6 +1,7 @@
-//! The view saved beside an SQLite file at a clean stop, and read back at the next
-//! start instead of the tables when the file has not changed since (issue 25: a
-//! restart at a million providers ready in under 2 s).
+//! The view saved beside an SQLite file at a clean stop and while the server runs,
+//! and read back at the next start instead of the tables when the file has not
+//! changed since, or only by commits its change log still holds (issue 25: a
+//! restart at a million providers ready in under 2 s, after a crash too).
 //!
 //! Reading the tables costs two cores for seconds at that size: SQLite steps through
 //! some fourteen million rows while a second thread folds them into the view, and the
@@ -23,12 +24,24 @@
 //! load from the tables, as without a saved view; a saved view that no longer
 //! matches is removed.
 //!
+//! **Saved while the server ran** ([`Origin::running`]), it is read after a crash:
+//! when the file is the same one (device and inode), the schema version is the
+//! same, and the change log still holds the commit it was saved at, with the
+//! record's CRC-32 as saved (so the log read now continues the history the view was
+//! saved from); the log's commits after it are then applied to it, as a node
+//! follows the log. The log keeps the last 10,000 commits: a view older than that is
+//! not read. What this cannot see is a program other than allot writing the tables
+//! between the crash and the start (at a clean stop the file's change time tells);
+//! allot's file is allot's to write.
+//!
 //! **When it is written.** By the host's writer after its last commit, once the
 //! connections are closed (SQLite then checkpoints the WAL into the file and removes
 //! it) and while the process still holds the file's lock, so no other process can
-//! write in between: to `PATH-view.tmp`, renamed over `PATH-view`. Not fsynced: each
-//! block carries a CRC-32, so a file cut short by a crash is refused, not misread,
-//! and the next start reads the tables.
+//! write in between; and while the server runs, every `--save-view-every` seconds
+//! when anything was written since, on a thread of its own, from a published version
+//! of the view that no write changes (`crate::host`). Either way to `PATH-view.tmp`,
+//! renamed over `PATH-view`. Not fsynced: each block carries a CRC-32, so a file cut
+//! short by a crash is refused, not misread, and the next start reads the tables.
 //!
 //! **Layout.** 16 bytes of magic and the offsets of the consumers' section and of
 //! the head (u64 each, little endian), then blocks: the providers' blocks, an empty
@@ -115,13 +128,28 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// Whether `other` is the same file (device and inode), whatever was written to
+    /// it since.
+    pub(crate) fn same_file(&self, other: &Identity) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+    }
+}
+
 /// What a view was saved from: the database as it was, at which commit, by which
-/// schema. A saved view is read only where all three are as they are now.
+/// schema. A view saved at a clean stop is read only where all three are as they
+/// are now; one saved while the server ran (`running`), where the file is the same
+/// one and its log still holds that commit and every one after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Origin {
     pub(crate) database: Identity,
     pub(crate) cursor: i64,
     pub(crate) schema: u64,
+    /// For a view saved while the server ran: the CRC-32 of commit `cursor`'s
+    /// record in the change log, which proves that the log read at the next start
+    /// continues the history this view was saved from. `None` for one saved at a
+    /// clean stop.
+    pub(crate) running: Option<u32>,
 }
 
 /// The first block: what the view was saved from, and what is few enough to be
@@ -173,6 +201,7 @@ impl Stamp {
                 },
                 cursor: 8,
                 schema: 9,
+                running: Some(9),
             },
             classes: vec!["10".into()],
             traits: vec!["11".into()],
@@ -627,9 +656,13 @@ fn records<'b, T: Deserialize<'b>>(
     Ok(())
 }
 
-/// The view saved at `path` if it was saved from `origin` (see the module's doc);
-/// `Ok(None)` if there is no saved view, an error if it cannot be used.
-pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreError> {
+/// The view saved at `path`, and what it was saved from, if `accept` takes its
+/// origin (see the module's doc); `Ok(None)` if there is no saved view, an error if
+/// it cannot be used (`accept`'s own among them).
+pub(crate) fn load(
+    path: &Path,
+    accept: impl FnOnce(&Origin) -> Result<(), StoreError>,
+) -> Result<Option<(State, Origin)>, StoreError> {
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -659,9 +692,7 @@ pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreEr
         )));
     }
     let head: Head = postcard::from_bytes(rest).map_err(corrupt)?;
-    if head.origin != origin {
-        return Err(changed());
-    }
+    accept(&head.origin)?;
     let mut providers = Reader::open(path, START as u64)?;
 
     let mut state = State::new();
@@ -700,7 +731,7 @@ pub(crate) fn load(path: &Path, origin: Origin) -> Result<Option<State>, StoreEr
         }
         state.load_change(change);
     }
-    Ok(Some(state))
+    Ok(Some((state, head.origin)))
 }
 
 /// The name (or text) at `place` in a head's list of `what`.
@@ -836,10 +867,12 @@ mod tests {
             database: Identity::of(&database).unwrap(),
             cursor: 7,
             schema: 6,
+            running: None,
         };
+        let same = |o: &Origin| if *o == origin { Ok(()) } else { Err(changed()) };
         let saved = path_of(database.to_str().unwrap());
         save(&saved, &State::new(), origin).unwrap();
-        assert!(load(&saved, origin).unwrap().is_some());
+        assert!(load(&saved, same).unwrap().is_some());
 
         // The head block again, with `stamp` in front of the same head.
         let restamp = |stamp: &Stamp| {
@@ -859,7 +892,7 @@ mod tests {
         let this = Stamp::this_build();
         restamp(&this);
         assert!(
-            load(&saved, origin).unwrap().is_some(),
+            load(&saved, same).unwrap().is_some(),
             "restamping is faithful"
         );
         for other in [
@@ -877,7 +910,7 @@ mod tests {
             },
         ] {
             restamp(&other);
-            let refused = load(&saved, origin).unwrap_err().to_string();
+            let refused = load(&saved, same).unwrap_err().to_string();
             assert!(refused.contains("laid out otherwise"), "{refused}");
         }
     }

@@ -114,6 +114,29 @@ pub struct SqliteEngine {
     path: String,
     /// Whether the last load read the saved view rather than the tables.
     read_saved: bool,
+    /// The last commit this engine wrote, and the CRC-32 of its log record: what a
+    /// view saved while the server runs is saved from ([`SqliteEngine::running_save`]).
+    last_commit: Option<(Cursor, u32)>,
+    /// How often the host saves the view while it runs (`Store::save_view_every`).
+    pub(crate) save_every: Option<std::time::Duration>,
+}
+
+/// A view to save beside the database while the server runs (`Host`'s writer hands
+/// it to a thread of its own): where, and what it is saved from. The next start
+/// after a crash reads it and the log's commits after it instead of the tables
+/// (`super::saved`).
+#[derive(Debug)]
+pub struct RunningSave {
+    saved: std::path::PathBuf,
+    origin: saved::Origin,
+}
+
+impl RunningSave {
+    /// Writes `view`, which must hold every commit up to the one this was made for
+    /// and none after. Returns the saved file's path and size.
+    pub fn write(&self, view: &State) -> Result<(&Path, u64), StoreError> {
+        Ok((&self.saved, saved::save(&self.saved, view, self.origin)?))
+    }
 }
 
 /// Takes the advisory lock (`flock`) on `PATH-lock` that says which process has the
@@ -146,7 +169,8 @@ fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError>
     Ok(Some(saved::Origin {
         database: saved::Identity::of(Path::new(path))?,
         cursor: head.0,
-        schema: MIGRATIONS.len() as u64,
+        schema: schema_version() as u64,
+        running: None,
     }))
 }
 
@@ -282,6 +306,8 @@ impl SqliteEngine {
             lock,
             path: path.to_owned(),
             read_saved: false,
+            last_commit: None,
+            save_every: Some(crate::SAVE_VIEW_EVERY),
         })
     }
 
@@ -319,23 +345,34 @@ impl SqliteEngine {
     }
 
     /// The view saved beside the file, if it was saved from the file as it is now,
-    /// at `head`. One that cannot be used is said in the log and removed.
+    /// at `head`, or while the server ran at a commit the log still holds (then
+    /// brought to `head` by the log's commits after it). One that cannot be used is
+    /// said in the log and removed.
     fn load_saved(&self, head: Cursor) -> Option<State> {
         let saved = saved::path_of(&self.path);
         saved::remove_leftovers(&saved);
-        let read = origin(&self.path, head).and_then(|origin| match origin {
-            Some(origin) => saved::load(&saved, origin),
-            // The write-ahead log holds commits: the file alone is not the database.
-            None if saved.exists() => Err(saved::changed()),
-            None => Ok(None),
+        let read = saved::load(&saved, |from| self.accepts(from, head)).and_then(|read| {
+            let Some((mut view, from)) = read else {
+                return Ok(None);
+            };
+            let after = commits_after(&self.conn, Cursor(from.cursor), head)?;
+            for commit in &after {
+                view.apply(&commit.changes);
+            }
+            if from.running.is_some() {
+                tracing::info!(
+                    saved = %saved.display(),
+                    commit = from.cursor,
+                    after = after.len(),
+                    "read the view saved while the server ran, and the commits after it"
+                );
+            } else {
+                tracing::info!(saved = %saved.display(), "read the view saved at the last stop");
+            }
+            Ok(Some(view))
         });
         match read {
-            Ok(view) => {
-                if view.is_some() {
-                    tracing::info!(saved = %saved.display(), "read the view saved at the last stop");
-                }
-                view
-            }
+            Ok(view) => view,
             Err(e) => {
                 tracing::info!(saved = %saved.display(), "reading the tables: {e}");
                 if let Err(e) = std::fs::remove_file(&saved) {
@@ -344,6 +381,62 @@ impl SqliteEngine {
                 None
             }
         }
+    }
+
+    /// Whether a view saved `from` there may be read now that the log's head is
+    /// `head` (the rules are `super::saved`'s module doc's).
+    fn accepts(&self, from: &saved::Origin, head: Cursor) -> Result<(), StoreError> {
+        let Some(crc) = from.running else {
+            // Saved at a clean stop: nothing may have written the file since. With a
+            // write-ahead log holding commits, the file alone is not the database.
+            return match origin(&self.path, head)? {
+                Some(now) if now == *from => Ok(()),
+                _ => Err(saved::changed()),
+            };
+        };
+        let file = saved::Identity::of(Path::new(&self.path))?;
+        if !file.same_file(&from.database)
+            || from.schema != schema_version() as u64
+            || from.cursor > head.0
+        {
+            return Err(saved::changed());
+        }
+        let record: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT changes FROM change_log WHERE seq = ?1")?
+            .query_row([from.cursor], |r| Ok(r.get_ref(0)?.as_bytes()?.to_vec()))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match record {
+            Some(record) if crc32fast::hash(&record) == crc => Ok(()),
+            Some(_) => Err(saved::changed()),
+            None => Err(StoreError::Corrupt(format!(
+                "saved view: the change log no longer holds commit {} it was saved at",
+                from.cursor
+            ))),
+        }
+    }
+
+    /// What to save, beside the database, of the view of every commit up to `at`
+    /// while the server runs; `None` unless `at` is the last commit this engine
+    /// wrote (a view loaded and not written to is saved already, or read from the
+    /// tables, which a restart reads as fast).
+    pub(crate) fn running_save(&self, at: Cursor) -> Result<Option<RunningSave>, StoreError> {
+        let Some((_, crc)) = self.last_commit.filter(|(last, _)| *last == at) else {
+            return Ok(None);
+        };
+        Ok(Some(RunningSave {
+            saved: saved::path_of(&self.path),
+            origin: saved::Origin {
+                database: saved::Identity::of(Path::new(&self.path))?,
+                cursor: at.0,
+                schema: schema_version() as u64,
+                running: Some(crc),
+            },
+        }))
     }
 
     /// Closes the database, then saves `view` (the view of every commit up to `at`)
@@ -444,10 +537,12 @@ impl SqliteEngine {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let record = crate::log::encode(&changes);
+        let crc = crc32fast::hash(&record);
         exec(
             &tx,
             "INSERT INTO change_log (seq, at, changes) VALUES (?1, ?2, ?3)",
-            params![next.0, now, crate::log::encode(&changes)],
+            params![next.0, now, record],
         )?;
         if next.0 % LOG_PRUNE_EVERY == 0 {
             exec(
@@ -457,6 +552,7 @@ impl SqliteEngine {
             )?;
         }
         tx.commit()?;
+        self.last_commit = Some((next, crc));
         self.checkpointer.committed(&self.conn);
         Ok(next)
     }
