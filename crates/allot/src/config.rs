@@ -1249,7 +1249,12 @@ mod tests {
             ("ALLOT_SAVE_VIEW_EVERY", "60"),
             "save_view_every = 600",
             |s| s.save_view_every,
-            [None, Some(secs(60)), Some(secs(600)), Some(allot_store::SAVE_VIEW_EVERY)],
+            [
+                None,
+                Some(secs(60)),
+                Some(secs(600)),
+                Some(allot_store::SAVE_VIEW_EVERY),
+            ],
         );
     }
 

@@ -703,3 +703,56 @@ fn a_node_cut_off_from_the_database_refuses_then_recovers() {
     let (status, body) = client.call("PUT", "/traits/CUSTOM_AFTER", None);
     assert_eq!(status, 201, "{body}");
 }
+
+/// A read on the node that forwarded a write waits until that node's view holds the
+/// write, however late its view follows the log: here its connections to the
+/// database are held (a stalled network) while the writer commits, so the write is
+/// answered long before the view can have it, and the read still shows it.
+#[test]
+fn a_read_after_a_forwarded_write_waits_for_the_view_to_hold_it() {
+    let Some(db) = Database::create() else { return };
+    let writer = Server::start_url(&db.url);
+    let (relay, relayed) = support::Relay::to_database(&db.url);
+    let follower = Server::start_url(&relayed);
+    let nodes = [Some(writer), Some(follower)];
+    assert_eq!(the_writer(&nodes, Duration::from_secs(10)), 0);
+    create_providers(&nodes[0].as_ref().unwrap().client());
+    every_node_sees_the_providers(&nodes);
+    let follower = nodes[1].as_ref().unwrap();
+    // The follower forwards once its lease thread has seen who writes (every second).
+    let mut n = 0;
+    converge(Duration::from_secs(10), || {
+        n += 1;
+        let consumer = Uuid::from_u128(0xc0a5_1200_eeee_4000_8000_0000_0000_0000 + n);
+        assert_eq!(claim(&follower.client(), consumer, 1).unwrap(), 204);
+        metric(follower, FORWARDED) > 0.0
+    });
+
+    relay.paused.store(true, Ordering::Release);
+    let stalled = Duration::from_millis(500);
+    let asked = Instant::now();
+    let resume = {
+        let paused = relay.paused.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(stalled);
+            paused.store(false, Ordering::Release);
+        })
+    };
+    let consumer = Uuid::from_u128(0xc0a5_1200_ffff_4000_8000_0000_0000_0002);
+    assert_eq!(claim(&follower.client(), consumer, 0).unwrap(), 204);
+    let (status, body) = follower.call("GET", &format!("/allocations/{consumer}"), None);
+    let waited = asked.elapsed();
+    resume.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["allocations"][provider_uuid(0).to_string()]["resources"]["VCPU"],
+        1,
+        "the node that forwarded the claim shows it after {waited:?}: {body}"
+    );
+    // The write and the read took as long as the stall at least: the view really
+    // could not follow the log meanwhile (else the test would show nothing).
+    assert!(
+        waited >= stalled / 2,
+        "the write and the read came back in {waited:?}, before the view could follow the log"
+    );
+}

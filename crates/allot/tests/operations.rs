@@ -16,14 +16,14 @@ mod support;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{json, skip, Database, Server};
+use support::{json, skip, Database, Relay, Server};
 use uuid::Uuid;
 
 /// A raw HTTP exchange on its own connection: status, lower-cased headers, body.
@@ -654,55 +654,6 @@ fn health_check_fails_while_postgres_is_stopped() {
     });
 }
 
-/// A TCP relay between a node and the database that can hold every byte: a network
-/// that stalls without closing anything, as a partition does.
-struct Relay {
-    addr: String,
-    paused: Arc<AtomicBool>,
-}
-
-impl Relay {
-    fn new(upstream: String) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let paused = Arc::new(AtomicBool::new(false));
-        let held = paused.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming().map_while(Result::ok) {
-                let Ok(server) = TcpStream::connect(&upstream) else {
-                    continue;
-                };
-                for (from, to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
-                ] {
-                    let held = held.clone();
-                    std::thread::spawn(move || pump(from, to, &held));
-                }
-            }
-        });
-        Relay { addr, paused }
-    }
-}
-
-/// Copies `from` to `to`, holding each chunk while `paused`.
-fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool) {
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        while paused.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(std::net::Shutdown::Write);
-}
-
 /// Of two nodes on one database, the one whose connection stalls falls behind and
 /// fails the check (`VIEW STALE`) past the bound, while the other passes; both pass
 /// once it flows again.
@@ -710,10 +661,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool) {
 fn health_check_fails_on_a_node_whose_view_is_stale() {
     let Some(db) = Database::create() else { return };
     // The node's URL goes through the relay: the same database, a stallable network.
-    let (scheme_user, rest) = db.url.split_once('@').unwrap();
-    let (host_port, path) = rest.split_once('/').unwrap();
-    let relay = Relay::new(host_port.to_owned());
-    let relayed = format!("{scheme_user}@{}/{path}", relay.addr);
+    let (relay, relayed) = Relay::to_database(&db.url);
     let a = Server::start_url(&db.url);
     let b = Server::start_url(&relayed);
     assert_eq!(health(&a.addr, "GET", None).0, 200);

@@ -11,9 +11,11 @@ pub use skip::skip;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `allot token ARGS --token-file FILE`: its standard output, trimmed (a new token,
@@ -502,4 +504,63 @@ pub fn exchange(addr: &str, request: &[u8]) -> Reply {
         headers,
         body: body.to_owned(),
     }
+}
+
+/// A TCP relay between a node and the database that can hold every byte: a network
+/// that stalls without closing anything, as a partition does.
+pub struct Relay {
+    pub addr: String,
+    /// While true, every byte waits.
+    pub paused: Arc<AtomicBool>,
+}
+
+impl Relay {
+    /// A relay to the database `url` names, and the URL through it.
+    pub fn to_database(url: &str) -> (Relay, String) {
+        let (scheme_user, rest) = url.split_once('@').unwrap();
+        let (host_port, path) = rest.split_once('/').unwrap();
+        let relay = Relay::new(host_port.to_owned());
+        let relayed = format!("{scheme_user}@{}/{path}", relay.addr);
+        (relay, relayed)
+    }
+
+    pub fn new(upstream: String) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let paused = Arc::new(AtomicBool::new(false));
+        let held = paused.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let held = held.clone();
+                    std::thread::spawn(move || pump(from, to, &held));
+                }
+            }
+        });
+        Relay { addr, paused }
+    }
+}
+
+/// Copies `from` to `to`, holding each chunk while `paused`.
+fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        while paused.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
 }
