@@ -137,6 +137,17 @@ pub fn sqlite_path(url: &str) -> Option<&str> {
         .or_else(|| url.strip_prefix("sqlite:"))
 }
 
+/// [`sqlite_path`], refusing a `sqlite:` URL that names no file.
+pub fn sqlite_file(url: &str) -> Result<Option<&str>, StoreError> {
+    match sqlite_path(url) {
+        Some("") => Err(StoreError::BadUrl {
+            url: url.into(),
+            reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/allot/allot.db".into(),
+        }),
+        path => Ok(path),
+    }
+}
+
 /// A database URL fit for logs and messages: its password, if any, replaced by `***`.
 pub fn redacted(url: &str) -> String {
     engine::postgres::redact(url)
@@ -220,13 +231,7 @@ impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
     /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`.
     pub fn open(url: &str) -> Result<Store, StoreError> {
-        if let Some(path) = sqlite_path(url) {
-            if path.is_empty() {
-                return Err(StoreError::BadUrl {
-                    url: url.into(),
-                    reason: "sqlite: needs a file path, e.g. sqlite:/var/lib/allot/allot.db".into(),
-                });
-            }
+        if let Some(path) = sqlite_file(url)? {
             return Ok(Store(Engine::Sqlite(Box::new(
                 engine::sqlite::SqliteEngine::open(path)?,
             ))));

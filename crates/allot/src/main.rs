@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
             command: DbCommand::Vacuum(args),
         } => {
             let database = args.resolve(&config::process_env)?;
-            let Some(path) = allot_store::sqlite_path(&database).filter(|p| !p.is_empty()) else {
+            let Some(path) = allot_store::sqlite_file(&database)? else {
                 anyhow::bail!(
                     "allot db vacuum rewrites SQLite databases (sqlite:PATH); {} is not one \
                      (PostgreSQL has its own VACUUM)",

@@ -120,6 +120,13 @@ fn db_vacuum_rewrites_an_old_database_in_small_pages() {
         !out.status.success() && stderr.contains("SQLite") && !stderr.contains("secret"),
         "{stderr}"
     );
+    // No path at all: said so, as `allot serve` says it.
+    let out = allot(&["db", "vacuum", "--database", "sqlite:"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("sqlite: needs a file path"),
+        "{stderr}"
+    );
 }
 
 #[test]
