@@ -640,7 +640,12 @@ impl Writer {
             }
             let _ = running.join();
         }
-        let save = match self.store.running_save(self.cursor) {
+        // One try per period, whatever comes of it: an idle writer does not ask again
+        // until the next commit is due a save.
+        let cursor = self.cursor;
+        self.saves.last = Instant::now();
+        self.saves.saved = cursor;
+        let save = match self.store.running_save(cursor) {
             Ok(Some(save)) => save,
             Ok(None) => return,
             Err(e) => {
@@ -648,11 +653,8 @@ impl Writer {
                 return;
             }
         };
-        // The version this writer published last: the view of `self.cursor`.
+        // The version this writer published last: the view of `cursor`.
         let view = self.shared.current();
-        let cursor = self.cursor;
-        self.saves.last = Instant::now();
-        self.saves.saved = cursor;
         let spawned = std::thread::Builder::new()
             .name("allot-save".into())
             .spawn(move || {
