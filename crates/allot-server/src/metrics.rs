@@ -610,6 +610,27 @@ impl Collector for Snapshot {
             )?)?;
         }
 
+        // The views saved while running (SQLite), for a start after a crash.
+        if let Some(v) = &w.view_saves {
+            let mut saves = e.encode_descriptor(
+                "allot_view_saves",
+                "Views saved beside the SQLite file while the server runs, for a start \
+                 after a crash: written whole (outcome=saved) or failed (outcome=failed)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (outcome, count) in [("saved", &v.saved), ("failed", &v.failed)] {
+                count.encode(saves.encode_family(&[("outcome", outcome)])?)?;
+            }
+            v.seconds.encode(e.encode_descriptor(
+                "allot_view_save_duration_seconds",
+                "How long each save of the view while the server runs took, on its own \
+                 thread",
+                None,
+                MetricType::Histogram,
+            )?)?;
+        }
+
         process(e)
     }
 }

@@ -209,6 +209,16 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
             "{text}"
         );
         assert_eq!(s["allot_sqlite_writer_checkpoint_seconds_count"], 0.0);
+        // The view is saved while running every 300 s by default: none yet.
+        assert_eq!(
+            s["allot_view_saves_total{outcome=\"saved\"}"], 0.0,
+            "{text}"
+        );
+        assert_eq!(
+            s["allot_view_saves_total{outcome=\"failed\"}"], 0.0,
+            "{text}"
+        );
+        assert_eq!(s["allot_view_save_duration_seconds_count"], 0.0, "{text}");
         assert!(s["process_resident_memory_bytes"] > 1e6);
         assert!(s["process_open_fds"] >= 3.0);
         // CPU time counts in clock ticks (10 ms): a young server may show none yet.
