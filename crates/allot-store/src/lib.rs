@@ -28,7 +28,7 @@ pub use host::{Clock, Host, Loaded, Pending, ViewSaveStats, WriteError, WriterSt
 
 /// How often, by default, the host saves the view beside an SQLite file while it
 /// runs, when anything was written since the last save ([`Store::save_view_every`]).
-/// At a million providers a save is 1.4 s of two threads and about 220 MB written;
+/// At a million providers a save is 1.4–1.9 s of two threads and about 220 MB written;
 /// a start after a crash then reads the view and at most this long's commits after
 /// it from the change log, which keeps the last 10,000 (an older view is not read:
 /// the tables are).
