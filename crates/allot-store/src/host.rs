@@ -552,29 +552,30 @@ impl Writer {
 
     fn serve(&mut self, jobs: Receiver<Message>) {
         loop {
-            let message = if self.shared.kind.shared {
-                match jobs.recv_timeout(FOLLOW_EVERY) {
+            // Idle, a shared store's writer follows the log; an SQLite one saves the
+            // view when a save is due.
+            let idle_for = if self.shared.kind.shared {
+                Some(FOLLOW_EVERY)
+            } else {
+                self.save_due_in()
+            };
+            let message = match idle_for {
+                Some(wait) => match jobs.recv_timeout(wait) {
                     Ok(message) => message,
-                    Err(RecvTimeoutError::Timeout) => {
+                    Err(RecvTimeoutError::Timeout) if self.shared.kind.shared => {
                         self.follow();
                         continue;
                     }
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-            } else if let Some(due) = self.save_due_in() {
-                match jobs.recv_timeout(due) {
-                    Ok(message) => message,
                     Err(RecvTimeoutError::Timeout) => {
                         self.save_view();
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => return,
-                }
-            } else {
-                match jobs.recv() {
+                },
+                None => match jobs.recv() {
                     Ok(message) => message,
                     Err(_) => return,
-                }
+                },
             };
             let first = match message {
                 Message::Write(job) => job,

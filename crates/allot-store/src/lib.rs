@@ -310,7 +310,7 @@ impl Store {
 
     /// What to save of the view of every commit up to `at` while the store is in
     /// use (what the host's writer does, `engine::saved`); `None` where nothing is
-    /// saved then: PostgreSQL, or `at` is not the last commit this store wrote.
+    /// saved then: PostgreSQL, or `at` is not the log's last commit.
     pub fn running_save(&self, at: Cursor) -> Result<Option<RunningSave>, StoreError> {
         match &self.0 {
             Engine::Sqlite(e) => e.running_save(at),

@@ -245,7 +245,7 @@ fn a_view_saved_while_running_and_the_log_after_it_give_what_the_tables_give() {
     let view = saved_while_running_then_killed(&db, first, &later_changes());
     assert_eq!(view.claims().count(), 2);
 
-    // Nothing to save for a commit that is not the store's last.
+    // Nothing to save for a commit that is not the log's last.
     let store = Store::open(&url(&db)).unwrap();
     assert!(store
         .running_save(allot_store::Cursor(1))

@@ -126,9 +126,7 @@ impl Identity {
             ctime: (m.ctime(), m.ctime_nsec()),
         })
     }
-}
 
-impl Identity {
     /// Whether `other` is the same file (device and inode), whatever was written to
     /// it since.
     pub(crate) fn same_file(&self, other: &Identity) -> bool {

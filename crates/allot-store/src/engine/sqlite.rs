@@ -114,9 +114,6 @@ pub struct SqliteEngine {
     path: String,
     /// Whether the last load read the saved view rather than the tables.
     read_saved: bool,
-    /// The last commit this engine wrote, and the CRC-32 of its log record: what a
-    /// view saved while the server runs is saved from ([`SqliteEngine::running_save`]).
-    last_commit: Option<(Cursor, u32)>,
     /// How often the host saves the view while it runs (`Store::save_view_every`).
     pub(crate) save_every: Option<std::time::Duration>,
 }
@@ -306,7 +303,6 @@ impl SqliteEngine {
             lock,
             path: path.to_owned(),
             read_saved: false,
-            last_commit: None,
             save_every: Some(crate::SAVE_VIEW_EVERY),
         })
     }
@@ -355,7 +351,11 @@ impl SqliteEngine {
             let Some((mut view, from)) = read else {
                 return Ok(None);
             };
-            let after = commits_after(&self.conn, Cursor(from.cursor), head)?;
+            // A view saved at a clean stop holds the head already.
+            let after = match from.running {
+                Some(_) => commits_after(&self.conn, Cursor(from.cursor), head)?,
+                None => Vec::new(),
+            };
             for commit in &after {
                 view.apply(&commit.changes);
             }
@@ -401,17 +401,8 @@ impl SqliteEngine {
         {
             return Err(saved::changed());
         }
-        let record: Option<Vec<u8>> = self
-            .conn
-            .prepare_cached("SELECT changes FROM change_log WHERE seq = ?1")?
-            .query_row([from.cursor], |r| Ok(r.get_ref(0)?.as_bytes()?.to_vec()))
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?;
-        match record {
-            Some(record) if crc32fast::hash(&record) == crc => Ok(()),
+        match record_crc(&self.conn, Cursor(from.cursor))? {
+            Some(now) if now == crc => Ok(()),
             Some(_) => Err(saved::changed()),
             None => Err(StoreError::Corrupt(format!(
                 "saved view: the change log no longer holds commit {} it was saved at",
@@ -421,11 +412,14 @@ impl SqliteEngine {
     }
 
     /// What to save, beside the database, of the view of every commit up to `at`
-    /// while the server runs; `None` unless `at` is the last commit this engine
-    /// wrote (a view loaded and not written to is saved already, or read from the
-    /// tables, which a restart reads as fast).
+    /// while the server runs; `None` unless `at` is the log's last commit. The
+    /// record's checksum is read here, once a save, rather than computed at every
+    /// commit.
     pub(crate) fn running_save(&self, at: Cursor) -> Result<Option<RunningSave>, StoreError> {
-        let Some((_, crc)) = self.last_commit.filter(|(last, _)| *last == at) else {
+        if log_head(&self.conn)? != at {
+            return Ok(None);
+        }
+        let Some(crc) = record_crc(&self.conn, at)? else {
             return Ok(None);
         };
         Ok(Some(RunningSave {
@@ -537,12 +531,10 @@ impl SqliteEngine {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        let record = crate::log::encode(&changes);
-        let crc = crc32fast::hash(&record);
         exec(
             &tx,
             "INSERT INTO change_log (seq, at, changes) VALUES (?1, ?2, ?3)",
-            params![next.0, now, record],
+            params![next.0, now, crate::log::encode(&changes)],
         )?;
         if next.0 % LOG_PRUNE_EVERY == 0 {
             exec(
@@ -552,7 +544,6 @@ impl SqliteEngine {
             )?;
         }
         tx.commit()?;
-        self.last_commit = Some((next, crc));
         self.checkpointer.committed(&self.conn);
         Ok(next)
     }
@@ -562,6 +553,16 @@ impl SqliteEngine {
 /// parsing their SQL each time cost more than writing them.
 fn exec(tx: &Transaction<'_>, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
     tx.prepare_cached(sql)?.execute(params)
+}
+
+/// The CRC-32 of commit `seq`'s record in the change log, `None` if the log does not
+/// hold it: what ties a view saved while the server ran to the log's history.
+fn record_crc(conn: &Connection, seq: Cursor) -> Result<Option<u32>, StoreError> {
+    use rusqlite::OptionalExtension;
+    Ok(conn
+        .prepare_cached("SELECT changes FROM change_log WHERE seq = ?1")?
+        .query_row([seq.0], |r| Ok(crc32fast::hash(r.get_ref(0)?.as_bytes()?)))
+        .optional()?)
 }
 
 fn log_head(conn: &Connection) -> Result<Cursor, StoreError> {
