@@ -35,7 +35,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json, reached, Client, Server};
+use support::{json, metric, reached, Client, Server};
 use uuid::Uuid;
 
 const PROVIDERS: usize = 8;
@@ -438,18 +438,17 @@ fn a_start_after_a_kill_reads_the_view_saved_while_running_and_the_commits_after
     let first_save = std::fs::metadata(&saved).unwrap().ino();
     // The metrics count it once it is written whole.
     let counted = |outcome: &str| {
-        let (status, text) = client.call("GET", "/metrics", None);
-        assert_eq!(status, 200, "{text}");
-        let key = format!("allot_view_saves_total{{outcome=\"{outcome}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&key)?.parse::<f64>().ok())
-            .unwrap_or_else(|| panic!("no {key}in {text}"))
+        metric(
+            &server,
+            &format!("allot_view_saves_total{{outcome=\"{outcome}\"}}"),
+        )
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     while counted("saved") < 1.0 {
         assert!(Instant::now() < deadline, "the save was not counted");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Written beside the count of saves, so present once that is.
     assert_eq!(counted("failed"), 0.0);
     // Written after the save: more claims, a claim moved, a consumer gone.
     for (n, consumer) in consumers[6..].iter().enumerate() {

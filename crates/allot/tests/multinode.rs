@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{json, psql, Client, Database, Server};
+use support::{json, metric, psql, Client, Database, Server};
 use uuid::Uuid;
 
 const NODES: usize = 3;
@@ -426,15 +426,6 @@ fn a_node_killed_mid_load_loses_nothing() {
         return;
     }
     panic!("in three attempts the kill never landed with a claim in flight");
-}
-
-/// `name`'s value on `node`'s `/metrics` (0 if absent).
-fn metric(node: &Server, name: &str) -> f64 {
-    let (status, text) = node.call("GET", "/metrics", None);
-    assert_eq!(status, 200, "{text}");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// Which live node holds the writer's lease, once exactly one does (at most `bound`).

@@ -506,6 +506,16 @@ pub fn exchange(addr: &str, request: &[u8]) -> Reply {
     }
 }
 
+/// `name`'s value (with its labels, as `/metrics` writes them) on `node`'s
+/// `/metrics`, 0 if absent.
+pub fn metric(node: &Server, name: &str) -> f64 {
+    let (status, text) = node.call("GET", "/metrics", None);
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// A TCP relay between a node and the database that can hold every byte: a network
 /// that stalls without closing anything, as a partition does.
 pub struct Relay {
