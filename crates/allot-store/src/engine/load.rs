@@ -497,12 +497,12 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     out.push(Step::ProvidersLoaded)?;
 
     source.rows(
-        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
-         FROM consumers ORDER BY uuid",
+        "SELECT id, uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
+         FROM consumers ORDER BY id",
         |consumers| {
             source.rows(
-                "SELECT consumer_uuid, provider_id, resource_class, used FROM allocations
-                 ORDER BY consumer_uuid",
+                "SELECT consumer_id, provider_id, resource_class, used FROM allocations
+                 ORDER BY consumer_id",
                 |allocations| read_consumers(consumers, allocations, &mut classes, &mut out),
             )
         },
@@ -644,8 +644,9 @@ fn read_providers(
     Ok(())
 }
 
-/// Consumers and their allocations, read side by side in uuid order (both queries
-/// are sorted by it), so that each consumer comes with its allocations.
+/// Consumers and their allocations, read side by side in the order of the
+/// consumers' numbers (both queries are sorted by it), so that each consumer comes
+/// with its allocations.
 fn read_consumers(
     consumers: &mut impl Rows,
     allocations: &mut impl Rows,
@@ -658,27 +659,30 @@ fn read_consumers(
     let mut held = Vec::new();
     let mut canonical = true;
     while let Some(r) = consumers.next()? {
-        let key = r.key(0)?;
+        let id = r.int(0)?;
+        let key = r.key(1)?;
         let uuid = key.uuid("consumer")?;
-        // The keys are distinct; spelled the one way allot writes a uuid, distinct
-        // keys are distinct uuids, so none is in the view yet. Once another spelling
-        // has been met (a hand-edited row), every consumer takes the search.
+        // The uuids are distinct (unique in the table); spelled the one way allot
+        // writes a uuid, distinct spellings are distinct uuids, so none is in the
+        // view yet. Once another spelling has been met (a hand-edited row), every
+        // consumer takes the search.
         canonical = canonical && key.is_canonical();
         let consumer = RawConsumer {
             uuid,
-            project: project.changed_text(r.text(1)?)?,
-            user: user.changed_text(r.text(2)?)?,
-            kind: kind.changed(r.opt_text(3)?)?,
-            generation: r.count(4)?,
-            created_at: r.int(5)?,
-            updated_at: r.int(6)?,
+            project: project.changed_text(r.text(2)?)?,
+            user: user.changed_text(r.text(3)?)?,
+            kind: kind.changed(r.opt_text(4)?)?,
+            generation: r.count(5)?,
+            created_at: r.int(6)?,
+            updated_at: r.int(7)?,
             allocations: Vec::new(),
             known_new: canonical,
         };
-        // Allocation rows up to this consumer's; any before it name no consumer (the
-        // writes never leave such rows) and are skipped, as applying them would do.
+        // Allocation rows up to this consumer's number; any before it name no
+        // consumer (the writes never leave such rows) and are skipped, as applying
+        // them would do.
         while let Some(a) = pending {
-            let of = a.key(0)?.cmp(&key);
+            let of = a.int(0)?.cmp(&id);
             if of.is_gt() {
                 break;
             }

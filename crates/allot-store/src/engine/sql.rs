@@ -45,6 +45,9 @@ pub(crate) struct Column {
     pub null: bool,
     /// Whether no two rows may share its value (besides the primary key).
     pub unique: bool,
+    /// Whether the engine numbers new rows in it (the key of a table whose rows
+    /// other tables name): inserts leave it out.
+    pub numbered: bool,
 }
 
 pub(crate) const fn col(name: &'static str, ty: Type) -> Column {
@@ -53,6 +56,16 @@ pub(crate) const fn col(name: &'static str, ty: Type) -> Column {
         ty,
         null: false,
         unique: false,
+        numbered: false,
+    }
+}
+
+/// A table's key that the engine numbers, one more than the largest so far (SQLite's
+/// rowid, PostgreSQL's identity column).
+const fn numbered(name: &'static str) -> Column {
+    Column {
+        numbered: true,
+        ..col(name, Type::Int)
     }
 }
 
@@ -170,7 +183,12 @@ pub(crate) static PROVIDER_AGGREGATES: Table = Table {
     clustered: true,
 };
 
-pub(crate) static CONSUMERS: Table = Table {
+/// The consumers as the first schemas stored them, keyed by uuid, and their
+/// allocations, keyed by the consumer's uuid: a new consumer's row and its
+/// allocations each went into a leaf at a random place of its tree, two leaves that a
+/// claim storm in a large cloud finds in no cache and the checkpoint copies apart.
+/// Migrated to [`CONSUMERS`] and [`ALLOCATIONS`] ([`STASH_CONSUMERS`]).
+pub(crate) static CONSUMERS_BY_UUID: Table = Table {
     name: "consumers",
     columns: &[
         col("uuid", Type::Uuid),
@@ -185,7 +203,7 @@ pub(crate) static CONSUMERS: Table = Table {
     clustered: true,
 };
 
-pub(crate) static ALLOCATIONS: Table = Table {
+pub(crate) static ALLOCATIONS_BY_UUID: Table = Table {
     name: "allocations",
     columns: &[
         col("consumer_uuid", Type::Uuid),
@@ -197,11 +215,71 @@ pub(crate) static ALLOCATIONS: Table = Table {
     clustered: true,
 };
 
+/// Consumers, numbered in the order they were made (issue 25). A new consumer's
+/// row goes at the end of the table and its allocations at the end of theirs, on
+/// pages that the claims before it wrote too; only the uuid's index takes an entry at
+/// a random place. Nothing reads a consumer by its number but its allocations: the
+/// view finds consumers by uuid, and the writes name them by uuid
+/// ([`Shape::DeleteOfParent`], [`Shape::InsertUnderParent`]).
+pub(crate) static CONSUMERS: Table = Table {
+    name: "consumers",
+    columns: &[
+        numbered("id"),
+        unique("uuid", Type::Uuid),
+        col("project_id", Text),
+        col("user_id", Text),
+        nullable("consumer_type", Text),
+        col("generation", Int),
+        col("created_at", Int),
+        col("updated_at", Int),
+    ],
+    key: &["id"],
+    clustered: false,
+};
+
+pub(crate) static ALLOCATIONS: Table = Table {
+    name: "allocations",
+    columns: &[
+        col("consumer_id", Int),
+        col("provider_id", Int),
+        col("resource_class", Text),
+        col("used", Int),
+    ],
+    key: &["consumer_id", "provider_id", "resource_class"],
+    clustered: true,
+};
+
+/// Schema version 7's first half: the consumers and allocations of
+/// [`CONSUMERS_BY_UUID`] and [`ALLOCATIONS_BY_UUID`] set aside in temporary tables and
+/// the old tables dropped, so that [`CONSUMERS`] and [`ALLOCATIONS`] can be created
+/// under the same names (renaming them instead would leave PostgreSQL's key and
+/// unique constraints with the names the new tables' need).
+pub(crate) const STASH_CONSUMERS: &str = "\
+CREATE TEMP TABLE stashed_consumers AS SELECT uuid, project_id, user_id, consumer_type, \
+generation, created_at, updated_at FROM consumers;
+CREATE TEMP TABLE stashed_allocations AS SELECT consumer_uuid, provider_id, resource_class, \
+used FROM allocations;
+DROP TABLE allocations;
+DROP TABLE consumers;";
+
+/// Its second half: the consumers numbered in the order they were made, and each
+/// allocation under its consumer's number. An allocation whose consumer has no row
+/// (no write leaves one) is not carried over, as the load skips it.
+pub(crate) const RESTORE_CONSUMERS: &str = "\
+INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, created_at, \
+updated_at) SELECT uuid, project_id, user_id, consumer_type, generation, created_at, \
+updated_at FROM stashed_consumers ORDER BY created_at, uuid;
+INSERT INTO allocations (consumer_id, provider_id, resource_class, used) \
+SELECT c.id, a.provider_id, a.resource_class, a.used FROM stashed_allocations a \
+JOIN consumers c ON c.uuid = a.consumer_uuid;
+DROP TABLE stashed_allocations;
+DROP TABLE stashed_consumers;";
+
 /// The first schemas' index of allocations by provider, which later migrations drop
 /// ([`DROP_ALLOCATIONS_BY_PROVIDER`]).
 pub(crate) static ALLOCATIONS_BY_PROVIDER: Index = Index {
     name: "allocations_by_provider",
-    table: &ALLOCATIONS,
+    table: &ALLOCATIONS_BY_UUID,
     column: "provider_id",
 };
 
@@ -282,6 +360,8 @@ pub(crate) trait Dialect {
     const TYPES: [&'static str; 5];
     /// What a numbered parameter's number follows (`?1` or `$1`).
     const PARAMETER: char;
+    /// What follows the type of a column the engine numbers (see [`Column`]).
+    const NUMBERED: &'static str;
 
     /// The column type a [`Type`] is stored as.
     fn type_name(ty: Type) -> &'static str {
@@ -291,6 +371,12 @@ pub(crate) trait Dialect {
     /// The `n`th parameter of a statement (from 1).
     fn placeholder(n: usize) -> String {
         format!("{}{n}", Self::PARAMETER)
+    }
+
+    /// The `n`th parameter where nothing around it says its type (a `SELECT`'s
+    /// list): as [`Dialect::placeholder`] unless the dialect must be told.
+    fn typed_placeholder(n: usize, _ty: Type) -> String {
+        Self::placeholder(n)
     }
 
     /// An insert of one row into `table`, with `columns` and `values` already
@@ -331,6 +417,9 @@ pub(crate) fn script<D: Dialect>(steps: &[Ddl]) -> String {
                     .iter()
                     .map(|c| {
                         let mut line = format!("    {} {}", c.name, D::type_name(c.ty));
+                        if c.numbered {
+                            line.push_str(D::NUMBERED);
+                        }
                         if table.key == [c.name] {
                             line.push_str(" PRIMARY KEY");
                         } else if !c.null {
@@ -387,6 +476,24 @@ enum Shape {
         table: &'static Table,
         filter: &'static [&'static str],
     },
+    /// Deletes the rows of `table` under the row of `parent` whose column `by` is
+    /// equal to the one parameter: those whose first column holds the parent's
+    /// (numbered) key.
+    DeleteOfParent {
+        table: &'static Table,
+        parent: &'static Table,
+        by: &'static str,
+    },
+    /// Inserts one row of `table` under the row of `parent` whose column `by` is
+    /// equal to the first parameter: its first column is the parent's (numbered)
+    /// key, the other parameters are its other columns, in order. Inserts nothing if
+    /// there is no such parent, which the writes never ask for (a consumer's
+    /// allocations are written after the consumer).
+    InsertUnderParent {
+        table: &'static Table,
+        parent: &'static Table,
+        by: &'static str,
+    },
 }
 
 /// A statement's text in one dialect.
@@ -436,6 +543,22 @@ impl Statement {
         Statement::new(Shape::Delete { table, filter })
     }
 
+    const fn delete_of_parent(
+        table: &'static Table,
+        parent: &'static Table,
+        by: &'static str,
+    ) -> Statement {
+        Statement::new(Shape::DeleteOfParent { table, parent, by })
+    }
+
+    const fn insert_under_parent(
+        table: &'static Table,
+        parent: &'static Table,
+        by: &'static str,
+    ) -> Statement {
+        Statement::new(Shape::InsertUnderParent { table, parent, by })
+    }
+
     /// The statement in dialect `D`.
     pub fn rendered<D: Dialect>(&'static self) -> &'static Rendered {
         self.rendered[D::SLOT].get_or_init(|| self.render::<D>())
@@ -458,9 +581,10 @@ impl Statement {
         };
         match self.shape {
             Shape::Insert(table, conflict) => {
-                let columns: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+                let given: Vec<&Column> = table.columns.iter().filter(|c| !c.numbered).collect();
+                let columns: Vec<&str> = given.iter().map(|c| c.name).collect();
                 let columns = columns.join(", ");
-                let values: Vec<String> = (1..=table.columns.len()).map(D::placeholder).collect();
+                let values: Vec<String> = (1..=given.len()).map(D::placeholder).collect();
                 Rendered {
                     sql: D::insert(table, conflict, &columns, &values.join(", ")),
                     rows: match conflict {
@@ -502,6 +626,37 @@ impl Statement {
                 ),
                 rows: None,
             },
+            Shape::DeleteOfParent { table, parent, by } => Rendered {
+                sql: format!(
+                    "DELETE FROM {} WHERE {} = (SELECT {} FROM {} WHERE {by} = {})",
+                    table.name,
+                    table.columns[0].name,
+                    parent.key[0],
+                    parent.name,
+                    D::placeholder(1)
+                ),
+                rows: None,
+            },
+            Shape::InsertUnderParent { table, parent, by } => {
+                let columns: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+                let values: Vec<String> = table.columns[1..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| D::typed_placeholder(i + 2, c.ty))
+                    .collect();
+                Rendered {
+                    sql: format!(
+                        "INSERT INTO {} ({}) SELECT {}, {} FROM {} WHERE {by} = {}",
+                        table.name,
+                        columns.join(", "),
+                        parent.key[0],
+                        values.join(", "),
+                        parent.name,
+                        D::placeholder(1)
+                    ),
+                    rows: None,
+                }
+            }
         }
     }
 }
@@ -594,8 +749,10 @@ static UPDATE_CONSUMER: Statement = Statement::update(
     &["uuid", "generation"],
 );
 static DELETE_CONSUMER: Statement = Statement::delete(&CONSUMERS, &["uuid"]);
-static DELETE_ALLOCATIONS: Statement = Statement::delete(&ALLOCATIONS, &["consumer_uuid"]);
-static INSERT_ALLOCATION: Statement = Statement::insert(&ALLOCATIONS, Conflict::Fail);
+static DELETE_ALLOCATIONS: Statement =
+    Statement::delete_of_parent(&ALLOCATIONS, &CONSUMERS, "uuid");
+static INSERT_ALLOCATION: Statement =
+    Statement::insert_under_parent(&ALLOCATIONS, &CONSUMERS, "uuid");
 static PUT_CLAIM: Statement = Statement::insert(&CLAIMS, Conflict::Replace);
 /// A claim's amounts never change after it is made: written once.
 static INSERT_CLAIM_AMOUNT: Statement = Statement::insert(&CLAIM_ALLOCATIONS, Conflict::Ignore);
@@ -884,13 +1041,30 @@ mod tests {
              OR parent_id IS DISTINCT FROM $3 OR root_id IS DISTINCT FROM $4)"
         );
         assert_eq!(
-            INSERT_ALLOCATION.rendered::<Postgres>().rows.as_deref(),
+            INSERT_INVENTORY.rendered::<Postgres>().rows.as_deref(),
             Some(
-                "INSERT INTO allocations (consumer_uuid, provider_id, resource_class, used) \
-                 SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bigint[])"
+                "INSERT INTO inventories (provider_id, resource_class, total, reserved, \
+                 min_unit, max_unit, step_size, allocation_ratio) SELECT * FROM \
+                 unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], \
+                 $6::bigint[], $7::bigint[], $8::double precision[])"
             )
         );
-        assert_eq!(INSERT_ALLOCATION.rendered::<Sqlite>().rows, None);
+        assert_eq!(INSERT_INVENTORY.rendered::<Sqlite>().rows, None);
+        // A consumer's allocations name it by its number, found by its uuid.
+        assert_eq!(
+            INSERT_ALLOCATION.sql::<Postgres>(),
+            "INSERT INTO allocations (consumer_id, provider_id, resource_class, used) \
+             SELECT id, $2::bigint, $3::text, $4::bigint FROM consumers WHERE uuid = $1"
+        );
+        assert_eq!(
+            INSERT_ALLOCATION.sql::<Sqlite>(),
+            "INSERT INTO allocations (consumer_id, provider_id, resource_class, used) \
+             SELECT id, ?2, ?3, ?4 FROM consumers WHERE uuid = ?1"
+        );
+        assert_eq!(
+            DELETE_ALLOCATIONS.sql::<Sqlite>(),
+            "DELETE FROM allocations WHERE consumer_id = (SELECT id FROM consumers WHERE uuid = ?1)"
+        );
         assert_eq!(INSERT_CLAIM_AMOUNT.rendered::<Postgres>().rows, None);
     }
 

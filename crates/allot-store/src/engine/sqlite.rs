@@ -53,8 +53,8 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&PROVIDER_AGGREGATES),
         ],
         &[
-            Ddl::Table(&CONSUMERS),
-            Ddl::Table(&ALLOCATIONS),
+            Ddl::Table(&CONSUMERS_BY_UUID),
+            Ddl::Table(&ALLOCATIONS_BY_UUID),
             Ddl::Index(&ALLOCATIONS_BY_PROVIDER),
         ],
         // 2: resource class metadata (issue 10).
@@ -67,6 +67,15 @@ static MIGRATIONS: &[&[Ddl]] = {
         // run on the view), and the index cost every claim a leaf written at a random
         // place (issue 25).
         &[Ddl::Raw(sql::DROP_ALLOCATIONS_BY_PROVIDER)],
+        // 6 (schema version 7): consumers numbered, their allocations under their
+        // numbers, so that a claim's new rows go at the ends of their tables (issue
+        // 25).
+        &[
+            Ddl::Raw(sql::STASH_CONSUMERS),
+            Ddl::Table(&CONSUMERS),
+            Ddl::Table(&ALLOCATIONS),
+            Ddl::Raw(sql::RESTORE_CONSUMERS),
+        ],
     ]
 };
 
@@ -79,6 +88,8 @@ impl Dialect for Sqlite {
     const CLUSTERED: &'static str = " WITHOUT ROWID";
     const TYPES: [&'static str; 5] = ["INTEGER", "REAL", "TEXT", "TEXT", "BLOB"];
     const PARAMETER: char = '?';
+    /// An `INTEGER PRIMARY KEY` is the rowid, which SQLite numbers.
+    const NUMBERED: &'static str = "";
 
     fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String {
         let verb = match conflict {
@@ -652,6 +663,11 @@ pub fn schema_version() -> usize {
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, MIGRATIONS.len())
+}
+
+/// Runs the migrations up to the first `upto` (tests make older databases with it).
+fn migrate_to(conn: &mut Connection, upto: usize) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let supported = MIGRATIONS.len() as i64;
     if version > supported {
@@ -660,7 +676,12 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             supported,
         });
     }
-    for (i, steps) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for (i, steps) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(upto)
+        .skip(version as usize)
+    {
         let tx = conn.transaction()?;
         tx.execute_batch(&sql::script::<Sqlite>(steps))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
@@ -793,10 +814,12 @@ mod tests {
         }
     }
 
-    /// A database of schema version 5, with the index of allocations by provider, opens at
-    /// this build's schema without it.
+    /// A database of schema version 5 opens at this build's schema: without the
+    /// index of allocations by provider (version 6), and with its consumers numbered
+    /// in the order they were made and each allocation under its consumer's number
+    /// (version 7); an allocation of no consumer is not carried over.
     #[test]
-    fn schema_6_drops_the_index_of_allocations_by_provider() {
+    fn a_schema_5_database_migrates_with_its_consumers_numbered() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("allot.db");
         let path = path.to_str().unwrap();
@@ -808,18 +831,30 @@ mod tests {
             )
             .unwrap()
         };
+        let (a, b, nobody) = (
+            Uuid::from_u128(0xb),
+            Uuid::from_u128(0xa),
+            Uuid::from_u128(0xc),
+        );
         {
-            let engine = SqliteEngine::open(path).unwrap();
-            assert_eq!(index_count(&engine.conn), 0);
-            // Back to what schema version 5 left.
-            engine
-                .conn
-                .execute_batch(&format!(
-                    "{} PRAGMA user_version = 5;",
-                    sql::script::<Sqlite>(&[Ddl::Index(&sql::ALLOCATIONS_BY_PROVIDER)])
-                ))
+            let mut conn = Connection::open(path).unwrap();
+            migrate_to(&mut conn, 5).unwrap();
+            assert_eq!(index_count(&conn), 1);
+            // `a` was made first, though its uuid sorts after `b`'s.
+            for (uuid, made) in [(b, 20), (a, 10)] {
+                conn.execute(
+                    "INSERT INTO consumers VALUES (?1, 'p', 'u', NULL, 3, ?2, ?2)",
+                    params![uuid.to_string(), made],
+                )
                 .unwrap();
-            assert_eq!(index_count(&engine.conn), 1);
+            }
+            for (uuid, provider, used) in [(a, 1, 2), (a, 2, 5), (b, 1, 7), (nobody, 1, 9)] {
+                conn.execute(
+                    "INSERT INTO allocations VALUES (?1, ?2, 'VCPU', ?3)",
+                    params![uuid.to_string(), provider, used],
+                )
+                .unwrap();
+            }
         }
         let engine = SqliteEngine::open(path).unwrap();
         assert_eq!(index_count(&engine.conn), 0);
@@ -828,6 +863,33 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(version, schema_version() as i64);
+        let rows = |sql: &str| -> Vec<(i64, String, i64)> {
+            let mut statement = engine.conn.prepare(sql).unwrap();
+            let rows = statement
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        assert_eq!(
+            rows("SELECT id, uuid, created_at FROM consumers ORDER BY id"),
+            [(1, a.to_string(), 10), (2, b.to_string(), 20)]
+        );
+        assert_eq!(
+            rows(
+                "SELECT a.provider_id, c.uuid, a.used FROM allocations a \
+                 JOIN consumers c ON c.id = a.consumer_id ORDER BY c.id, a.provider_id"
+            ),
+            [
+                (1, a.to_string(), 2),
+                (2, a.to_string(), 5),
+                (1, b.to_string(), 7)
+            ]
+        );
+        let all: i64 = engine
+            .conn
+            .query_row("SELECT count(*) FROM allocations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(all, 3);
     }
 
     /// A second open of a file that is open is refused at once, with an error that
@@ -858,12 +920,13 @@ mod tests {
         let mut engine = SqliteEngine::open(path.to_str().unwrap()).unwrap();
         let uuid = Uuid::from_u128(0xabcdef);
         let upper = uuid.hyphenated().to_string().to_uppercase();
-        // The upper-case spelling sorts first.
+        // The upper-case spelling is numbered first, so read first.
         for (spelling, generation) in [(upper, 1), (uuid.to_string(), 2)] {
             engine
                 .conn
                 .execute(
-                    "INSERT INTO consumers VALUES (?1, 'p', 'u', NULL, ?2, 0, 0)",
+                    "INSERT INTO consumers (uuid, project_id, user_id, generation, created_at, \
+                     updated_at) VALUES (?1, 'p', 'u', ?2, 0, 0)",
                     params![spelling, generation],
                 )
                 .unwrap();
