@@ -761,6 +761,16 @@ static DELETE_CLAIM: Statement = Statement::delete(&CLAIMS, &["uuid"]);
 
 /// Appends the statements that write `change` to `out`, in the order they must run.
 pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
+    // A consumer's allocations right after its creation (as a plan writes a new
+    // consumer's claim) replace nothing: a consumer this write created has none, so
+    // their delete, a lookup in two trees per claim, is left out.
+    let after_creation = match change {
+        Change::SetAllocations(uuid, _) => out.last().is_some_and(|op| {
+            std::ptr::eq(op.statement, &CREATE_CONSUMER)
+                && op.params.first() == Some(&Value::Uuid(*uuid))
+        }),
+        _ => false,
+    };
     let mut push = |statement: &'static Statement, params: Vec<Value<'a>>| {
         out.push(Op {
             statement,
@@ -989,7 +999,9 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         }
         Change::SetAllocations(uuid, allocations) => {
             let uuid = Value::Uuid(*uuid);
-            push(&DELETE_ALLOCATIONS, vec![uuid]);
+            if !after_creation {
+                push(&DELETE_ALLOCATIONS, vec![uuid]);
+            }
             for a in allocations {
                 push(
                     &INSERT_ALLOCATION,
@@ -1078,6 +1090,41 @@ mod tests {
             })
             .max()
             .unwrap_or(0)
+    }
+
+    /// A new consumer's allocations are inserted without a delete before them; an
+    /// existing consumer's replace what it held, and so do a new consumer's that do
+    /// not follow its creation.
+    #[test]
+    fn only_allocations_after_their_consumer_s_creation_skip_the_delete() {
+        let every = crate::log::tests::every_kind();
+        let created = every
+            .iter()
+            .position(|c| matches!(c, Change::PutConsumer { .. }))
+            .unwrap();
+        let (put, set) = (every[created].clone(), every[created + 1].clone());
+        assert!(matches!(set, Change::SetAllocations(..)));
+        let Change::PutConsumer { row, .. } = &put else {
+            unreachable!()
+        };
+        let updated = Change::PutConsumer {
+            row: row.clone(),
+            previous_generation: Some(0),
+        };
+        let deletes = |changes: &[&Change]| {
+            let mut written = Vec::new();
+            for change in changes {
+                ops(change, &mut written);
+            }
+            written
+                .iter()
+                .filter(|op| std::ptr::eq(op.statement, &DELETE_ALLOCATIONS))
+                .count()
+        };
+        assert_eq!(deletes(&[&put, &set]), 0);
+        assert_eq!(deletes(&[&updated, &set]), 1);
+        assert_eq!(deletes(&[&set]), 1);
+        assert_eq!(deletes(&[&put, &every[0], &set]), 1);
     }
 
     #[test]
