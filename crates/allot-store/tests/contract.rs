@@ -6,7 +6,9 @@
 //! `contract(url)` takes a fresh database each time; SQLite runs here, and the
 //! PostgreSQL engine runs the same cases.
 
-use allot_core::{Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, Uuid};
+use allot_core::{
+    Allocation, Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, Uuid,
+};
 use allot_store::{Commit, Cursor, Store, StoreError};
 
 mod pg;
@@ -117,13 +119,23 @@ pub fn contract(fresh: &mut dyn FnMut() -> String) {
     assert_eq!(store.head().unwrap(), Cursor(3));
 
     // Preconditions: a generation that is not the stored one, a provider or a
-    // consumer created twice. Each is `Stale`, and nothing of its transaction stays.
+    // consumer created twice, allocations of a consumer that has no row. Each is
+    // `Stale`, and nothing of its transaction stays.
+    let orphan = Change::SetAllocations(
+        Uuid::from_u128(78),
+        vec![Allocation {
+            provider: ProviderId(1),
+            class: ResourceClass::new_unchecked("VCPU"),
+            used: 1,
+        }],
+    );
     let stale = [
         vec![create(2, "b"), bump(1, "a", 1)],
         vec![create(2, "b"), create(1, "other name, same id and uuid")],
         vec![create(2, "b"), create(3, "a")],
         vec![consumer(1, None), consumer(1, None)],
         vec![consumer(1, None), consumer(3, Some(2))],
+        vec![consumer(1, None), orphan],
     ];
     for changes in stale {
         match store.persist(&changes) {

@@ -49,6 +49,7 @@ pub(crate) fn lost_race(change: &Change) -> String {
             row,
             previous_generation: Some(previous),
         } => format!("consumer {} is not at generation {previous}", row.uuid),
+        Change::SetAllocations(uuid, _) => format!("consumer {uuid} is gone"),
         other => format!("a write changed no row: {other:?}"),
     }
 }

@@ -487,8 +487,7 @@ enum Shape {
     /// Inserts one row of `table` under the row of `parent` whose column `by` is
     /// equal to the first parameter: its first column is the parent's (numbered)
     /// key, the other parameters are its other columns, in order. Inserts nothing if
-    /// there is no such parent, which the writes never ask for (a consumer's
-    /// allocations are written after the consumer).
+    /// there is no such parent (its op then fails the write: `Op::one_row_of`).
     InsertUnderParent {
         table: &'static Table,
         parent: &'static Table,
@@ -1003,15 +1002,18 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
                 push(&DELETE_ALLOCATIONS, vec![uuid]);
             }
             for a in allocations {
-                push(
-                    &INSERT_ALLOCATION,
-                    vec![
+                // Exactly one row, or the consumer is gone (a write the plan did not
+                // see): the write fails rather than lose the allocation.
+                out.push(Op {
+                    statement: &INSERT_ALLOCATION,
+                    params: vec![
                         uuid,
                         Value::count(a.provider.0),
                         Value::Text(a.class.as_str()),
                         Value::count(a.used),
                     ],
-                );
+                    one_row_of: Some(change),
+                });
             }
         }
     }
@@ -1154,11 +1156,13 @@ mod tests {
                 op.params.len()
             );
         }
-        // Those that check a precondition are the generation-checked puts.
+        // Those that check a precondition are the generation-checked puts, and an
+        // allocation's insert under its consumer.
         let checked: Vec<_> = written.iter().filter_map(|op| op.one_row_of).collect();
-        assert!(checked
-            .iter()
-            .all(|c| matches!(c, Change::PutProvider { .. } | Change::PutConsumer { .. })));
-        assert_eq!(checked.len(), 2);
+        assert!(checked.iter().all(|c| matches!(
+            c,
+            Change::PutProvider { .. } | Change::PutConsumer { .. } | Change::SetAllocations(..)
+        )));
+        assert_eq!(checked.len(), 3);
     }
 }
