@@ -761,8 +761,10 @@ static DELETE_CLAIM: Statement = Statement::delete(&CLAIMS, &["uuid"]);
 /// Appends the statements that write `change` to `out`, in the order they must run.
 pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
     // A consumer's allocations right after its creation (as a plan writes a new
-    // consumer's claim) replace nothing: a consumer this write created has none, so
-    // their delete, a lookup in two trees per claim, is left out.
+    // consumer's claim) replace nothing: a consumer this write created has none (a
+    // number SQLite hands out again, once the largest consumer was deleted, lost its
+    // allocations with it), so their delete, a lookup in two trees per claim, is left
+    // out.
     let after_creation = match change {
         Change::SetAllocations(uuid, _) => out.last().is_some_and(|op| {
             std::ptr::eq(op.statement, &CREATE_CONSUMER)
