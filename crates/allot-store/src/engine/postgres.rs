@@ -96,7 +96,7 @@ use tokio_postgres::{Client, Config, Portal, Transaction, TransactionBuilder};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::load::{self, Cells, Key, Rows, Source};
-use super::sql::{self, col, Conflict, Ddl, Dialect, Op, Table, Type, Value};
+use super::sql::{self, col, Column, Conflict, Ddl, Dialect, Op, Table, Type, Value};
 use super::{lost_race, read_log, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::pg_tls::{self, PgTls};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
@@ -199,9 +199,8 @@ impl Dialect for Postgres {
         }
     }
 
-    fn insert_rows(table: &Table, columns: &str) -> Option<String> {
-        let arrays: Vec<String> = table
-            .columns
+    fn insert_rows(table: &Table, given: &[&Column], columns: &str) -> Option<String> {
+        let arrays: Vec<String> = given
             .iter()
             .enumerate()
             .map(|(i, c)| format!("${}::{}[]", i + 1, Self::type_name(c.ty)))

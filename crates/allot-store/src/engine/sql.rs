@@ -383,10 +383,11 @@ pub(crate) trait Dialect {
     /// spelled (comma-separated), and what to do about a row with the same key.
     fn insert(table: &Table, conflict: Conflict, columns: &str, values: &str) -> String;
     /// An insert of any number of rows at once, their values given one parameter
-    /// per column (an array of that column's values), if the dialect has one. Only
-    /// for inserts that fail on a conflict, where one statement for many rows has
-    /// the same outcome as one for each. None by default: one insert per row.
-    fn insert_rows(_table: &Table, _columns: &str) -> Option<String> {
+    /// per column of `given` (an array of that column's values; `columns` spells
+    /// their names), if the dialect has one. Only for inserts that fail on a
+    /// conflict, where one statement for many rows has the same outcome as one for
+    /// each. None by default: one insert per row.
+    fn insert_rows(_table: &Table, _given: &[&Column], _columns: &str) -> Option<String> {
         None
     }
 }
@@ -587,7 +588,7 @@ impl Statement {
                 Rendered {
                     sql: D::insert(table, conflict, &columns, &values.join(", ")),
                     rows: match conflict {
-                        Conflict::Fail => D::insert_rows(table, &columns),
+                        Conflict::Fail => D::insert_rows(table, &given, &columns),
                         Conflict::Ignore | Conflict::Replace => None,
                     },
                 }
@@ -1066,6 +1067,16 @@ mod tests {
             )
         );
         assert_eq!(INSERT_INVENTORY.rendered::<Sqlite>().rows, None);
+        // A numbered key is the engine's to fill, in one row or many.
+        static NUMBERED_ROWS: Statement = Statement::insert(&CONSUMERS, Conflict::Fail);
+        assert_eq!(
+            NUMBERED_ROWS.rendered::<Postgres>().rows.as_deref(),
+            Some(
+                "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, \
+                 created_at, updated_at) SELECT * FROM unnest($1::uuid[], $2::text[], \
+                 $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])"
+            )
+        );
         // A consumer's allocations name it by its number, found by its uuid.
         assert_eq!(
             INSERT_ALLOCATION.sql::<Postgres>(),
