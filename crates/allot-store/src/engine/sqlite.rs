@@ -127,6 +127,9 @@ pub struct SqliteEngine {
     read_saved: bool,
     /// How often the host saves the view while it runs (`Store::save_view_every`).
     pub(crate) save_every: Option<std::time::Duration>,
+    /// The change log's record of the commit being written, kept between commits
+    /// (`crate::log::encode_into`).
+    record: Vec<u8>,
 }
 
 /// A view to save beside the database while the server runs (`Host`'s writer hands
@@ -315,6 +318,7 @@ impl SqliteEngine {
             path: path.to_owned(),
             read_saved: false,
             save_every: Some(crate::SAVE_VIEW_EVERY),
+            record: Vec::new(),
         })
     }
 
@@ -545,7 +549,10 @@ impl SqliteEngine {
         exec(
             &tx,
             "INSERT INTO change_log (seq, at, changes) VALUES (?1, ?2, ?3)",
-            params![next.0, now, crate::log::encode(&changes)],
+            params![next.0, now, {
+                crate::log::encode_into(&changes, &mut self.record);
+                &self.record[..]
+            }],
         )?;
         if next.0 % LOG_PRUNE_EVERY == 0 {
             exec(
