@@ -171,11 +171,14 @@ impl State {
     /// A consumer by uuid.
     #[inline]
     pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
-        self.consumers.get(&self.hasher, uuid)
+        let hash = self.hasher.hash_one(uuid);
+        self.consumers
+            .find(hash, |c| c.row.uuid == *uuid)
+            .map(|c| &**c)
     }
 
     /// All consumers, in no particular order.
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
-        self.consumers.iter()
+        self.consumers.iter().map(|c| &**c)
     }
 }

@@ -22,11 +22,17 @@ use crate::model::{
 use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
-mod consumers;
+/// The size of a leaf of the consumers' table: 14 slots, where the default for
+/// pointers is 30. A claim for a new consumer copies the leaf its slot is in, and a
+/// leaf of boxes is copied consumer by consumer, each with its allocations (and freed
+/// so once the old version goes): at a million roots that was a fifth of the writer's
+/// time. With fewer slots to copy, the writer's work on the view fell by 8 µs per
+/// claim there, for 5 MiB more (the leaves' counters and the nodes above them);
+/// ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 7.
+const CONSUMER_LEAF: usize = 128;
+
 mod interned;
 mod lookups;
-
-use consumers::Consumers;
 
 use interned::{lock, Interned};
 
@@ -60,9 +66,10 @@ pub struct State {
     /// The next provider id to hand out: one more than the largest ever seen, so that
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
-    /// Consumers and their allocations: the records, by uuid (see
-    /// [`consumers`](consumers::Consumers)).
-    pub(crate) consumers: Consumers,
+    /// Consumers and their allocations: the records.
+    /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
+    /// slot then costs a pointer instead of a whole consumer.
+    pub(crate) consumers: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
     /// Pending claims, live and ended (until purged), by uuid: the records. Each
     /// pending one is also indexed on its providers (`Provider::pending`).
     pub(crate) claims: PHashTable<Box<Claim>>,
@@ -81,14 +88,14 @@ pub use crate::model::ProviderUsage;
 #[derive(Debug)]
 pub struct ConsumerTable {
     hasher: RandomState,
-    table: Consumers,
+    table: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
 }
 
 impl ConsumerTable {
     /// Reads the slot `insert` of `uuid` will fill, and returns something of it for
     /// `std::hint::black_box` (see [`State::warm_consumers`]).
     pub fn warm(&self, uuid: &Uuid) -> usize {
-        self.table.touch(&self.hasher, uuid)
+        self.table.touch(self.hasher.hash_one(uuid))
     }
 
     /// Adds a consumer, on the caller's word that none with its uuid is here (a
@@ -96,11 +103,15 @@ impl ConsumerTable {
     /// kept as given: the caller shares one copy of each between its rows.
     pub fn insert(&mut self, row: ConsumerRow, mut allocations: Vec<Allocation>) {
         allocations.sort();
+        let hasher = &self.hasher;
         let consumer = Box::new(Consumer {
             row,
             allocations: allocations.into_boxed_slice(),
         });
-        self.table.insert_new(&self.hasher, consumer);
+        self.table
+            .insert_unique(hasher.hash_one(consumer.row.uuid), consumer, |c| {
+                hasher.hash_one(c.row.uuid)
+            });
     }
 
     /// How many consumers it holds.
@@ -127,7 +138,9 @@ impl State {
     /// not rehash the table again and again. For stores, before a load. (The
     /// provider indexes are built whole by [`State::providers_loaded`].)
     pub fn reserve(&mut self, consumers: usize) {
-        self.consumers.reserve(&self.hasher, consumers);
+        let hasher = &self.hasher;
+        self.consumers
+            .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
     }
 
     /// Folds committed changes into the view. Changes come from a plan made against
@@ -191,7 +204,13 @@ impl State {
         mut allocations: Vec<Allocation>,
         known_new: bool,
     ) {
-        if !known_new && self.consumers.get(&self.hasher, &row.uuid).is_some() {
+        let hash = self.hasher.hash_one(row.uuid);
+        if !known_new
+            && self
+                .consumers
+                .find(hash, |c| c.row.uuid == row.uuid)
+                .is_some()
+        {
             // Not met in a load (uuids are the table's key); the general path handles it.
             let uuid = row.uuid;
             self.apply_one(&Change::PutConsumer {
@@ -216,11 +235,13 @@ impl State {
         }
         allocations.sort();
         add_usage(&mut self.providers, &row.uuid, &allocations);
+        let hasher = &self.hasher;
         let consumer = Box::new(Consumer {
             row,
             allocations: allocations.into_boxed_slice(),
         });
-        self.consumers.insert_new(&self.hasher, consumer);
+        self.consumers
+            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
     }
 
     /// For stores loading a view saved whole (`allot-store`'s saved view): sets
@@ -254,8 +275,8 @@ impl State {
     /// ([`State::join_consumers`]).
     pub fn consumer_table(&self, capacity: usize) -> ConsumerTable {
         let hasher = self.hasher.clone();
-        let mut table = Consumers::new();
-        table.reserve(&hasher, capacity);
+        let mut table: PHashTable<Box<Consumer>, CONSUMER_LEAF> = PHashTable::default();
+        table.reserve(capacity, |c| hasher.hash_one(c.row.uuid));
         ConsumerTable { hasher, table }
     }
 
@@ -292,7 +313,7 @@ impl State {
     ) -> usize {
         let mut sum = 0;
         for (uuid, provider) in batch.clone() {
-            sum += self.consumers.touch(&self.hasher, uuid);
+            sum += self.consumers.touch(self.hasher.hash_one(uuid));
             sum += provider.map_or(0, |id| self.providers.touch(&id));
         }
         let providers = || batch.clone().filter_map(|(_, id)| self.providers.get(&id?));
@@ -403,20 +424,28 @@ impl State {
             }
             Change::PutConsumer { row, .. } => {
                 let row = lock(&self.interned).consumer_row(row);
-                match self.consumers.get_mut(&self.hasher, &row.uuid) {
+                let hash = self.hasher.hash_one(row.uuid);
+                match self.consumers.find_mut(hash, |c| c.row.uuid == row.uuid) {
                     Some(c) => c.row = row,
                     None => {
+                        let hasher = &self.hasher;
                         let consumer = Box::new(Consumer {
                             row,
                             allocations: Box::default(),
                         });
-                        self.consumers.insert_new(&self.hasher, consumer);
+                        self.consumers
+                            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
                     }
                 }
             }
             Change::DeleteConsumer(uuid) => {
                 self.replace_allocations(uuid, Vec::new());
-                self.consumers.remove(&self.hasher, uuid);
+                let hasher = &self.hasher;
+                self.consumers.remove(
+                    hasher.hash_one(uuid),
+                    |c| c.row.uuid == *uuid,
+                    |c| hasher.hash_one(c.row.uuid),
+                );
             }
             Change::PutClaim(claim) => {
                 let claim = Box::new(lock(&self.interned).claim(claim));
@@ -599,7 +628,8 @@ impl State {
 
     /// Swaps a consumer's allocations and moves the usage index by the difference.
     fn replace_allocations(&mut self, consumer: &Uuid, mut new: Vec<Allocation>) {
-        let Some(c) = self.consumers.get_mut(&self.hasher, consumer) else {
+        let hash = self.hasher.hash_one(consumer);
+        let Some(c) = self.consumers.find_mut(hash, |c| c.row.uuid == *consumer) else {
             return;
         };
         new.sort();
