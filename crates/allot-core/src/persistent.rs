@@ -97,6 +97,7 @@ pub struct PArray<T, const CLASS: usize = 0> {
     /// its parent's list whole: cloning then counts one pointer rather than each
     /// node (2,186 of the 7,910 nodes of a view at a million roots are in the
     /// provider indexes, which a claim never changes).
+    ///
     /// A slice rather than a `Vec`, so that a lookup goes through one pointer, as
     /// it did before the list had an `Arc`; a push that needs a new node rebuilds the
     /// list (once every `NODE_SLOTS` pushes).

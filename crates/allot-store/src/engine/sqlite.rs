@@ -554,6 +554,10 @@ impl SqliteEngine {
                 &self.record[..]
             }],
         )?;
+        if self.record.capacity() > RECORD_KEPT {
+            // A bulk write's record (an import) is not held for the claims after it.
+            self.record = Vec::new();
+        }
         if next.0 % LOG_PRUNE_EVERY == 0 {
             exec(
                 &tx,
@@ -566,6 +570,10 @@ impl SqliteEngine {
         Ok(next)
     }
 }
+
+/// The most bytes of change-log record buffer a writer keeps between commits: a
+/// claim storm's batches are tens of KiB; a bulk write's may be much larger.
+const RECORD_KEPT: usize = 1 << 20;
 
 /// Runs one statement, prepared once per connection: a claim writes a few rows, and
 /// parsing their SQL each time cost more than writing them.
