@@ -98,10 +98,9 @@ pub struct PArray<T, const CLASS: usize = 0> {
     /// node (2,186 of the 7,910 nodes of a view at a million roots are in the
     /// provider indexes, which a claim never changes).
     ///
-    /// A slice rather than a `Vec`, so that a lookup goes through one pointer, as
-    /// it did before the list had an `Arc`; a push that needs a new node rebuilds the
-    /// list (once every `NODE_SLOTS` pushes).
-    nodes: Arc<[Arc<Node<T>>]>,
+    /// A `Vec`, so that pushes grow it in place (a load pushes millions of slots);
+    /// a lookup reads the `Vec`'s pointer beside the counts, in cache after the first.
+    nodes: Arc<Vec<Arc<Node<T>>>>,
     len: usize,
 }
 
@@ -117,7 +116,7 @@ impl<T, const CLASS: usize> Clone for PArray<T, CLASS> {
 impl<T, const CLASS: usize> Default for PArray<T, CLASS> {
     fn default() -> Self {
         PArray {
-            nodes: Arc::new([]),
+            nodes: Arc::new(Vec::new()),
             len: 0,
         }
     }
@@ -205,7 +204,10 @@ impl<T: Clone + Default, const CLASS: usize> PArray<T, CLASS> {
                 })))
             })
             .collect();
-        PArray { nodes, len }
+        PArray {
+            nodes: Arc::new(nodes),
+            len,
+        }
     }
 
     /// The slot at `i`, to change it: copies its node and leaf first if another
@@ -228,17 +230,35 @@ impl<T: Clone + Default, const CLASS: usize> PArray<T, CLASS> {
     /// Appends a slot.
     pub fn push(&mut self, value: T) {
         let i = self.len;
+        let nodes = Arc::make_mut(&mut self.nodes);
         if i.is_multiple_of(Self::NODE_SLOTS) {
-            let node = Arc::new(Node(std::array::from_fn(|_| None)));
-            self.nodes = self.nodes.iter().cloned().chain([node]).collect();
+            nodes.push(Arc::new(Node(std::array::from_fn(|_| None))));
         }
         if i.is_multiple_of(Self::LEAF) {
-            let nodes = Arc::make_mut(&mut self.nodes);
             let node = Arc::make_mut(nodes.last_mut().expect("a node was just ensured"));
             node.0[(i / Self::LEAF) % NODE] = Some(Self::blank_leaf());
         }
         self.len += 1;
         *self.get_mut(i).expect("the slot was just made") = value;
+    }
+
+    /// Takes the last slot off.
+    pub fn pop(&mut self) -> Option<T> {
+        let i = self.len.checked_sub(1)?;
+        let value = std::mem::take(self.get_mut(i)?);
+        self.len = i;
+        // The pieces `push` made for this slot go, so that the next push makes them
+        // again where it expects them.
+        if i.is_multiple_of(Self::LEAF) {
+            let nodes = Arc::make_mut(&mut self.nodes);
+            if i.is_multiple_of(Self::NODE_SLOTS) {
+                nodes.pop();
+            } else {
+                let node = Arc::make_mut(nodes.last_mut().expect("a slot was there"));
+                node.0[(i / Self::LEAF) % NODE] = None;
+            }
+        }
+        Some(value)
     }
 
     /// Every slot, in order, to change them (copying every shared piece).
@@ -502,6 +522,27 @@ mod tests {
         let many = PArray::<u8>::NODE_SLOTS + 3;
         assert_eq!(PArray::<u8>::filled(many).iter().count(), many);
         let collected: PArray<u32> = (0..5000).collect();
+        assert!(collected.iter().copied().eq(0..5000));
+        // Pops and pushes across leaves and nodes, as a stack does; the version
+        // before them keeps its slots.
+        let mut stack = collected.clone();
+        let mut model: Vec<u32> = (0..5000).collect();
+        for round in 0..40_000u32 {
+            if next(&mut seed) % 5 < 2 {
+                assert_eq!(stack.pop(), model.pop());
+            } else {
+                stack.push(round);
+                model.push(round);
+            }
+            assert_eq!(stack.len(), model.len());
+            assert_eq!(stack.get(model.len().wrapping_sub(1)), model.last());
+        }
+        while let Some(v) = stack.pop() {
+            assert_eq!(Some(v), model.pop());
+        }
+        assert!(model.is_empty());
+        stack.push(9);
+        assert!(stack.iter().eq([9].iter()));
         assert!(collected.iter().copied().eq(0..5000));
     }
 

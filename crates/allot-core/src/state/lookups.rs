@@ -171,14 +171,11 @@ impl State {
     /// A consumer by uuid.
     #[inline]
     pub fn consumer(&self, uuid: &Uuid) -> Option<&Consumer> {
-        let hash = self.hasher.hash_one(uuid);
-        self.consumers
-            .find(hash, |c| c.row.uuid == *uuid)
-            .map(|c| &**c)
+        self.consumers.get(&self.hasher, uuid)
     }
 
     /// All consumers, in no particular order.
     pub fn consumers(&self) -> impl Iterator<Item = &Consumer> {
-        self.consumers.iter().map(|c| &**c)
+        self.consumers.iter()
     }
 }

@@ -22,17 +22,11 @@ use crate::model::{
 use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
-/// The size of a leaf of the consumers' table: 14 slots, where the default for
-/// pointers is 30. A claim for a new consumer copies the leaf its slot is in, and a
-/// leaf of boxes is copied consumer by consumer, each with its allocations (and freed
-/// so once the old version goes): at a million roots that was a fifth of the writer's
-/// time. With fewer slots to copy, the writer's work on the view fell by 8 µs per
-/// claim there, for 5 MiB more (the leaves' counters and the nodes above them);
-/// ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 7.
-const CONSUMER_LEAF: usize = 128;
-
+mod consumers;
 mod interned;
 mod lookups;
+
+use consumers::Consumers;
 
 use interned::{lock, Interned};
 
@@ -66,10 +60,9 @@ pub struct State {
     /// The next provider id to hand out: one more than the largest ever seen, so that
     /// ids are never reused even after deletes.
     pub(crate) next_provider_id: u64,
-    /// Consumers and their allocations: the records.
-    /// Boxed: a hash table's slots are a power of two, often half empty, and an empty
-    /// slot then costs a pointer instead of a whole consumer.
-    pub(crate) consumers: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
+    /// Consumers and their allocations: the records, by uuid (see
+    /// [`consumers`](consumers::Consumers)).
+    pub(crate) consumers: Consumers,
     /// Pending claims, live and ended (until purged), by uuid: the records. Each
     /// pending one is also indexed on its providers (`Provider::pending`).
     pub(crate) claims: PHashTable<Box<Claim>>,
@@ -88,14 +81,14 @@ pub use crate::model::ProviderUsage;
 #[derive(Debug)]
 pub struct ConsumerTable {
     hasher: RandomState,
-    table: PHashTable<Box<Consumer>, CONSUMER_LEAF>,
+    table: Consumers,
 }
 
 impl ConsumerTable {
     /// Reads the slot `insert` of `uuid` will fill, and returns something of it for
     /// `std::hint::black_box` (see [`State::warm_consumers`]).
     pub fn warm(&self, uuid: &Uuid) -> usize {
-        self.table.touch(self.hasher.hash_one(uuid))
+        self.table.touch(&self.hasher, uuid)
     }
 
     /// Adds a consumer, on the caller's word that none with its uuid is here (a
@@ -103,15 +96,11 @@ impl ConsumerTable {
     /// kept as given: the caller shares one copy of each between its rows.
     pub fn insert(&mut self, row: ConsumerRow, mut allocations: Vec<Allocation>) {
         allocations.sort();
-        let hasher = &self.hasher;
         let consumer = Box::new(Consumer {
             row,
             allocations: allocations.into_boxed_slice(),
         });
-        self.table
-            .insert_unique(hasher.hash_one(consumer.row.uuid), consumer, |c| {
-                hasher.hash_one(c.row.uuid)
-            });
+        self.table.insert_new(&self.hasher, consumer);
     }
 
     /// How many consumers it holds.
@@ -138,9 +127,7 @@ impl State {
     /// not rehash the table again and again. For stores, before a load. (The
     /// provider indexes are built whole by [`State::providers_loaded`].)
     pub fn reserve(&mut self, consumers: usize) {
-        let hasher = &self.hasher;
-        self.consumers
-            .reserve(consumers, |c| hasher.hash_one(c.row.uuid));
+        self.consumers.reserve(&self.hasher, consumers);
     }
 
     /// Folds committed changes into the view. Changes come from a plan made against
@@ -204,13 +191,7 @@ impl State {
         mut allocations: Vec<Allocation>,
         known_new: bool,
     ) {
-        let hash = self.hasher.hash_one(row.uuid);
-        if !known_new
-            && self
-                .consumers
-                .find(hash, |c| c.row.uuid == row.uuid)
-                .is_some()
-        {
+        if !known_new && self.consumers.get(&self.hasher, &row.uuid).is_some() {
             // Not met in a load (uuids are the table's key); the general path handles it.
             let uuid = row.uuid;
             self.apply_one(&Change::PutConsumer {
@@ -235,13 +216,11 @@ impl State {
         }
         allocations.sort();
         add_usage(&mut self.providers, &row.uuid, &allocations);
-        let hasher = &self.hasher;
         let consumer = Box::new(Consumer {
             row,
             allocations: allocations.into_boxed_slice(),
         });
-        self.consumers
-            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
+        self.consumers.insert_new(&self.hasher, consumer);
     }
 
     /// For stores loading a view saved whole (`allot-store`'s saved view): sets
@@ -275,8 +254,8 @@ impl State {
     /// ([`State::join_consumers`]).
     pub fn consumer_table(&self, capacity: usize) -> ConsumerTable {
         let hasher = self.hasher.clone();
-        let mut table: PHashTable<Box<Consumer>, CONSUMER_LEAF> = PHashTable::default();
-        table.reserve(capacity, |c| hasher.hash_one(c.row.uuid));
+        let mut table = Consumers::default();
+        table.reserve(&hasher, capacity);
         ConsumerTable { hasher, table }
     }
 
@@ -313,7 +292,7 @@ impl State {
     ) -> usize {
         let mut sum = 0;
         for (uuid, provider) in batch.clone() {
-            sum += self.consumers.touch(self.hasher.hash_one(uuid));
+            sum += self.consumers.touch(&self.hasher, uuid);
             sum += provider.map_or(0, |id| self.providers.touch(&id));
         }
         let providers = || batch.clone().filter_map(|(_, id)| self.providers.get(&id?));
@@ -424,28 +403,20 @@ impl State {
             }
             Change::PutConsumer { row, .. } => {
                 let row = lock(&self.interned).consumer_row(row);
-                let hash = self.hasher.hash_one(row.uuid);
-                match self.consumers.find_mut(hash, |c| c.row.uuid == row.uuid) {
+                match self.consumers.get_mut(&self.hasher, &row.uuid) {
                     Some(c) => c.row = row,
                     None => {
-                        let hasher = &self.hasher;
                         let consumer = Box::new(Consumer {
                             row,
                             allocations: Box::default(),
                         });
-                        self.consumers
-                            .insert_unique(hash, consumer, |c| hasher.hash_one(c.row.uuid));
+                        self.consumers.insert_new(&self.hasher, consumer);
                     }
                 }
             }
             Change::DeleteConsumer(uuid) => {
                 self.replace_allocations(uuid, Vec::new());
-                let hasher = &self.hasher;
-                self.consumers.remove(
-                    hasher.hash_one(uuid),
-                    |c| c.row.uuid == *uuid,
-                    |c| hasher.hash_one(c.row.uuid),
-                );
+                self.consumers.remove(&self.hasher, uuid);
             }
             Change::PutClaim(claim) => {
                 let claim = Box::new(lock(&self.interned).claim(claim));
@@ -628,8 +599,7 @@ impl State {
 
     /// Swaps a consumer's allocations and moves the usage index by the difference.
     fn replace_allocations(&mut self, consumer: &Uuid, mut new: Vec<Allocation>) {
-        let hash = self.hasher.hash_one(consumer);
-        let Some(c) = self.consumers.find_mut(hash, |c| c.row.uuid == *consumer) else {
+        let Some(c) = self.consumers.get_mut(&self.hasher, consumer) else {
             return;
         };
         new.sort();
