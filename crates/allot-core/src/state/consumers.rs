@@ -5,8 +5,8 @@
 //! flat in the cloud's size", item 11): a claim for a new consumer then put it in a
 //! slot at a random place, so the writer copied that slot's leaf, cloning each record
 //! in it with its allocations, and the old version's free dropped them again. In a
-//! million-root cloud those records are cold, and that copy was the largest part of
-//! what a claim's work on the view grew by with the cloud. Here a new consumer goes in
+//! million-root cloud those records are cold, and that copy (and the free) was about
+//! a third of what a claim's work on the view grew by with the cloud. Here a new consumer goes in
 //! the last slot (or a slot a deleted consumer left), so a batch of claims copies the
 //! last leaf once and fills it in place; what goes at a random place is the index's
 //! entry, a slot number of four bytes, in a leaf that copies as plain memory.
