@@ -179,19 +179,20 @@ pub fn validate(instance: &Value, schema: &Value) -> Result<(), SchemaError> {
 /// A schema pattern compiled with Python's meaning of `$` (end of text, or before a
 /// final line break), as `re.search` applies it. Compiled once per pattern and shared:
 /// a clone of a `Regex` gets caches of its own, so a clone per check rebuilt the lazy
-/// DFA's states on every request (2 to 4% of the HTTP workers' time in a claim storm).
+/// DFA's states on every request (17 of the HTTP workers' 41–45 µs per claim in a
+/// claim storm; ARCHITECTURE.md, "Item 11").
 fn regex(pattern: &str) -> Arc<Regex> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    cache
-        .entry(pattern.to_owned())
-        .or_insert_with(|| {
-            Arc::new(
-                Regex::new(&python_dollar(pattern)).expect("schema patterns are valid regexes"),
-            )
-        })
-        .clone()
+    // Looked up by `&str` first: the pattern is copied into a key only when new.
+    if let Some(re) = cache.get(pattern) {
+        return re.clone();
+    }
+    let re =
+        Arc::new(Regex::new(&python_dollar(pattern)).expect("schema patterns are valid regexes"));
+    cache.insert(pattern.to_owned(), re.clone());
+    re
 }
 
 /// Rewrites each `$` outside a character class to `(?:\n?\z)`.
