@@ -828,7 +828,10 @@ impl Writer {
                         .answer
                         .inc_by((freeing - answering).as_secs_f64());
                     // The old version is freed (if no reader holds it) after the
-                    // answers, not before them or under the lock.
+                    // answers, not before them or under the lock. Here, not on a
+                    // thread of its own: measured, that thread's count-downs met
+                    // the next batch's count-ups on the same lines from another
+                    // core, and claims were slower (ARCHITECTURE.md, item 12).
                     drop(replaced);
                     drop(base);
                     stats.busy.free.inc_by(freeing.elapsed().as_secs_f64());
