@@ -312,9 +312,10 @@ impl SqliteEngine {
         // The page cache stays at SQLite's default (2 MiB). A larger one reads less,
         // but at the end of each write transaction SQLite cuts its cache back to the
         // file's last page, and the largest page it records as seen is the lock
-        // byte's (1 GiB in, past the file's end), so each commit walks the whole
-        // cache: 8 to 32 MiB made claims 10-24% slower at a million roots
-        // (ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 12).
+        // byte's (1 GiB in, past the file's end: a B-tree split swaps two pages'
+        // numbers through it), so each commit walks the whole cache. 8 to 32 MiB
+        // made claims 10-24% slower at a million roots (ARCHITECTURE.md, "A claim's
+        // cost flat in the cloud's size", item 12).
         // Checkpoints run beside the commit path, not inside a commit.
         let checkpointer = Checkpointer::start(path, &conn, page, policy)?;
         Ok(SqliteEngine {
