@@ -314,7 +314,7 @@ impl SqliteEngine {
         // file's last page, and the largest page it records as seen is the lock
         // byte's (1 GiB in, past the file's end: a B-tree split swaps two pages'
         // numbers through it), so each commit walks the whole cache. 8 to 32 MiB
-        // made claims 10-24% slower at a million roots (ARCHITECTURE.md, "A claim's
+        // made claims 6-24% slower at a million roots (ARCHITECTURE.md, "A claim's
         // cost flat in the cloud's size", item 12).
         // Checkpoints run beside the commit path, not inside a commit.
         let checkpointer = Checkpointer::start(path, &conn, page, policy)?;
