@@ -95,6 +95,10 @@ pub struct Config {
     /// The health check's last probe of the store: state rather than a setting, one
     /// per application like the settings.
     pub health: health::ProbeCache,
+    /// The most providers for which `/metrics` writes openstack-exporter's series
+    /// per provider and class; in a larger cloud they are left out and the sums by
+    /// class remain (0: never written). See [`metrics::DEFAULT_PROVIDER_SERIES`].
+    pub metrics_providers: usize,
     /// The series counted as requests go by (`/metrics`): state too, one per
     /// application.
     pub metrics: metrics::Metrics,
@@ -124,6 +128,7 @@ impl Default for Config {
             healthcheck_disable_file: None,
             slow_request: None,
             health: health::ProbeCache::default(),
+            metrics_providers: metrics::DEFAULT_PROVIDER_SERIES,
             metrics: metrics::Metrics::default(),
             ui: ui::Sessions::default(),
             forwarding: forward::Forwarding::default(),

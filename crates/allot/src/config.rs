@@ -333,6 +333,14 @@ pub struct Layer {
     #[arg(long, value_name = "IP:PORT", value_parser = parse_bind)]
     metrics_bind: Option<SocketAddr>,
 
+    /// /metrics writes openstack-exporter's series per provider and resource class
+    /// while the cloud has at most this many providers; in a larger one it leaves
+    /// them out (four series per inventory: ten million at a million providers) and
+    /// the sums by class remain. 0 never writes them.
+    #[arg(long, value_name = "N", value_parser = parse_count,
+          default_value = shown!(allot_server::metrics::DEFAULT_PROVIDER_SERIES))]
+    metrics_providers: Option<usize>,
+
     /// On a PostgreSQL database that several nodes share: the URL the other nodes
     /// reach this one at. While this node holds the cluster's writer lease, they
     /// forward their writes to it, so that one writer batches them all; "none" keeps
@@ -424,6 +432,8 @@ pub struct Settings {
     /// clean stop.
     pub save_view_every: Option<std::time::Duration>,
     pub metrics_bind: Option<SocketAddr>,
+    /// The most providers for which /metrics writes the series per provider.
+    pub metrics_providers: usize,
     /// Where other nodes reach this one: `Some("")` for none, `None` for the
     /// default (made from the address bound, see [`Settings::advertise_url`]).
     pub advertise_url: Option<String>,
@@ -710,6 +720,7 @@ fn settings(merged: Merged, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Res
             .filter(|&seconds| seconds > 0)
             .map(std::time::Duration::from_secs),
         metrics_bind: s.metrics_bind,
+        metrics_providers: declared(s.metrics_providers),
         // Flags and variables were checked as they were read; a file's value is
         // checked here.
         advertise_url: s
@@ -1656,7 +1667,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 35, "every setting is checked");
+        assert_eq!(checked, 36, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

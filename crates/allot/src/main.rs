@@ -236,6 +236,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_staleness: allot_server::DEFAULT_MAX_STALENESS,
             healthcheck_disable_file: settings.healthcheck_disable_file.clone(),
             slow_request: settings.slow_request,
+            metrics_providers: settings.metrics_providers,
             ..Default::default()
         }),
     };

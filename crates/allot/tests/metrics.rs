@@ -127,6 +127,10 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
     for text in [&text, &admin_text, &open_text] {
         let s = samples(text);
         assert_eq!(s["openstack_placement_up"], 1.0);
+        // Two providers, under the default bound: the series per provider are there.
+        assert_eq!(s["allot_metrics_provider_series"], 1.0, "{text}");
+        // total, reserved, capacity and usage by class, summed from what the API says.
+        let mut sums: HashMap<&str, [f64; 4]> = HashMap::new();
         // openstack-exporter's series equal what the API says of each provider.
         for (uuid, name) in [(CN1, "cn1"), (CN2, "cn2 \\\"quoted\\\"")] {
             let (_, inventories) = client.call(
@@ -152,6 +156,27 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
                     inv["allocation_ratio"].as_f64().unwrap()
                 );
                 assert_eq!(series("usage"), usages["usages"][class].as_f64().unwrap());
+                let (total, reserved, ratio) = (
+                    inv["total"].as_f64().unwrap(),
+                    inv["reserved"].as_f64().unwrap(),
+                    inv["allocation_ratio"].as_f64().unwrap(),
+                );
+                let sum = sums.entry(class).or_default();
+                sum[0] += total;
+                sum[1] += reserved;
+                sum[2] += ((total - reserved) * ratio).trunc();
+                sum[3] += usages["usages"][class].as_f64().unwrap();
+            }
+        }
+        assert_eq!(
+            sums["VCPU"],
+            [24.0, 2.0, 88.0, 3.0],
+            "the API's own figures"
+        );
+        for (class, sum) in &sums {
+            for (metric, value) in ["total", "reserved", "capacity", "usage"].iter().zip(sum) {
+                let key = format!("allot_resource_{metric}{{resourcetype=\"{class}\"}}");
+                assert_eq!(s.get(&key), Some(value), "{key} in:\n{text}");
             }
         }
         assert_eq!(s["allot_providers"], 2.0);
@@ -252,14 +277,30 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    // After a clean stop, the next start reads the view the stop saved.
+    // After a clean stop, the next start reads the view the stop saved. Bounded
+    // to one provider, the series per provider are left out and the sums stay.
     server.terminate();
     let server = Server::start_args(
         &db,
-        &["--bind", "127.0.0.1:0", "--metrics-bind", &metrics_addr],
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--metrics-bind",
+            &metrics_addr,
+            "--metrics-providers",
+            "1",
+        ],
         &[],
     );
-    let s = samples(&get(&metrics_addr, "/metrics", "").2);
+    let text = get(&metrics_addr, "/metrics", "").2;
+    let s = samples(&text);
+    assert_eq!(s["allot_metrics_provider_series"], 0.0, "{text}");
+    assert!(
+        !text.contains("openstack_placement_resource_total{"),
+        "{text}"
+    );
+    assert_eq!(s["allot_resource_total{resourcetype=\"VCPU\"}"], 24.0);
+    assert_eq!(s["allot_resource_usage{resourcetype=\"MEMORY_MB\"}"], 512.0);
     let seconds = s["allot_view_load_seconds{source=\"saved\"}"];
     assert!((0.0..5.0).contains(&seconds), "{seconds}");
     assert!(!s.contains_key("allot_view_load_seconds{source=\"tables\"}"));
