@@ -131,6 +131,29 @@ def main(allot):
                     want[(rp, rc)] = (use['usages'][rc] if metric == 'usage'
                                       else fields[metric])
             check(got == want, '%s: got %s, the API says %s' % (name, got, want))
+        # The same four summed by class, as a parser reads them.
+        sums = {}
+        for rp, u in ids.items():
+            _, inv = call(base, 'GET', '/resource_providers/%s/inventories' % u)
+            _, use = call(base, 'GET', '/resource_providers/%s/usages' % u)
+            for rc, fields in inv['inventories'].items():
+                capacity = int((fields['total'] - fields['reserved'])
+                               * fields['allocation_ratio'])
+                row = sums.setdefault(rc, {'total': 0, 'reserved': 0, 'capacity': 0,
+                                           'usage': 0})
+                row['total'] += fields['total']
+                row['reserved'] += fields['reserved']
+                row['capacity'] += capacity
+                row['usage'] += use['usages'][rc]
+        for metric in ('total', 'reserved', 'capacity', 'usage'):
+            name = 'allot_resource_' + metric
+            fam = families.get(name)
+            check(fam is not None and fam.type == 'gauge', '%s is a gauge' % name)
+            got = {s.labels['resourcetype']: s.value for s in fam.samples}
+            want = {rc: row[metric] for rc, row in sums.items()}
+            check(got == want, '%s: got %s, the API sums to %s' % (name, got, want))
+        check(families['allot_metrics_provider_series'].samples[0].value == 1,
+              'the series per provider are written for a small cloud')
         pend = families['allot_pending']
         check({s.labels['resourcetype']: s.value for s in pend.samples} == {'VCPU': 3},
               'pending by class: %s' % pend.samples)
