@@ -508,12 +508,13 @@ impl Collector for Snapshot {
         let e = &mut encoder;
         // openstack-exporter's Placement series: same names, labels and meaning.
         gauge(e, "openstack_placement_up", "Placement API is up (1)", 1i64)?;
-        // One pass for the sums by class and the providers' number, which decides
-        // whether the series per provider are written.
-        let mut providers = 0usize;
+        // allot's own counts, as `/status` gives them: the providers' number also
+        // decides whether the series per provider are written.
+        let counts = crate::status::counts(view, self.now);
+        let per_provider = counts.providers <= self.provider_series as u64;
+        // One pass for the sums by class.
         let mut classes: BTreeMap<&str, ClassSums> = BTreeMap::new();
         for p in view.providers() {
-            providers += 1;
             for (class, inv) in p.inventories.iter() {
                 let sums = classes.entry(class.as_str()).or_default();
                 sums.total = sums.total.saturating_add(inv.total);
@@ -522,7 +523,6 @@ impl Collector for Snapshot {
                 sums.usage = sums.usage.saturating_add(view.usage(p.id(), class));
             }
         }
-        let per_provider = providers <= self.provider_series;
         gauge(
             e,
             "allot_metrics_provider_series",
@@ -588,8 +588,6 @@ impl Collector for Snapshot {
             )],
         )?;
 
-        // allot's own counts, as `/status` gives them.
-        let counts = crate::status::counts(view, self.now);
         gauge(e, "allot_providers", "Resource providers", counts.providers)?;
         gauge(
             e,
