@@ -21,8 +21,7 @@
 //! gone, down again. Once the cloud has more nodes than a batch has changes, every
 //! change copies a node of its own: at a million roots under a claim storm, nodes of
 //! 256 leaves cost the writer a fifth of its time, and 64 took a claim storm from
-//! 4,400 to 5,100 claims/s (ARCHITECTURE.md, "A claim's cost flat in the cloud's
-//! size").
+//! 4,400 to 5,100 claims/s (docs/design/view-copies.md).
 //!
 //! - [`PArray`]: a growable array of slots, indexed by position.
 //! - [`PHashTable`]: an open-addressing hash table over a `PArray` (linear probing,

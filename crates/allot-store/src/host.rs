@@ -196,8 +196,8 @@ impl Default for ViewSaveStats {
 /// over a minute says how busy the one thread every write goes through is, and the
 /// parts say what to look at when it is busy. Measured under claim storms, the
 /// parts that grow with the cloud's size are `plan` and `free` (the view's copies and
-/// their frees) and `store` (the database's pages); see ARCHITECTURE.md, "A claim's
-/// cost flat in the cloud's size".
+/// their frees) and `store` (the database's pages); see
+/// docs/design/claim-cost-at-a-million-roots.md.
 #[derive(Debug, Clone, Default)]
 pub struct WriterBusy {
     /// Cloning the view, catching up on other nodes' commits and planning the batch
@@ -831,7 +831,7 @@ impl Writer {
                     // answers, not before them or under the lock. Here, not on a
                     // thread of its own: measured, that thread's count-downs met
                     // the next batch's count-ups on the same lines from another
-                    // core, and claims were slower (ARCHITECTURE.md, item 12).
+                    // core, and claims were slower (docs/design/ratio-on-two-cores.md).
                     drop(replaced);
                     drop(base);
                     stats.busy.free.inc_by(freeing.elapsed().as_secs_f64());

@@ -7,7 +7,7 @@
 //!   node that shares the database with others learns their commits, in order, from
 //!   [`Store::changes_since`], and [`Store::write`] hands it the ones it has not seen
 //!   before it plans, with the log's head locked, so that no plan is ever made against
-//!   an out-of-date view (ARCHITECTURE.md, "Several nodes").
+//!   an out-of-date view (docs/design/several-nodes.md).
 //! - [`Host`] owns a store and the in-memory [`State`]: it serialises writes (plan
 //!   against the view, persist, then apply) and hands out read access to the view.
 

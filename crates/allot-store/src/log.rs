@@ -37,7 +37,7 @@ pub fn encode(changes: &[Change]) -> Vec<u8> {
 /// that keeps one buffer for every commit: a batch's record is tens of KiB under a
 /// claim storm, and growing a new one each time cost the writer its reallocations
 /// and, at a million roots, the page faults of the fresh memory they landed on
-/// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 11).
+/// (docs/design/consumer-table.md).
 pub fn encode_into(changes: &[Change], record: &mut Vec<u8>) {
     record.clear();
     serde_json::to_writer(

@@ -1,6 +1,6 @@
 //! The process's allocator: jemalloc, tuned so that memory freed after a burst of
 //! large answers goes back to the system within about a second (issue 8; the figures
-//! are in ARCHITECTURE.md, "Memory").
+//! are in docs/design/transient-memory.md).
 //!
 //! glibc's malloc keeps what a thread freed in that thread's arena for good, so the
 //! resident set stayed at the burst's peak; untuned jemalloc did the same for ten

@@ -14,7 +14,7 @@
 //!
 //! `rss_stays_bounded_after_many_large_answers` is the check that runs in CI;
 //! `measure_memory` (ignored) prints the figures behind the bound and the allocator
-//! choice (see ARCHITECTURE.md, "Memory"), sized by `ALLOT_MEM_ROOTS`,
+//! choice (see docs/design/transient-memory.md), sized by `ALLOT_MEM_ROOTS`,
 //! `ALLOT_MEM_ANSWERS`, `ALLOT_MEM_CLIENTS` and `ALLOT_MEM_PAUSE_MS`.
 
 mod support;
@@ -103,7 +103,7 @@ fn env(name: &str, default: usize) -> usize {
 /// cores with glibc's malloc it grew by about 80 MiB with an uncapped blocking pool
 /// and by about 10 MiB with the cap, and stayed there; with jemalloc's purging it is
 /// about 8 to 12 MiB right after the burst and back at the seeded figure after the pause
-/// (ARCHITECTURE.md, "Memory"). The bounds leave room for a loaded machine.
+/// (docs/design/transient-memory.md). The bounds leave room for a loaded machine.
 const GROWTH_BOUND_MIB: f64 = 32.0;
 const SETTLED_BOUND_MIB: f64 = 12.0;
 
@@ -140,7 +140,7 @@ fn rss_stays_bounded_after_many_large_answers() {
     );
 }
 
-/// The figures of ARCHITECTURE.md's "Memory": RSS after seeding, the peak, after a
+/// The figures of docs/design/transient-memory.md: RSS after seeding, the peak, after a
 /// burst and after a pause, and the large query's p50 over 20 sequential runs.
 /// `cargo test --release -p allot --test memory -- --ignored --nocapture`.
 #[test]

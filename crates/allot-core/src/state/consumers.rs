@@ -1,15 +1,15 @@
 //! The view's consumers: their records in slots, in the order they came, and an index
 //! from uuid to slot.
 //!
-//! Why not one hash table of records, as before (ARCHITECTURE.md, "A claim's cost
-//! flat in the cloud's size", item 11): a claim for a new consumer then put it in a
-//! slot at a random place, so the writer copied that slot's leaf, cloning each record
-//! in it with its allocations, and the old version's free dropped them again. In a
-//! million-root cloud those records are cold, and that copy (and the free) was about
-//! a third of what a claim's work on the view grew by with the cloud. Here a new consumer goes in
-//! the last slot (or a slot a deleted consumer left), so a batch of claims copies the
-//! last leaf once and fills it in place; what goes at a random place is the index's
-//! entry, a slot number of four bytes, in a leaf that copies as plain memory.
+//! Why not one hash table of records, as before (docs/design/consumer-table.md): a
+//! claim for a new consumer then put it in a slot at a random place, so the writer
+//! copied that slot's leaf, cloning each record in it with its allocations, and the old
+//! version's free dropped them again. In a million-root cloud those records are cold,
+//! and that copy (and the free) was about a third of what a claim's work on the view
+//! grew by with the cloud. Here a new consumer goes in the last slot (or a slot a
+//! deleted consumer left), so a batch of claims copies the last leaf once and fills it
+//! in place; what goes at a random place is the index's entry, a slot number of four
+//! bytes, in a leaf that copies as plain memory.
 //!
 //! Slots a deleted consumer leaves are filled first, so that churn does not grow the
 //! array: their numbers wait on a stack (`free`), whose pushes and pops change only
@@ -28,8 +28,7 @@ use crate::persistent::{PArray, PHashTable};
 /// is 30. Changing an existing consumer copies its leaf, and a leaf of boxes is copied
 /// record by record, each with its allocations (and freed so once the old version
 /// goes): fewer to copy made the writer's work on the view 8 µs per claim cheaper at
-/// a million roots when the records were a hash table's (ARCHITECTURE.md, "A claim's
-/// cost flat in the cloud's size", item 7).
+/// a million roots when the records were a hash table's (docs/design/view-copies.md).
 const LEAF_BYTES: usize = 128;
 
 /// A slot of the records' array: a consumer's record, boxed so that an empty slot

@@ -6,7 +6,7 @@
 //! checkpoint inside the commit that crosses a mark, so every write queued behind
 //! that commit waits for it: measured at 100,000 roots under a claim storm, that
 //! checkpoint was what made a claim's cost and its tail grow with the cloud
-//! (ARCHITECTURE.md, "A claim's cost flat in the cloud's size").
+//! (docs/design/checkpointer.md).
 //!
 //! Here the writer's connection has `wal_autocheckpoint = 0`, and a thread with a
 //! connection of its own runs `PRAGMA wal_checkpoint(PASSIVE)` after commits, which
@@ -92,7 +92,7 @@ pub(crate) struct Policy {
 impl Policy {
     /// The engine's: restart past 256 MiB of WAL, never more than 512 MiB, passes
     /// 100 ms apart. Measured with 4 KiB pages under a 64-client claim storm
-    /// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size"), a WAL four times
+    /// (docs/design/checkpointer.md), a WAL four times
     /// shorter cost 3% of the rate at 10,000 roots, 12% at 100,000 and 11% at a
     /// million, with a longer tail: each round of the WAL copies its hot pages once
     /// more, and at a million roots, where a batch's pages are all far apart, the

@@ -192,7 +192,7 @@ fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError>
 /// checksum, append, sync and copy back. Measured under a 64-client claim storm at a
 /// million roots, the rate rose by 8%, the p99.9 fell from 37–96 ms to 28–39 ms and
 /// the bytes written to disk per claim by half; at 10,000 roots the rate stayed
-/// (ARCHITECTURE.md, "A claim's cost flat in the cloud's size", item 9). Rows stay
+/// (docs/design/pages-of-1-kib.md). Rows stay
 /// within a 1 KiB page's local payload (an index page keeps up to 231 bytes of a
 /// row before it overflows; a consumer's is about 130); a custom class's long
 /// description overflows, which only its own rare writes pay for.
@@ -314,8 +314,8 @@ impl SqliteEngine {
         // file's last page, and the largest page it records as seen is the lock
         // byte's (1 GiB in, past the file's end: a B-tree split swaps two pages'
         // numbers through it), so each commit walks the whole cache. 8 to 32 MiB
-        // made claims 6-24% slower at a million roots (ARCHITECTURE.md, "A claim's
-        // cost flat in the cloud's size", item 12).
+        // made claims 6-24% slower at a million roots
+        // (docs/design/ratio-on-two-cores.md).
         // Checkpoints run beside the commit path, not inside a commit.
         let checkpointer = Checkpointer::start(path, &conn, page, policy)?;
         Ok(SqliteEngine {
