@@ -52,6 +52,9 @@ pub struct Plan {
 /// lower total or allocation ratio, a new max_unit), so a real deployment can hold
 /// these, and refusing them would leave it unable to move. Ended claims are not
 /// checked against providers and classes: they may name ones deleted since.
+///
+/// The checks are the functions called below, in the order `docs/dump.md` lists
+/// them; problems and warnings come out in that order.
 pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
     let mut out = Findings::default();
     let names = Names {
