@@ -152,44 +152,16 @@ impl PgTls {
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<PgTls, String> {
-        let mut given: [Option<String>; KEYS.len()] = Default::default();
-        for (key, value) in params {
-            if let Some(i) = KEYS.iter().position(|k| *k == key) {
-                // The last one wins, as in libpq and tokio-postgres.
-                given[i] = Some(value.to_owned());
-            } else if key == "sslcompression" {
-                // Ignored by libpq since PostgreSQL 14: TLS compression is never used.
-            } else if is_tls_key(key) {
-                return Err(format!(
-                    "the libpq setting {key} is not supported by allot (it reads {})",
-                    KEYS.join(", ")
-                ));
-            }
-        }
-        let [mode, root, cert, key, negotiation] = given;
+        let [mode, root, cert, key, negotiation] = tls_arguments(params)?;
         let setting = |given: Option<String>, var: &str| given.or_else(|| env(var));
         let mode = setting(mode, "PGSSLMODE");
         let root = setting(root, "PGSSLROOTCERT");
         let cert = setting(cert, "PGSSLCERT");
         let key = setting(key, "PGSSLKEY");
-        let direct = match setting(negotiation, "PGSSLNEGOTIATION").as_deref() {
-            None | Some("postgres") => false,
-            Some("direct") => true,
-            Some(other) => {
-                return Err(format!(
-                    "invalid sslnegotiation {other:?}: expected postgres or direct"
-                ))
-            }
-        };
-        // libpq's files in the home directory, for what was not given.
-        let home = env("HOME").map(PathBuf::from);
-        let default_file = |name: &str| home.as_ref().map(|h| h.join(".postgresql").join(name));
+        let direct = direct_negotiation(setting(negotiation, "PGSSLNEGOTIATION").as_deref())?;
+        let home = HomeFiles(env("HOME").map(PathBuf::from));
         let system = root.as_deref() == Some("system");
-        let mode = match mode.as_deref() {
-            Some(text) => SslMode::parse(text)?,
-            None if system => SslMode::VerifyFull,
-            None => SslMode::Prefer,
-        };
+        let mode = ssl_mode(mode.as_deref(), system)?;
         if mode == SslMode::Disable {
             return Ok(PgTls {
                 mode,
@@ -197,35 +169,7 @@ impl PgTls {
                 direct,
             });
         }
-        if system && mode != SslMode::VerifyFull {
-            return Err(format!(
-                "sslrootcert=system needs sslmode=verify-full, not {mode}: the system's \
-                 certificate authorities sign certificates for anyone, so only the host \
-                 name makes the check mean something"
-            ));
-        }
-        let verifies = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);
-        let roots = match root {
-            Some(_) if system => Some(Roots::System),
-            Some(file) => Some(Roots::File(PathBuf::from(file))),
-            None => match default_file("root.crt") {
-                Some(file) if file.exists() => Some(Roots::File(file)),
-                file if verifies => {
-                    let looked = match file {
-                        Some(file) => format!("the default, {}, does not exist", file.display()),
-                        None => "HOME is not set, so there is no default".to_owned(),
-                    };
-                    return Err(format!(
-                        "sslmode={mode} checks the server's certificate against the \
-                         certificate authorities of sslrootcert, and none was given \
-                         ({looked}): name a PEM file with sslrootcert=FILE, use the \
-                         system's with sslrootcert=system, or choose an sslmode that \
-                         does not verify (require)"
-                    ));
-                }
-                _ => None,
-            },
-        };
+        let roots = roots(mode, root, &home)?;
         let check = match (mode, &roots) {
             (SslMode::VerifyFull, _) => Check::Full,
             (SslMode::VerifyCa, _) => Check::Chain,
@@ -233,41 +177,12 @@ impl PgTls {
             (_, Some(_)) => Check::Chain,
             (_, None) => Check::Nothing,
         };
-        let identity = match (cert, key) {
-            (Some(cert), key) => {
-                let key = key
-                    .map(PathBuf::from)
-                    .or_else(|| default_file("postgresql.key"));
-                let Some(key) = key else {
-                    return Err(
-                        "sslcert needs its private key: sslkey=FILE (HOME is not set, so \
-                         there is no default)"
-                            .into(),
-                    );
-                };
-                Some(Identity {
-                    cert: PathBuf::from(cert),
-                    key,
-                })
-            }
-            (None, Some(_)) => {
-                return Err("sslkey without sslcert: name the certificate too".into());
-            }
-            // libpq's default client certificate, when there is one.
-            (None, None) => match default_file("postgresql.crt") {
-                Some(cert) if cert.exists() => Some(Identity {
-                    key: cert.with_extension("key"),
-                    cert,
-                }),
-                _ => None,
-            },
-        };
         Ok(PgTls {
             mode,
             client: Some(ClientTls {
                 roots: roots.unwrap_or(Roots::System),
                 check,
-                identity,
+                identity: identity(cert, key, &home)?,
             }),
             direct,
         })
@@ -403,6 +318,137 @@ impl PgTls {
             }
             other => format!("the TLS handshake failed: {other}"),
         }
+    }
+}
+
+/// The TLS arguments among a connection's, in the order of [`KEYS`] (the last of
+/// each wins, as in libpq and tokio-postgres); a libpq TLS key that allot does not
+/// read is an error that names it.
+fn tls_arguments<'a>(
+    params: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<[Option<String>; KEYS.len()], String> {
+    let mut given: [Option<String>; KEYS.len()] = Default::default();
+    for (key, value) in params {
+        if let Some(i) = KEYS.iter().position(|k| *k == key) {
+            // The last one wins, as in libpq and tokio-postgres.
+            given[i] = Some(value.to_owned());
+        } else if key == "sslcompression" {
+            // Ignored by libpq since PostgreSQL 14: TLS compression is never used.
+        } else if is_tls_key(key) {
+            return Err(format!(
+                "the libpq setting {key} is not supported by allot (it reads {})",
+                KEYS.join(", ")
+            ));
+        }
+    }
+    Ok(given)
+}
+
+/// `sslnegotiation`: whether TLS starts with the first byte (`direct`) rather than
+/// after the `SSLRequest` round trip (`postgres`, the default).
+fn direct_negotiation(setting: Option<&str>) -> Result<bool, String> {
+    match setting {
+        None | Some("postgres") => Ok(false),
+        Some("direct") => Ok(true),
+        Some(other) => Err(format!(
+            "invalid sslnegotiation {other:?}: expected postgres or direct"
+        )),
+    }
+}
+
+/// `sslmode`, or its default: `verify-full` with the system's roots
+/// (`sslrootcert=system`), `prefer` otherwise.
+fn ssl_mode(setting: Option<&str>, system: bool) -> Result<SslMode, String> {
+    match setting {
+        Some(text) => SslMode::parse(text),
+        None if system => Ok(SslMode::VerifyFull),
+        None => Ok(SslMode::Prefer),
+    }
+}
+
+/// libpq's files in the home directory (`~/.postgresql/`), for what was not given;
+/// `None` where `HOME` is not set.
+struct HomeFiles(Option<PathBuf>);
+
+impl HomeFiles {
+    /// The default file `name`, where there is a home directory to look in.
+    fn file(&self, name: &str) -> Option<PathBuf> {
+        self.0.as_ref().map(|h| h.join(".postgresql").join(name))
+    }
+}
+
+/// `sslrootcert` (under a mode other than `disable`): the certificate authorities
+/// the server's certificate is checked against, or `None` where there are none and
+/// `mode` does not verify. `system` only with `verify-full`; a verifying mode
+/// without a root file, given or default, is an error.
+fn roots(mode: SslMode, root: Option<String>, home: &HomeFiles) -> Result<Option<Roots>, String> {
+    let system = root.as_deref() == Some("system");
+    if system && mode != SslMode::VerifyFull {
+        return Err(format!(
+            "sslrootcert=system needs sslmode=verify-full, not {mode}: the system's \
+             certificate authorities sign certificates for anyone, so only the host \
+             name makes the check mean something"
+        ));
+    }
+    let verifies = matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull);
+    Ok(match root {
+        Some(_) if system => Some(Roots::System),
+        Some(file) => Some(Roots::File(PathBuf::from(file))),
+        None => match home.file("root.crt") {
+            Some(file) if file.exists() => Some(Roots::File(file)),
+            file if verifies => {
+                let looked = match file {
+                    Some(file) => format!("the default, {}, does not exist", file.display()),
+                    None => "HOME is not set, so there is no default".to_owned(),
+                };
+                return Err(format!(
+                    "sslmode={mode} checks the server's certificate against the \
+                     certificate authorities of sslrootcert, and none was given \
+                     ({looked}): name a PEM file with sslrootcert=FILE, use the \
+                     system's with sslrootcert=system, or choose an sslmode that \
+                     does not verify (require)"
+                ));
+            }
+            _ => None,
+        },
+    })
+}
+
+/// `sslcert` and `sslkey`: the client certificate and its key, if any (a key
+/// without a certificate is an error; a certificate without a key takes the
+/// default key file). Neither given: libpq's default certificate, when there is
+/// one.
+fn identity(
+    cert: Option<String>,
+    key: Option<String>,
+    home: &HomeFiles,
+) -> Result<Option<Identity>, String> {
+    match (cert, key) {
+        (Some(cert), key) => {
+            let key = key
+                .map(PathBuf::from)
+                .or_else(|| home.file("postgresql.key"));
+            let Some(key) = key else {
+                return Err(
+                    "sslcert needs its private key: sslkey=FILE (HOME is not set, so \
+                     there is no default)"
+                        .into(),
+                );
+            };
+            Ok(Some(Identity {
+                cert: PathBuf::from(cert),
+                key,
+            }))
+        }
+        (None, Some(_)) => Err("sslkey without sslcert: name the certificate too".into()),
+        // libpq's default client certificate, when there is one.
+        (None, None) => Ok(match home.file("postgresql.crt") {
+            Some(cert) if cert.exists() => Some(Identity {
+                key: cert.with_extension("key"),
+                cert,
+            }),
+            _ => None,
+        }),
     }
 }
 

@@ -423,8 +423,18 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     out.push(Step::Reserve {
         consumers: count(source, "consumers")?,
     })?;
+    // Trusted, in each of these: only names the core checked are ever written.
+    read_classes(source, &mut out)?;
+    read_traits(source, &mut out)?;
+    read_provider_tables(source, (&mut classes, &mut traits), &mut out)?;
+    out.push(Step::ProvidersLoaded)?;
+    read_consumer_tables(source, &mut classes, &mut out)?;
+    read_claims(source, &mut out)?;
+    out.flush()
+}
 
-    // Trusted, here and below: only names the core checked are ever written.
+/// The custom classes, then their metadata.
+fn read_classes(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
     each_row(
         source,
         "SELECT name, created_at, updated_at FROM resource_classes",
@@ -454,14 +464,25 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
                 Some(metadata),
             )))
         },
-    )?;
+    )
+}
+
+/// The custom traits.
+fn read_traits(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
     each_row(source, "SELECT name, created_at FROM traits", |r| {
         out.push(Step::Change(Change::PutTrait(TraitRecord {
             name: TraitName::new_unchecked(r.string(0)?),
             created_at: r.int(1)?,
         })))
-    })?;
+    })
+}
 
+/// The providers' four queries, open side by side ([`read_providers`]).
+fn read_provider_tables(
+    source: &impl Source,
+    names: (&mut Names, &mut Names),
+    out: &mut Steps,
+) -> Result<(), StoreError> {
     source.rows(
         "SELECT id, uuid, name, generation, parent_id, root_id, created_at, updated_at
          FROM providers ORDER BY id",
@@ -483,8 +504,8 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
                                         inventories,
                                         provider_traits,
                                         aggregates,
-                                        (&mut classes, &mut traits),
-                                        &mut out,
+                                        names,
+                                        out,
                                     )
                                 },
                             )
@@ -493,9 +514,15 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
                 },
             )
         },
-    )?;
-    out.push(Step::ProvidersLoaded)?;
+    )
+}
 
+/// The consumers' two queries, open side by side ([`read_consumers`]).
+fn read_consumer_tables(
+    source: &impl Source,
+    classes: &mut Names,
+    out: &mut Steps,
+) -> Result<(), StoreError> {
     source.rows(
         "SELECT id, uuid, project_id, user_id, consumer_type, generation, created_at, updated_at
          FROM consumers ORDER BY id",
@@ -503,13 +530,15 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
             source.rows(
                 "SELECT consumer_id, provider_id, resource_class, used FROM allocations
                  ORDER BY consumer_id",
-                |allocations| read_consumers(consumers, allocations, &mut classes, &mut out),
+                |allocations| read_consumers(consumers, allocations, classes, out),
             )
         },
-    )?;
+    )
+}
 
-    // Pending claims, after the providers they are indexed on. Few (they live for
-    // minutes), so their amounts are gathered first and each claim taken whole.
+/// Pending claims, after the providers they are indexed on. Few (they live for
+/// minutes), so their amounts are gathered first and each claim taken whole.
+fn read_claims(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
     let mut amounts: HashMap<Uuid, Vec<ClaimAmount>> = HashMap::new();
     each_row(
         source,
@@ -553,8 +582,7 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
             };
             out.push(Step::Change(Change::PutClaim(Box::new(claim))))
         },
-    )?;
-    out.flush()
+    )
 }
 
 /// Runs `body` on each row of `rows` (a query sorted by provider id in column 0,
