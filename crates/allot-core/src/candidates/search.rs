@@ -35,10 +35,10 @@
 
 use std::mem::take;
 
-use crate::model::ProviderId;
+use crate::model::{Provider, ProviderId};
 use crate::names::{RequestedName, TraitName};
 
-use super::filter::{has_trait, AnchorSlots, Prepared, Slot};
+use super::filter::{has_trait, AnchorSlots, Capacity, Prepared, Slot};
 use super::{AllocationRequest, Rng};
 
 /// A rule checked once all its slots have a provider.
@@ -114,6 +114,209 @@ impl Tables {
         self.cursor.clear();
         self.used_classes.clear();
     }
+
+    /// Lays out the members class by class (`by_class` as [`interchangeable`] gives
+    /// it), each with its free capacity, `max_unit`, trait coverage and root.
+    fn lay_out_members(
+        &mut self,
+        by_class: &[Vec<usize>],
+        keys: &[ProviderKey<'_>],
+        involved: &[usize],
+        providers: &[&Provider],
+    ) {
+        for list in by_class {
+            self.class_start.push(self.members.len());
+            for &k in list {
+                let p = providers[involved[k]];
+                self.members.push(p.id());
+                for &(f, m) in &keys[k].capacity {
+                    self.free.push(f);
+                    self.max_unit.push(m);
+                }
+                self.trait_mask.extend_from_slice(&keys[k].traits);
+                self.root_of.push(p.row.root);
+            }
+        }
+        self.class_start.push(self.members.len());
+    }
+
+    /// Sizes the walk's tables for the members laid out, `n_classes` classes,
+    /// `n_slots` slots and `width` requested classes, every entry at its start.
+    fn size_walk(&mut self, n_classes: usize, n_slots: usize, width: usize) {
+        let n_members = self.members.len();
+        self.opened.resize(n_classes, 0);
+        self.consumed.resize(n_members * width, 0);
+        self.granular_taken.resize(n_members, 0);
+        self.choice.resize(n_slots, (0, 0));
+        self.opened_here.resize(n_slots, false);
+        self.cursor.resize(n_slots, (0, 0));
+    }
+}
+
+/// The required traits of the unsuffixed group (any-of sets), none without one: the
+/// traits a candidate's unsuffixed slots must cover together.
+fn unsuffixed_required<'p>(prep: &'p Prepared<'_, '_>) -> &'p [Vec<RequestedName<TraitName>>] {
+    prep.groups
+        .iter()
+        .find(|g| !g.granular)
+        .map(|g| g.request.required.as_slice())
+        .unwrap_or(&[])
+}
+
+/// Which providers of an anchor may take which of its slots.
+struct Involvement {
+    /// The slots each provider may take, as bits: `slot_words` words per provider
+    /// (by its index in [`AnchorSlots::providers`]).
+    slot_bits: Vec<u64>,
+    /// Words per provider in `slot_bits`.
+    slot_words: usize,
+    /// The providers that may take some slot, each once, in the anchor's order.
+    involved: Vec<usize>,
+}
+
+impl Involvement {
+    /// Every involved provider once (in the anchor's order), with the slots it may
+    /// take.
+    fn of(slots: &[Slot], n_providers: usize) -> Self {
+        let slot_words = slots.len().div_ceil(64).max(1);
+        let mut slot_bits: Vec<u64> = vec![0; n_providers * slot_words];
+        let mut is_involved = vec![false; n_providers];
+        for (s, slot) in slots.iter().enumerate() {
+            for &i in &slot.options {
+                is_involved[i] = true;
+                slot_bits[i * slot_words + s / 64] |= 1 << (s % 64);
+            }
+        }
+        let involved: Vec<usize> = (0..n_providers).filter(|&i| is_involved[i]).collect();
+        Involvement {
+            slot_bits,
+            slot_words,
+            involved,
+        }
+    }
+
+    /// The slot bits of provider `i`.
+    fn slots_of(&self, i: usize) -> &[u64] {
+        &self.slot_bits[i * self.slot_words..(i + 1) * self.slot_words]
+    }
+}
+
+/// What tells providers apart: the slots they may take, their free capacity and
+/// max_unit, their standing against the unsuffixed group's required traits, and,
+/// when the tree's shape matters, their place in it. Providers with equal keys are
+/// interchangeable (see the module doc).
+#[derive(PartialEq, Eq, Hash)]
+struct ProviderKey<'a> {
+    slots: &'a [u64],
+    capacity: Vec<(i64, u64)>,
+    traits: Vec<u64>,
+    place: Option<(Option<ProviderId>, Option<ProviderId>)>,
+}
+
+/// The key of every involved provider, in the order of `involvement.involved`.
+fn provider_keys<'a>(
+    prep: &Prepared<'_, '_>,
+    involvement: &'a Involvement,
+    providers: &[&Provider],
+    capacity: &[Capacity],
+    required: &[Vec<RequestedName<TraitName>>],
+) -> Vec<ProviderKey<'a>> {
+    let width = prep.classes.len();
+    let trait_words = required.len().div_ceil(64);
+    let structure_matters = !prep.same_subtrees.is_empty() || prep.one_provider_per_tree;
+    let mut keys: Vec<ProviderKey<'_>> = Vec::with_capacity(involvement.involved.len());
+    for &i in &involvement.involved {
+        let p = providers[i];
+        let capacity = capacity[i * width..(i + 1) * width]
+            .iter()
+            .map(|c| (c.free, c.units.max_unit))
+            .collect();
+        let mut traits = vec![0u64; trait_words];
+        for (t, any) in required.iter().enumerate() {
+            if any.iter().any(|name| has_trait(p, name)) {
+                traits[t / 64] |= 1 << (t % 64);
+            }
+        }
+        let place = structure_matters.then(|| {
+            let leaf = p.children.is_empty();
+            (p.row.parent, if leaf { None } else { Some(p.id()) })
+        });
+        keys.push(ProviderKey {
+            slots: involvement.slots_of(i),
+            capacity,
+            traits,
+            place,
+        });
+    }
+    keys
+}
+
+/// The classes of interchangeable providers (equal keys): for each class, the index
+/// into `keys` of its first member, and all its members (indices into `keys`), in
+/// order of first appearance. A few keys are compared pairwise, more are hashed.
+fn interchangeable(keys: &[ProviderKey<'_>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut class_of_key: Vec<usize> = Vec::with_capacity(keys.len());
+    let mut distinct: Vec<usize> = Vec::new(); // index into keys of each class's first
+    if keys.len() <= 16 {
+        for (i, key) in keys.iter().enumerate() {
+            let c = match distinct.iter().position(|&d| keys[d] == *key) {
+                Some(c) => c,
+                None => {
+                    distinct.push(i);
+                    distinct.len() - 1
+                }
+            };
+            class_of_key.push(c);
+        }
+    } else {
+        let mut seen: std::collections::HashMap<&ProviderKey<'_>, usize> =
+            std::collections::HashMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            let c = *seen.entry(key).or_insert_with(|| {
+                distinct.push(i);
+                distinct.len() - 1
+            });
+            class_of_key.push(c);
+        }
+    }
+    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); distinct.len()];
+    for (i, &c) in class_of_key.iter().enumerate() {
+        by_class[c].push(i);
+    }
+    (distinct, by_class)
+}
+
+/// For each slot, the classes whose members may take it (`distinct` as
+/// [`interchangeable`] gives it).
+fn slot_classes(keys: &[ProviderKey<'_>], distinct: &[usize], n_slots: usize) -> Vec<Vec<usize>> {
+    (0..n_slots)
+        .map(|s| {
+            (0..distinct.len())
+                .filter(|&c| keys[distinct[c]].slots[s / 64] & (1 << (s % 64)) != 0)
+                .collect()
+        })
+        .collect()
+}
+
+/// The rules to check at each depth of the walk: each once its last slot is decided.
+fn checks_at(prep: &Prepared<'_, '_>, slots: &[Slot], trait_sets: usize) -> Vec<Vec<Check>> {
+    let n_slots = slots.len();
+    let mut checks_at: Vec<Vec<Check>> = vec![Vec::new(); n_slots];
+    for set in &prep.same_subtrees {
+        let positions: Vec<usize> = (0..n_slots)
+            .filter(|&s| set.contains(&slots[s].group))
+            .collect();
+        if let Some(&last) = positions.last() {
+            checks_at[last].push(Check::SameSubtree(positions));
+        }
+    }
+    if trait_sets > 0 {
+        let positions: Vec<usize> = (0..n_slots).filter(|&s| !slots[s].granular).collect();
+        if let Some(&last) = positions.last() {
+            checks_at[last].push(Check::Traits(positions));
+        }
+    }
+    checks_at
 }
 
 /// The search at one anchor, resumable: each call to [`AnchorSearch::next`] gives the
@@ -152,16 +355,8 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         spare: &mut Tables,
     ) -> Self {
         let width = prep.classes.len();
-        let unsuffixed_required: &[Vec<RequestedName<TraitName>>] = prep
-            .groups
-            .iter()
-            .find(|g| !g.granular)
-            .map(|g| g.request.required.as_slice())
-            .unwrap_or(&[]);
-        let trait_sets = unsuffixed_required.len();
-        let trait_words = trait_sets.div_ceil(64);
-        let structure_matters = !prep.same_subtrees.is_empty() || prep.one_provider_per_tree;
-        let isolate = prep.query.isolate;
+        let required = unsuffixed_required(prep);
+        let trait_sets = required.len();
         let AnchorSlots {
             slots: mut given,
             providers,
@@ -172,83 +367,11 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         given.sort_by_key(|slot| slot.options.len());
         let slots = given;
         let n_slots = slots.len();
-        let slot_words = n_slots.div_ceil(64).max(1);
 
-        // Every involved provider once (in the anchor's order), with the slots it may
-        // take.
-        let mut slot_bits: Vec<u64> = vec![0; providers.len() * slot_words];
-        let mut is_involved = vec![false; providers.len()];
-        for (s, slot) in slots.iter().enumerate() {
-            for &i in &slot.options {
-                is_involved[i] = true;
-                slot_bits[i * slot_words + s / 64] |= 1 << (s % 64);
-            }
-        }
-        let involved: Vec<usize> = (0..providers.len()).filter(|&i| is_involved[i]).collect();
-
-        // What tells providers apart: the slots they may take, their free capacity
-        // and max_unit, their standing against the unsuffixed group's required traits,
-        // and, when the tree's shape matters, their place in it.
-        #[derive(PartialEq, Eq, Hash)]
-        struct Key<'a> {
-            slots: &'a [u64],
-            capacity: Vec<(i64, u64)>,
-            traits: Vec<u64>,
-            place: Option<(Option<ProviderId>, Option<ProviderId>)>,
-        }
-        let mut keys: Vec<Key<'_>> = Vec::with_capacity(involved.len());
-        for &i in &involved {
-            let p = providers[i];
-            let capacity = capacity[i * width..(i + 1) * width]
-                .iter()
-                .map(|c| (c.free, c.units.max_unit))
-                .collect();
-            let mut traits = vec![0u64; trait_words];
-            for (t, any) in unsuffixed_required.iter().enumerate() {
-                if any.iter().any(|name| has_trait(p, name)) {
-                    traits[t / 64] |= 1 << (t % 64);
-                }
-            }
-            let place = structure_matters.then(|| {
-                let leaf = p.children.is_empty();
-                (p.row.parent, if leaf { None } else { Some(p.id()) })
-            });
-            keys.push(Key {
-                slots: &slot_bits[i * slot_words..(i + 1) * slot_words],
-                capacity,
-                traits,
-                place,
-            });
-        }
-        let mut class_of_key: Vec<usize> = Vec::with_capacity(keys.len());
-        let mut distinct: Vec<usize> = Vec::new(); // index into keys of each class's first
-        if keys.len() <= 16 {
-            for (i, key) in keys.iter().enumerate() {
-                let c = match distinct.iter().position(|&d| keys[d] == *key) {
-                    Some(c) => c,
-                    None => {
-                        distinct.push(i);
-                        distinct.len() - 1
-                    }
-                };
-                class_of_key.push(c);
-            }
-        } else {
-            let mut seen: std::collections::HashMap<&Key<'_>, usize> =
-                std::collections::HashMap::new();
-            for (i, key) in keys.iter().enumerate() {
-                let c = *seen.entry(key).or_insert_with(|| {
-                    distinct.push(i);
-                    distinct.len() - 1
-                });
-                class_of_key.push(c);
-            }
-        }
+        let involvement = Involvement::of(&slots, providers.len());
+        let keys = provider_keys(prep, &involvement, &providers, &capacity, required);
+        let (distinct, mut by_class) = interchangeable(&keys);
         let n_classes = distinct.len();
-        let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); n_classes];
-        for (i, &c) in class_of_key.iter().enumerate() {
-            by_class[c].push(i);
-        }
         let mut rng = rng;
         if let Some(rng) = rng.as_deref_mut() {
             for list in &mut by_class {
@@ -257,65 +380,23 @@ impl<'p, 's, 'q> AnchorSearch<'p, 's, 'q> {
         }
         let mut t = take(spare);
         t.clear();
-        for list in &by_class {
-            t.class_start.push(t.members.len());
-            for &k in list {
-                let p = providers[involved[k]];
-                t.members.push(p.id());
-                for &(f, m) in &keys[k].capacity {
-                    t.free.push(f);
-                    t.max_unit.push(m);
-                }
-                t.trait_mask.extend_from_slice(&keys[k].traits);
-                t.root_of.push(p.row.root);
-            }
-        }
-        t.class_start.push(t.members.len());
-        let mut slot_classes: Vec<Vec<usize>> = (0..n_slots)
-            .map(|s| {
-                (0..n_classes)
-                    .filter(|&c| keys[distinct[c]].slots[s / 64] & (1 << (s % 64)) != 0)
-                    .collect()
-            })
-            .collect();
+        t.lay_out_members(&by_class, &keys, &involvement.involved, &providers);
+        let mut slot_classes = slot_classes(&keys, &distinct, n_slots);
         if let Some(rng) = rng {
             for list in &mut slot_classes {
                 rng.shuffle(list);
             }
         }
-
-        // Rules checked once their last slot is decided.
-        let mut checks_at: Vec<Vec<Check>> = vec![Vec::new(); n_slots];
-        for set in &prep.same_subtrees {
-            let positions: Vec<usize> = (0..n_slots)
-                .filter(|&s| set.contains(&slots[s].group))
-                .collect();
-            if let Some(&last) = positions.last() {
-                checks_at[last].push(Check::SameSubtree(positions));
-            }
-        }
-        if trait_sets > 0 {
-            let positions: Vec<usize> = (0..n_slots).filter(|&s| !slots[s].granular).collect();
-            if let Some(&last) = positions.last() {
-                checks_at[last].push(Check::Traits(positions));
-            }
-        }
-
-        let n_members = t.members.len();
-        t.opened.resize(n_classes, 0);
-        t.consumed.resize(n_members * width, 0);
-        t.granular_taken.resize(n_members, 0);
-        t.choice.resize(n_slots, (0, 0));
-        t.opened_here.resize(n_slots, false);
-        t.cursor.resize(n_slots, (0, 0));
+        let checks_at = checks_at(prep, &slots, trait_sets);
+        t.size_walk(n_classes, n_slots, width);
         AnchorSearch {
             prep,
             slots,
             slot_classes,
             width,
-            trait_words,
+            trait_words: trait_sets.div_ceil(64),
             trait_sets,
-            isolate,
+            isolate: prep.query.isolate,
             checks_at,
             t,
             depth: 0,

@@ -328,13 +328,28 @@ impl State {
         Ok(())
     }
 
-    /// 3 to 5, and the changes, for writes [`State::check_targets`] accepted.
+    /// 3 to 5, and the changes, for writes [`State::check_targets`] accepted: one
+    /// call per check, in Placement's order (which decides the error a request that
+    /// is wrong in several ways gets).
     fn plan_checked(
         &self,
         writes: &[ConsumerWrite],
         now: Timestamp,
     ) -> Result<Vec<Change>, Refusal> {
-        // The providers named, by uuid (all exist: checked).
+        let providers = self.providers_named(writes)?;
+        let asked = self.check_classes(writes, merged_requests(writes))?;
+        let (held_before, released) = self.held_and_released(writes, &asked);
+        self.check_some_inventory(&providers, &asked, &released)?;
+        check_each_allocation(&providers, &asked, &held_before, now)?;
+        Ok(self.allocation_changes(writes, &asked, &providers, now))
+    }
+
+    /// The providers the writes name, by uuid (all exist: [`State::check_targets`]
+    /// checked).
+    fn providers_named(
+        &self,
+        writes: &[ConsumerWrite],
+    ) -> Result<HashMap<Uuid, &Provider>, Refusal> {
         let mut providers: HashMap<Uuid, &Provider> = HashMap::new();
         for r in writes.iter().flat_map(|w| &w.allocations) {
             let p = self
@@ -342,22 +357,17 @@ impl State {
                 .ok_or_else(|| Refusal::UnknownProvider(r.provider.clone()))?;
             providers.insert(p.uuid(), p);
         }
+        Ok(providers)
+    }
 
-        // What each consumer asks for, merged by provider and class (first position
-        // kept), zero amounts dropped. An empty list empties the consumer.
-        let asked: Vec<Vec<_>> = writes
-            .iter()
-            .map(|w| {
-                let named = w
-                    .allocations
-                    .iter()
-                    .filter_map(|r| Some(((r.provider.uuid()?, &r.class), r.used)));
-                merged(named, |a, b| a == b)
-            })
-            .collect();
-
-        // 3. Classes. Every class is a known name from here on.
-        let mut known: Vec<Vec<(Uuid, &ResourceClass, u64)>> = Vec::with_capacity(asked.len());
+    /// Check 3, classes: every class each consumer asks for (see
+    /// [`merged_requests`]) is a known name, which it is from here on.
+    fn check_classes<'w>(
+        &self,
+        writes: &[ConsumerWrite],
+        asked: Vec<Vec<Merged<'w>>>,
+    ) -> Result<Vec<Vec<Asked<'w>>>, Refusal> {
+        let mut known: Vec<Vec<Asked<'w>>> = Vec::with_capacity(asked.len());
         for (write, list) in writes.iter().zip(&asked) {
             let mut classes = Vec::with_capacity(list.len());
             for &((provider, class), used) in list {
@@ -371,13 +381,20 @@ impl State {
             }
             known.push(classes);
         }
-        let asked = known;
+        Ok(known)
+    }
 
-        // What the written consumers hold now, and what the emptied ones release
-        // (Placement carries those as zero amounts through its checks).
-        let mut held_before: HashMap<(ProviderId, &str), u64> = HashMap::new();
+    /// What the written consumers hold now, by provider and class, and what the
+    /// emptied ones release (Placement carries those as zero amounts through its
+    /// checks).
+    fn held_and_released(
+        &self,
+        writes: &[ConsumerWrite],
+        asked: &[Vec<Asked<'_>>],
+    ) -> (HeldBefore<'_>, Vec<(ProviderId, &ResourceClass)>) {
+        let mut held_before: HeldBefore<'_> = HashMap::new();
         let mut released: Vec<(ProviderId, &ResourceClass)> = Vec::new();
-        for (write, list) in writes.iter().zip(&asked) {
+        for (write, list) in writes.iter().zip(asked) {
             if let Some(c) = self.consumer(&write.consumer) {
                 for a in &c.allocations {
                     *held_before
@@ -389,8 +406,17 @@ impl State {
                 }
             }
         }
+        (held_before, released)
+    }
 
-        // 4. Every provider involved has inventory of some class involved.
+    /// Check 4: every provider involved (asked of, or released by an emptied
+    /// consumer) has inventory of some class involved.
+    fn check_some_inventory(
+        &self,
+        providers: &HashMap<Uuid, &Provider>,
+        asked: &[Vec<Asked<'_>>],
+        released: &[(ProviderId, &ResourceClass)],
+    ) -> Result<(), Refusal> {
         let mut classes: Vec<&ResourceClass> = Vec::new();
         let mut involved: Vec<&Provider> = Vec::new();
         let released_pairs = released
@@ -418,44 +444,32 @@ impl State {
             })
             .map(|p| p.uuid().to_string())
             .collect();
-        if !missing.is_empty() {
-            let rank: HashMap<&str, usize> = self
-                .class_names()
-                .enumerate()
-                .map(|(i, c)| (c, i))
-                .collect();
-            classes.sort_by_key(|c| rank.get(c.as_str()).copied().unwrap_or(usize::MAX));
-            let names: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
-            return Err(Refusal::NoInventory {
-                classes: names.join(", "),
-                providers: missing.join(", "),
-            });
+        if missing.is_empty() {
+            return Ok(());
         }
+        let rank: HashMap<&str, usize> = self
+            .class_names()
+            .enumerate()
+            .map(|(i, c)| (c, i))
+            .collect();
+        classes.sort_by_key(|c| rank.get(c.as_str()).copied().unwrap_or(usize::MAX));
+        let names: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
+        Err(Refusal::NoInventory {
+            classes: names.join(", "),
+            providers: missing.join(", "),
+        })
+    }
 
-        // 5. Inventory, constraints and capacity, allocation by allocation.
-        let mut needed: HashMap<(ProviderId, &str), u64> = HashMap::new();
-        for &(uuid, class, used) in asked.iter().flatten() {
-            let provider = providers[&uuid];
-            let key = (provider.id(), class.as_str());
-            // What is used now counts live pending claims (see `super::claims`); what
-            // the written consumers held is replaced, what they ask for is added.
-            let after = |before: u64| {
-                let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
-                let all = needed.entry(key).or_insert(0);
-                *all = all.saturating_add(used);
-                i128::from(others.saturating_add(*all))
-            };
-            place(provider, class, used, now, after).map_err(|unfit| {
-                let (class, provider) = (class.clone(), uuid);
-                match unfit {
-                    Unfit::NoInventory => Refusal::MissingInventory { class, provider },
-                    Unfit::Misfit(_) => Refusal::ConstraintsViolated { class, provider },
-                    Unfit::OverCapacity { .. } => Refusal::CapacityExceeded { class, provider },
-                }
-            })?;
-        }
-
-        // The changes.
+    /// The changes of writes every check accepted: the written consumers' rows and
+    /// allocations (or their deletion), then the bumps of the providers touched, in
+    /// the order they were first touched (see the module doc for which).
+    fn allocation_changes(
+        &self,
+        writes: &[ConsumerWrite],
+        asked: &[Vec<Asked<'_>>],
+        providers: &HashMap<Uuid, &Provider>,
+        now: Timestamp,
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
         let mut bumped: BTreeSet<ProviderId> = BTreeSet::new();
         let mut bump_order: Vec<ProviderId> = Vec::new();
@@ -464,7 +478,7 @@ impl State {
                 bump_order.push(id);
             }
         };
-        for (write, list) in writes.iter().zip(&asked) {
+        for (write, list) in writes.iter().zip(asked) {
             let existing = self.consumer(&write.consumer);
             let held = existing.is_some_and(|c| !c.allocations.is_empty());
             let touched = !list.is_empty() || held;
@@ -508,7 +522,7 @@ impl State {
                 changes.push(bump(p, now));
             }
         }
-        Ok(changes)
+        changes
     }
 
     /// `DELETE /allocations/{consumer}`: removes everything a consumer holds, and the
@@ -571,6 +585,64 @@ impl State {
             })
             .collect()
     }
+}
+
+/// One consumer's request for one class on one provider, merged (see
+/// [`merged_requests`]), the class still as the request named it.
+type Merged<'w> = ((Uuid, &'w RequestedName<ResourceClass>), u64);
+
+/// One consumer's request for one class on one provider, once its class is known
+/// (check 3): provider, class, amount.
+type Asked<'w> = (Uuid, &'w ResourceClass, u64);
+
+/// What the written consumers held before the write, by provider and class.
+type HeldBefore<'s> = HashMap<(ProviderId, &'s str), u64>;
+
+/// What each consumer asks for, merged by provider and class (first position kept),
+/// zero amounts dropped. An empty list empties the consumer.
+fn merged_requests(writes: &[ConsumerWrite]) -> Vec<Vec<Merged<'_>>> {
+    writes
+        .iter()
+        .map(|w| {
+            let named = w
+                .allocations
+                .iter()
+                .filter_map(|r| Some(((r.provider.uuid()?, &r.class), r.used)));
+            merged(named, |a, b| a == b)
+        })
+        .collect()
+}
+
+/// Check 5: inventory, constraints and capacity, allocation by allocation in
+/// request order; the first that does not fit is the refusal.
+fn check_each_allocation(
+    providers: &HashMap<Uuid, &Provider>,
+    asked: &[Vec<Asked<'_>>],
+    held_before: &HeldBefore<'_>,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    let mut needed: HashMap<(ProviderId, &str), u64> = HashMap::new();
+    for &(uuid, class, used) in asked.iter().flatten() {
+        let provider = providers[&uuid];
+        let key = (provider.id(), class.as_str());
+        // What is used now counts live pending claims (see `super::claims`); what
+        // the written consumers held is replaced, what they ask for is added.
+        let after = |before: u64| {
+            let others = before.saturating_sub(held_before.get(&key).copied().unwrap_or(0));
+            let all = needed.entry(key).or_insert(0);
+            *all = all.saturating_add(used);
+            i128::from(others.saturating_add(*all))
+        };
+        place(provider, class, used, now, after).map_err(|unfit| {
+            let (class, provider) = (class.clone(), uuid);
+            match unfit {
+                Unfit::NoInventory => Refusal::MissingInventory { class, provider },
+                Unfit::Misfit(_) => Refusal::ConstraintsViolated { class, provider },
+                Unfit::OverCapacity { .. } => Refusal::CapacityExceeded { class, provider },
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// A plan whose refusal, if any, is worded as `endpoint` words it.

@@ -161,10 +161,11 @@ impl State {
     /// Renames a provider and, optionally, changes its parent.
     ///
     /// `parent` says whether the parent stays, goes (the provider becomes a root) or
-    /// becomes the provider named (see [`ParentChange`]). Without `allow_reparenting` (before 1.37) a parent can only be given to a root
-    /// provider (or the same parent given again); with it a provider may move to any
-    /// provider outside its own subtree, or become a root. A move rewrites the root of
-    /// every provider in the moved subtree. The generation does not change.
+    /// becomes the provider named (see [`ParentChange`]). Without `allow_reparenting`
+    /// (before 1.37) a parent can only be given to a root provider (or the same parent
+    /// given again); with it a provider may move to any provider outside its own
+    /// subtree, or become a root. A move rewrites the root of every provider in the
+    /// moved subtree. The generation does not change.
     ///
     /// Returns the provider as it is after the update, and its `updated_at` as it was
     /// before (what Placement reports as the response's last modification).
@@ -177,50 +178,7 @@ impl State {
         now: Timestamp,
     ) -> Plan<(ProviderInfo, Timestamp)> {
         let me = self.provider_required(uuid)?;
-        let refuse = |action: &str, reason: &str| {
-            Error::invalid(format!(
-                "Unable to save resource provider {uuid}: {}",
-                action_failed(action, reason)
-            ))
-        };
-        let wanted_parent = match parent {
-            ParentChange::Keep => me.row.parent.map(|p| ProviderRef::Uuid(self.uuid_of(p))),
-            ParentChange::Clear => None,
-            ParentChange::SetTo(p) => Some(p),
-        };
-        // The new (parent, root), if the tree changes shape at all.
-        let mut moved: Option<(Option<ProviderId>, ProviderId)> = None;
-        match wanted_parent {
-            Some(p) => {
-                let Some(new_parent) = self.provider_by_ref(&p) else {
-                    // Placement words this one as a failed "create", even here.
-                    return Err(refuse("create", "parent provider UUID does not exist."));
-                };
-                if me.row.parent.is_some_and(|old| old != new_parent.id()) && !allow_reparenting {
-                    return Err(refuse(
-                        "update",
-                        "re-parenting a provider is not currently allowed.",
-                    ));
-                }
-                if self.subtree(me.id()).contains(&new_parent.id()) {
-                    return Err(refuse(
-                        "update",
-                        "creating loop in the provider tree is not allowed.",
-                    ));
-                }
-                moved = Some((Some(new_parent.id()), new_parent.row.root));
-            }
-            None if me.row.parent.is_some() => {
-                if !allow_reparenting {
-                    return Err(refuse(
-                        "update",
-                        "un-parenting a provider is not currently allowed.",
-                    ));
-                }
-                moved = Some((None, me.id()));
-            }
-            None => {}
-        }
+        let moved = self.tree_move(me, parent, allow_reparenting)?;
         if name != me.row.name && self.provider_by_name(name).is_some() {
             return Err(Error::conflict(
                 ConflictCode::Duplicate,
@@ -243,23 +201,89 @@ impl State {
             });
         }
         if let Some((_, new_root)) = moved {
-            for id in self.subtree(me.id()).into_iter().skip(1) {
-                let Some(descendant) = self.provider(id) else {
-                    continue;
-                };
-                if descendant.row.root != new_root {
-                    let mut r = descendant.row.clone();
-                    r.root = new_root;
-                    r.updated_at = now;
-                    changes.push(Change::PutProvider {
-                        row: r,
-                        previous_generation: Some(descendant.row.generation),
-                    });
-                }
-            }
+            self.reroot_descendants(me, new_root, now, &mut changes);
         }
         let info = self.row_info(&row);
         Ok(((info, me.row.updated_at), changes))
+    }
+
+    /// The new (parent, root) of `me` if an update with `parent` changes the shape of
+    /// its tree, None if not, or why the change is refused, in Placement's order and
+    /// wording.
+    fn tree_move(
+        &self,
+        me: &Provider,
+        parent: ParentChange,
+        allow_reparenting: bool,
+    ) -> crate::Result<Option<(Option<ProviderId>, ProviderId)>> {
+        let refuse = |action: &str, reason: &str| {
+            Error::invalid(format!(
+                "Unable to save resource provider {}: {}",
+                me.uuid(),
+                action_failed(action, reason)
+            ))
+        };
+        let wanted_parent = match parent {
+            ParentChange::Keep => me.row.parent.map(|p| ProviderRef::Uuid(self.uuid_of(p))),
+            ParentChange::Clear => None,
+            ParentChange::SetTo(p) => Some(p),
+        };
+        match wanted_parent {
+            Some(p) => {
+                let Some(new_parent) = self.provider_by_ref(&p) else {
+                    // Placement words this one as a failed "create", even here.
+                    return Err(refuse("create", "parent provider UUID does not exist."));
+                };
+                if me.row.parent.is_some_and(|old| old != new_parent.id()) && !allow_reparenting {
+                    return Err(refuse(
+                        "update",
+                        "re-parenting a provider is not currently allowed.",
+                    ));
+                }
+                if self.subtree(me.id()).contains(&new_parent.id()) {
+                    return Err(refuse(
+                        "update",
+                        "creating loop in the provider tree is not allowed.",
+                    ));
+                }
+                Ok(Some((Some(new_parent.id()), new_parent.row.root)))
+            }
+            None if me.row.parent.is_some() => {
+                if !allow_reparenting {
+                    return Err(refuse(
+                        "update",
+                        "un-parenting a provider is not currently allowed.",
+                    ));
+                }
+                Ok(Some((None, me.id())))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The changes that give every descendant of `me` the root `new_root` (those that
+    /// do not have it already), after a move of `me`.
+    fn reroot_descendants(
+        &self,
+        me: &Provider,
+        new_root: ProviderId,
+        now: Timestamp,
+        changes: &mut Vec<Change>,
+    ) {
+        for id in self.subtree(me.id()).into_iter().skip(1) {
+            let Some(descendant) = self.provider(id) else {
+                continue;
+            };
+            if descendant.row.root != new_root {
+                let mut r = descendant.row.clone();
+                r.root = new_root;
+                r.updated_at = now;
+                changes.push(Change::PutProvider {
+                    row: r,
+                    previous_generation: Some(descendant.row.generation),
+                });
+            }
+        }
     }
 
     /// Deletes a provider with everything attached to it (inventories, traits,

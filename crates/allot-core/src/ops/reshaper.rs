@@ -97,17 +97,38 @@ impl State {
         consumers: &[ConsumerWrite],
         now: Timestamp,
     ) -> Plan<Result<(), MissingProvider>> {
-        let mut targets: Vec<(ProviderId, &ProviderInventories)> = Vec::new();
+        let targets = match self.reshape_targets(providers)? {
+            Ok(targets) => targets,
+            Err(missing) => return Ok((Err(missing), Vec::new())),
+        };
+        self.check_allocation_targets(consumers, Endpoint::Reshaper)?;
+
+        let mut next = self.clone();
+        let mut changes = Vec::new();
+        interim_inventories(&mut next, &mut changes, &targets, now)?;
+        // 2. Allocations, by the rest of the one allocation rule (its unknown class
+        // is worded as ours). It bumps, as Placement does, every provider the write
+        // allocates on and every provider a consumer emptied by the write releases.
+        let (_, written) = next.plan_checked_allocations(consumers, Endpoint::Reshaper, now)?;
+        take(&mut next, &mut changes, written);
+        final_inventories(&mut next, &mut changes, &targets, now)?;
+        Ok((Ok(()), changes))
+    }
+
+    /// The providers named for inventories, each with its request, once each exists
+    /// and has the generation the request expects (checked in request order).
+    fn reshape_targets<'r>(
+        &self,
+        providers: &'r [ProviderInventories],
+    ) -> crate::Result<Result<Vec<Target<'r>>, MissingProvider>> {
+        let mut targets: Vec<Target<'r>> = Vec::new();
         for request in providers {
             let Some(p) = self.provider_by_ref(&request.provider) else {
                 let uuid = &request.provider;
-                return Ok((
-                    Err(MissingProvider(format!(
-                        "Resource provider {uuid} in inventories not found: \
-                         No resource provider with uuid {uuid} found"
-                    ))),
-                    Vec::new(),
-                ));
+                return Ok(Err(MissingProvider(format!(
+                    "Resource provider {uuid} in inventories not found: \
+                     No resource provider with uuid {uuid} found"
+                ))));
             };
             if !request.generation.matches(p.row.generation) {
                 return Err(Error::conflict(
@@ -121,88 +142,103 @@ impl State {
             }
             targets.push((p.id(), request));
         }
-        self.check_allocation_targets(consumers, Endpoint::Reshaper)?;
-
-        let mut next = self.clone();
-        let mut changes = Vec::new();
-
-        // 1. Interim inventories.
-        for (id, request) in &targets {
-            if request.inventories.is_empty() {
-                continue;
-            }
-            if let Some((class, _)) = request
-                .inventories
-                .iter()
-                .find(|(c, inv)| inv.is_none() || !c.name().is_some_and(|c| self.class_exists(c)))
-            {
-                return Err(malformed(class.as_str()));
-            }
-            let p = next.provider(*id).expect("checked above");
-            let mut union: BTreeMap<ResourceClass, Inventory> = p
-                .inventories
-                .iter()
-                .map(|(c, inv)| (c.clone(), *inv))
-                .collect();
-            // Every class is a name that exists, with an inventory (checked just above).
-            let named = request
-                .inventories
-                .iter()
-                .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)));
-            union.extend(named);
-            let step = vec![
-                Change::SetInventories(*id, union.into_iter().collect()),
-                bump(p, now),
-            ];
-            take(&mut next, &mut changes, step);
-        }
-
-        // 2. Allocations, by the rest of the one allocation rule (its unknown class
-        // is worded as ours). It bumps, as Placement does, every provider the write
-        // allocates on and every provider a consumer emptied by the write releases.
-        let (_, written) = next.plan_checked_allocations(consumers, Endpoint::Reshaper, now)?;
-        take(&mut next, &mut changes, written);
-
-        // 3. Final inventories.
-        for (id, request) in &targets {
-            let p = next.provider(*id).expect("checked above");
-            let mut in_use: Vec<&str> = p
-                .inventories
-                .keys()
-                .filter(|c| {
-                    !request
-                        .inventories
-                        .iter()
-                        .any(|(n, _)| n.name() == Some(*c))
-                })
-                .filter(|c| next.used(*id, c, now) > 0)
-                .map(|c| c.as_str())
-                .collect();
-            if !in_use.is_empty() {
-                in_use.sort_by_key(|c| class_rank(&next, c));
-                return Err(Error::conflict(
-                    ConflictCode::InventoryInUse,
-                    format!(
-                        "update conflict: Inventory for '{}' on resource provider '{}' in use.",
-                        in_use.join(", "),
-                        p.uuid()
-                    ),
-                ));
-            }
-            let last: BTreeMap<ResourceClass, Inventory> = request
-                .inventories
-                .iter()
-                // Every class is a name that exists, with an inventory (step 1).
-                .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)))
-                .collect();
-            let step = vec![
-                Change::SetInventories(*id, last.into_iter().collect()),
-                bump(p, now),
-            ];
-            take(&mut next, &mut changes, step);
-        }
-        Ok((Ok(()), changes))
+        Ok(Ok(targets))
     }
+}
+
+/// A provider named for inventories, with its request.
+type Target<'r> = (ProviderId, &'r ProviderInventories);
+
+/// Step 1, interim inventories: each provider given new ones gets the union of its
+/// current inventories and the new ones (the new ones win), planned and applied to
+/// `next` provider by provider. Every class named must exist, with an inventory.
+fn interim_inventories(
+    next: &mut State,
+    changes: &mut Vec<Change>,
+    targets: &[Target<'_>],
+    now: Timestamp,
+) -> crate::Result<()> {
+    for (id, request) in targets {
+        if request.inventories.is_empty() {
+            continue;
+        }
+        // The steps change no class, so `next` knows the classes the state before
+        // the reshape knows.
+        if let Some((class, _)) = request
+            .inventories
+            .iter()
+            .find(|(c, inv)| inv.is_none() || !c.name().is_some_and(|c| next.class_exists(c)))
+        {
+            return Err(malformed(class.as_str()));
+        }
+        let p = next.provider(*id).expect("checked above");
+        let mut union: BTreeMap<ResourceClass, Inventory> = p
+            .inventories
+            .iter()
+            .map(|(c, inv)| (c.clone(), *inv))
+            .collect();
+        // Every class is a name that exists, with an inventory (checked just above).
+        let named = request
+            .inventories
+            .iter()
+            .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)));
+        union.extend(named);
+        let step = vec![
+            Change::SetInventories(*id, union.into_iter().collect()),
+            bump(p, now),
+        ];
+        take(next, changes, step);
+    }
+    Ok(())
+}
+
+/// Step 3, final inventories: every provider's inventories become exactly the new
+/// ones, planned and applied to `next` provider by provider; removing a class that
+/// allocations still use is refused.
+fn final_inventories(
+    next: &mut State,
+    changes: &mut Vec<Change>,
+    targets: &[Target<'_>],
+    now: Timestamp,
+) -> crate::Result<()> {
+    for (id, request) in targets {
+        let p = next.provider(*id).expect("checked above");
+        let mut in_use: Vec<&str> = p
+            .inventories
+            .keys()
+            .filter(|c| {
+                !request
+                    .inventories
+                    .iter()
+                    .any(|(n, _)| n.name() == Some(*c))
+            })
+            .filter(|c| next.used(*id, c, now) > 0)
+            .map(|c| c.as_str())
+            .collect();
+        if !in_use.is_empty() {
+            in_use.sort_by_key(|c| class_rank(next, c));
+            return Err(Error::conflict(
+                ConflictCode::InventoryInUse,
+                format!(
+                    "update conflict: Inventory for '{}' on resource provider '{}' in use.",
+                    in_use.join(", "),
+                    p.uuid()
+                ),
+            ));
+        }
+        let last: BTreeMap<ResourceClass, Inventory> = request
+            .inventories
+            .iter()
+            // Every class is a name that exists, with an inventory (step 1).
+            .filter_map(|(c, inv)| Some((c.name()?.clone(), (*inv)?)))
+            .collect();
+        let step = vec![
+            Change::SetInventories(*id, last.into_iter().collect()),
+            bump(p, now),
+        ];
+        take(next, changes, step);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -312,137 +312,181 @@ impl State {
 
     fn apply_one(&mut self, change: &Change) {
         match change {
-            Change::PutClass { record, old_name } => {
-                if let Some(old) = old_name {
-                    Arc::make_mut(&mut self.classes).remove(old.as_str());
-                    self.rename_class_everywhere(old, &record.name);
-                    // Metadata belongs to the class, whatever its name.
-                    if self.class_metadata.contains_key(old.as_str()) {
-                        let metadata = Arc::make_mut(&mut self.class_metadata);
-                        if let Some(m) = metadata.remove(old.as_str()) {
-                            metadata.insert(record.name.clone(), m);
-                        }
-                    }
-                }
-                Arc::make_mut(&mut self.classes).insert(record.name.clone(), record.clone());
-            }
-            Change::DeleteClass(name) => {
-                Arc::make_mut(&mut self.classes).remove(name.as_str());
-                if self.class_metadata.contains_key(name.as_str()) {
-                    Arc::make_mut(&mut self.class_metadata).remove(name.as_str());
-                }
-            }
+            Change::PutClass { record, old_name } => self.insert_class(record, old_name.as_ref()),
+            Change::DeleteClass(name) => self.remove_class(name),
             Change::SetClassMetadata(name, metadata) => {
-                let map = Arc::make_mut(&mut self.class_metadata);
-                match metadata {
-                    Some(m) => map.insert(name.clone(), m.clone()),
-                    None => map.remove(name.as_str()),
-                };
+                self.replace_class_metadata(name, metadata.as_ref())
             }
-            Change::PutTrait(record) => {
-                Arc::make_mut(&mut self.traits).insert(record.name.clone(), record.clone());
-            }
-            Change::DeleteTrait(name) => {
-                Arc::make_mut(&mut self.traits).remove(name.as_str());
-            }
-            Change::PutProvider { row, .. } => {
-                self.next_provider_id = self.next_provider_id.max(row.id.0 + 1);
-                let id = row.id;
-                match self.providers.get_mut(&id) {
-                    Some(existing) => {
-                        let old_parent = existing.row.parent;
-                        let old_name = std::mem::replace(&mut existing.row, row.clone()).name;
-                        if old_name != row.name {
-                            self.unindex_name(&old_name, id);
-                            self.index_name(id);
-                        }
-                        if old_parent != row.parent {
-                            if let Some(p) = old_parent.and_then(|p| self.providers.get_mut(&p)) {
-                                p.children.remove(&id);
-                            }
-                            if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
-                                p.children.insert(id);
-                            }
-                        }
-                    }
-                    None => {
-                        if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
-                            p.children.insert(id);
-                        }
-                        // A parent always exists before its children are created, so
-                        // a new provider has no children yet. (A store loading rows in
-                        // another order calls `providers_loaded` afterwards.)
-                        self.providers.insert(id, Provider::new(row.clone()));
-                        self.index_uuid(id);
-                        self.index_name(id);
-                    }
-                }
-            }
-            Change::DeleteProvider(id) => {
-                if self.sharing.contains(id) {
-                    Arc::make_mut(&mut self.sharing).remove(id);
-                }
-                if let Some(p) = self.providers.get(id) {
-                    let (uuid, name, parent) = (p.row.uuid, p.row.name.clone(), p.row.parent);
-                    self.unindex_uuid(&uuid, *id);
-                    self.unindex_name(&name, *id);
-                    self.providers.remove(id);
-                    if let Some(parent) = parent.and_then(|pid| self.providers.get_mut(&pid)) {
-                        parent.children.remove(id);
-                    }
-                }
-            }
+            Change::PutTrait(record) => self.insert_trait(record),
+            Change::DeleteTrait(name) => self.remove_trait(name),
+            Change::PutProvider { row, .. } => self.upsert_provider(row),
+            Change::DeleteProvider(id) => self.remove_provider(*id),
             Change::SetInventories(id, inventories) => {
-                self.replace_inventories(*id, inventories.clone());
+                self.replace_inventories(*id, inventories.clone())
             }
             Change::SetTraits(id, traits) => self.replace_traits(*id, traits.clone()),
-            Change::SetAggregates(id, aggregates) => {
-                if let Some(p) = self.providers.get_mut(id) {
-                    p.aggregates = aggregates.iter().copied().collect();
+            Change::SetAggregates(id, aggregates) => self.replace_aggregates(*id, aggregates),
+            Change::PutConsumer { row, .. } => self.upsert_consumer(row),
+            Change::DeleteConsumer(uuid) => self.remove_consumer(uuid),
+            Change::PutClaim(claim) => self.upsert_claim(claim),
+            Change::DeleteClaim(uuid) => self.remove_claim(uuid),
+            Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
+        }
+    }
+
+    /// The work of `Change::PutClass`: a new class, or a class renamed from
+    /// `old_name` everywhere it is used.
+    fn insert_class(&mut self, record: &ClassRecord, old_name: Option<&ResourceClass>) {
+        if let Some(old) = old_name {
+            Arc::make_mut(&mut self.classes).remove(old.as_str());
+            self.rename_class_everywhere(old, &record.name);
+            // Metadata belongs to the class, whatever its name.
+            if self.class_metadata.contains_key(old.as_str()) {
+                let metadata = Arc::make_mut(&mut self.class_metadata);
+                if let Some(m) = metadata.remove(old.as_str()) {
+                    metadata.insert(record.name.clone(), m);
                 }
             }
-            Change::PutConsumer { row, .. } => {
-                let row = lock(&self.interned).consumer_row(row);
-                match self.consumers.get_mut(&self.hasher, &row.uuid) {
-                    Some(c) => c.row = row,
-                    None => {
-                        let consumer = Box::new(Consumer {
-                            row,
-                            allocations: Box::default(),
-                        });
-                        self.consumers.insert_new(&self.hasher, consumer);
+        }
+        Arc::make_mut(&mut self.classes).insert(record.name.clone(), record.clone());
+    }
+
+    /// The work of `Change::DeleteClass`, its metadata with it.
+    fn remove_class(&mut self, name: &ResourceClass) {
+        Arc::make_mut(&mut self.classes).remove(name.as_str());
+        if self.class_metadata.contains_key(name.as_str()) {
+            Arc::make_mut(&mut self.class_metadata).remove(name.as_str());
+        }
+    }
+
+    /// The work of `Change::SetClassMetadata` (None: the class has none).
+    fn replace_class_metadata(&mut self, name: &ResourceClass, metadata: Option<&ClassMetadata>) {
+        let map = Arc::make_mut(&mut self.class_metadata);
+        match metadata {
+            Some(m) => map.insert(name.clone(), m.clone()),
+            None => map.remove(name.as_str()),
+        };
+    }
+
+    /// The work of `Change::PutTrait`.
+    fn insert_trait(&mut self, record: &TraitRecord) {
+        Arc::make_mut(&mut self.traits).insert(record.name.clone(), record.clone());
+    }
+
+    /// The work of `Change::DeleteTrait`.
+    fn remove_trait(&mut self, name: &TraitName) {
+        Arc::make_mut(&mut self.traits).remove(name.as_str());
+    }
+
+    /// The work of `Change::PutProvider`: a new provider, or a provider's row
+    /// replaced, its name index and its old and new parents' children kept exact.
+    fn upsert_provider(&mut self, row: &ProviderRow) {
+        self.next_provider_id = self.next_provider_id.max(row.id.0 + 1);
+        let id = row.id;
+        match self.providers.get_mut(&id) {
+            Some(existing) => {
+                let old_parent = existing.row.parent;
+                let old_name = std::mem::replace(&mut existing.row, row.clone()).name;
+                if old_name != row.name {
+                    self.unindex_name(&old_name, id);
+                    self.index_name(id);
+                }
+                if old_parent != row.parent {
+                    if let Some(p) = old_parent.and_then(|p| self.providers.get_mut(&p)) {
+                        p.children.remove(&id);
+                    }
+                    if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
+                        p.children.insert(id);
                     }
                 }
             }
-            Change::DeleteConsumer(uuid) => {
-                self.replace_allocations(uuid, Vec::new());
-                self.consumers.remove(&self.hasher, uuid);
-            }
-            Change::PutClaim(claim) => {
-                let claim = Box::new(lock(&self.interned).claim(claim));
-                self.remove_claim(&claim.uuid);
-                self.index_claim(&claim);
-                let hasher = &self.hasher;
-                self.claims
-                    .insert_unique(hasher.hash_one(claim.uuid), claim, |c| {
-                        hasher.hash_one(c.uuid)
-                    });
-            }
-            Change::DeleteClaim(uuid) => self.remove_claim(uuid),
-            Change::SetAllocations(uuid, allocations) => {
-                let allocations = {
-                    let mut interned = lock(&self.interned);
-                    allocations
-                        .iter()
-                        .map(|a| Allocation {
-                            class: interned.class(&a.class),
-                            ..a.clone()
-                        })
-                        .collect()
-                };
-                self.replace_allocations(uuid, allocations);
+            None => {
+                if let Some(p) = row.parent.and_then(|p| self.providers.get_mut(&p)) {
+                    p.children.insert(id);
+                }
+                // A parent always exists before its children are created, so a new
+                // provider has no children yet. (A store loading rows in another
+                // order calls `providers_loaded` afterwards.)
+                self.providers.insert(id, Provider::new(row.clone()));
+                self.index_uuid(id);
+                self.index_name(id);
             }
         }
+    }
+
+    /// The work of `Change::DeleteProvider`: the provider, its indexes, its place
+    /// among its parent's children and among the sharing providers.
+    fn remove_provider(&mut self, id: ProviderId) {
+        if self.sharing.contains(&id) {
+            Arc::make_mut(&mut self.sharing).remove(&id);
+        }
+        if let Some(p) = self.providers.get(&id) {
+            let (uuid, name, parent) = (p.row.uuid, p.row.name.clone(), p.row.parent);
+            self.unindex_uuid(&uuid, id);
+            self.unindex_name(&name, id);
+            self.providers.remove(&id);
+            if let Some(parent) = parent.and_then(|pid| self.providers.get_mut(&pid)) {
+                parent.children.remove(&id);
+            }
+        }
+    }
+
+    /// The work of `Change::SetAggregates`.
+    fn replace_aggregates(&mut self, id: ProviderId, aggregates: &[Uuid]) {
+        if let Some(p) = self.providers.get_mut(&id) {
+            p.aggregates = aggregates.iter().copied().collect();
+        }
+    }
+
+    /// The work of `Change::PutConsumer`: a new consumer (holding nothing yet), or a
+    /// consumer's row replaced.
+    fn upsert_consumer(&mut self, row: &ConsumerRow) {
+        let row = lock(&self.interned).consumer_row(row);
+        match self.consumers.get_mut(&self.hasher, &row.uuid) {
+            Some(c) => c.row = row,
+            None => {
+                let consumer = Box::new(Consumer {
+                    row,
+                    allocations: Box::default(),
+                });
+                self.consumers.insert_new(&self.hasher, consumer);
+            }
+        }
+    }
+
+    /// The work of `Change::DeleteConsumer`: its allocations, then the consumer.
+    fn remove_consumer(&mut self, uuid: &Uuid) {
+        self.replace_allocations(uuid, Vec::new());
+        self.consumers.remove(&self.hasher, uuid);
+    }
+
+    /// The work of `Change::PutClaim`: the claim replaces any earlier one of its
+    /// uuid, indexes included.
+    fn upsert_claim(&mut self, claim: &Claim) {
+        let claim = Box::new(lock(&self.interned).claim(claim));
+        self.remove_claim(&claim.uuid);
+        self.index_claim(&claim);
+        let hasher = &self.hasher;
+        self.claims
+            .insert_unique(hasher.hash_one(claim.uuid), claim, |c| {
+                hasher.hash_one(c.uuid)
+            });
+    }
+
+    /// The work of `Change::SetAllocations`: the classes interned, then
+    /// [`State::replace_allocations`].
+    fn set_allocations(&mut self, uuid: &Uuid, allocations: &[Allocation]) {
+        let allocations = {
+            let mut interned = lock(&self.interned);
+            allocations
+                .iter()
+                .map(|a| Allocation {
+                    class: interned.class(&a.class),
+                    ..a.clone()
+                })
+                .collect()
+        };
+        self.replace_allocations(uuid, allocations);
     }
 
     /// The work of `Change::SetInventories`, on a list the caller gives up (it
