@@ -4,6 +4,10 @@
 //! in one transaction and, once committed, the same list is applied to the in-memory
 //! view. They are row-level on purpose: a store maps each one to a few SQL statements
 //! and never needs to know the rule that produced it.
+//!
+//! Each list is also a record of the store's change log, which other builds read: a
+//! change to these types or to the records inside them follows the rule in
+//! `allot_store::log`'s module doc (docs/operations.md, "Upgrades").
 
 use uuid::Uuid;
 

@@ -4,6 +4,27 @@
 //! operator can read a row with `psql` or `sqlite3` and a node can refuse a record
 //! written by a newer allot rather than misread it. Names are checked again on the
 //! way in (`ResourceClass` and `TraitName` deserialise through `parse`).
+//!
+//! # Changing what a record holds (docs/operations.md, "Upgrades")
+//!
+//! A record is read by builds other than the one that wrote it: on PostgreSQL every
+//! node follows the log, old and new nodes side by side during a rolling upgrade,
+//! and a fixture of each release's log is read by the upgrade test
+//! (`crates/allot/tests/upgrade.rs`, `tests/upgrade/`). So, within one [`VERSION`],
+//! [`Change`] and every record inside it (the rows of `allot_core::model`, claims,
+//! class metadata, names) may change only in ways that leave every older record
+//! readable:
+//! - a new field, optional, marked `#[serde(default)]` (an older record lacks it,
+//!   and reads as its default);
+//! - a new variant of `Change` (older records do not hold it).
+//!
+//! Anything else (a field or variant renamed, removed or retyped, a new field
+//! without `#[serde(default)]`, a name refused that an older build accepted) bumps
+//! [`VERSION`], and [`decode`] keeps a decoder of each older version, converting its
+//! records into today's changes. An older build never misreads a newer record: it
+//! refuses a newer version or a variant it does not know ([`decode`]'s error names
+//! the commit and the change), and reads a change with a field it does not know
+//! without that field (only the envelope refuses unknown keys).
 
 use allot_core::Change;
 use serde::{Deserialize, Serialize};
@@ -51,17 +72,66 @@ pub fn encode_into(changes: &[Change], record: &mut Vec<u8>) {
     .expect("changes serialise")
 }
 
-/// A log record's changes.
+/// A log record's changes. A record this build cannot read is
+/// [`StoreError::Corrupt`], saying why: another version, or which change (its
+/// place and kind) does not decode.
 pub fn decode(record: &[u8]) -> Result<Vec<Change>, StoreError> {
+    decode_as(record, "change log record")
+}
+
+/// The changes of commit `seq`'s record; an error names the commit.
+pub(crate) fn decode_commit(seq: i64, record: &[u8]) -> Result<Vec<Change>, StoreError> {
+    decode_as(record, &format!("change log commit {seq}"))
+}
+
+/// [`decode`], its errors beginning with `what`.
+fn decode_as(record: &[u8], what: &str) -> Result<Vec<Change>, StoreError> {
     let read: In = serde_json::from_slice(record)
-        .map_err(|e| StoreError::Corrupt(format!("change log record: {e}")))?;
+        .map_err(|e| StoreError::Corrupt(format!("{what}: {}", undecodable(record, e))))?;
     if read.version != VERSION {
         return Err(StoreError::Corrupt(format!(
-            "change log record of version {} (this allot reads version {VERSION})",
-            read.version
+            "{what}: {}",
+            other_version(read.version.into())
         )));
     }
     Ok(read.changes)
+}
+
+/// Why a record that failed to decode did: its version, when it is not this
+/// build's (a newer build's record need not parse as this version's at all), else
+/// the first change that does not decode, by place and kind (the variant's name),
+/// else `error` as it is. Only on the error path, so the record is parsed again as
+/// plain JSON to find that change.
+fn undecodable(record: &[u8], error: serde_json::Error) -> String {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(record) else {
+        return error.to_string();
+    };
+    if let Some(version) = value.get("version").and_then(serde_json::Value::as_u64) {
+        if version != u64::from(VERSION) {
+            return other_version(version);
+        }
+    }
+    let changes = value.get("changes").and_then(serde_json::Value::as_array);
+    for (place, change) in changes.into_iter().flatten().enumerate() {
+        if let Err(e) = Change::deserialize(change) {
+            // A change is written as `{"Variant": ...}`, serde's externally tagged enum.
+            let kind = change
+                .as_object()
+                .and_then(|fields| fields.keys().next())
+                .map_or("not a change", String::as_str);
+            return format!(
+                "change {} of {} ({kind}): {e}",
+                place + 1,
+                changes.map_or(0, Vec::len)
+            );
+        }
+    }
+    error.to_string()
+}
+
+/// Why a record of another version is not read.
+fn other_version(version: u64) -> String {
+    format!("written in version {version} of the format (this allot reads version {VERSION})")
 }
 
 #[cfg(test)]
@@ -179,6 +249,43 @@ pub(crate) mod tests {
         assert_eq!(record, encode(&changes));
         encode_into(&changes[..1], &mut record);
         assert_eq!(decode(&record).unwrap(), changes[..1]);
+    }
+
+    /// What an older build does with a newer build's record that gained an optional
+    /// field: it reads the change without the field (the rule in the module's doc).
+    #[test]
+    fn a_field_this_build_does_not_know_is_read_without_it() {
+        let good = String::from_utf8(encode(&every_kind())).unwrap();
+        let newer = good.replace(
+            r#""name":"CUSTOM_T","created_at":4"#,
+            r#""name":"CUSTOM_T","created_at":4,"colour":"gold""#,
+        );
+        assert_ne!(newer, good);
+        assert_eq!(decode(newer.as_bytes()).unwrap(), every_kind());
+    }
+
+    /// A record this build cannot read names the change that fails, by place and
+    /// kind, and the commit it belongs to when read from the log.
+    #[test]
+    fn an_undecodable_change_is_named() {
+        let good = String::from_utf8(encode(&every_kind())).unwrap();
+        let unknown = good.replace(r#"{"DeleteProvider":8}"#, r#"{"DrainProvider":8}"#);
+        let missing = good.replace(
+            r#""name":"CUSTOM_T","created_at":4"#,
+            r#""name":"CUSTOM_T""#,
+        );
+        let newer = good.replace(r#"{"version":1,"#, r#"{"version":2,"extra":0,"#);
+        for (record, expected) in [
+            (&unknown, "change log commit 7: change 10 of 10 (DrainProvider): unknown variant `DrainProvider`"),
+            (&missing, "change log commit 7: change 3 of 10 (PutTrait): missing field `created_at`"),
+            (&newer, "change log commit 7: written in version 2 of the format (this allot reads version 1)"),
+        ] {
+            assert_ne!(record, &good);
+            match decode_commit(7, record.as_bytes()) {
+                Err(StoreError::Corrupt(why)) => assert!(why.starts_with(expected), "{why}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

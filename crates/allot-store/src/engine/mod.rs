@@ -82,7 +82,7 @@ pub(crate) fn read_log<B: AsRef<[u8]>>(
         expected += 1;
         commits.push(Commit {
             cursor: Cursor(seq),
-            changes: crate::log::decode(record.as_ref())?,
+            changes: crate::log::decode_commit(seq, record.as_ref())?,
         });
     }
     if expected <= head {
