@@ -1,8 +1,9 @@
 //! TLS to PostgreSQL, as libpq does it (issue 27): the one reading of libpq's TLS
 //! settings for every PostgreSQL connection allot makes, the store's engine (`allot
 //! serve`, `allot db migrate`, `allot import`/`export` with a `postgres://` database:
-//! [`split_url`]) and the Placement importer and exporter of the `allot` crate
-//! ([`PgTls::from_params`] on the arguments of its SQLAlchemy URL).
+//! [`split_url`]) and the Placement importer and exporter of the
+//! `allot-placement-db` crate ([`PgTls::from_params`] on the arguments of its
+//! SQLAlchemy URL).
 //!
 //! tokio-postgres knows only `sslmode=disable|prefer|require`, leaves every check of
 //! the server's certificate to its TLS connector, and its URL parser refuses keys it

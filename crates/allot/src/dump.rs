@@ -14,7 +14,7 @@ use allot_store::Store;
 use anyhow::{anyhow, Context};
 use clap::Args;
 
-use crate::placement;
+use allot_placement_db as placement;
 
 /// `allot export`.
 #[derive(Args, Debug)]
@@ -230,7 +230,7 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
             c.metadata = None;
         }
     }
-    placement::runtime()?.block_on(placement::write_placement(&db, &dump))?;
+    placement::write(&db, &dump)?;
     eprintln!(
         "allot export: {} from {} into {db} (one transaction) in {:.1}s",
         dump.counts(),
@@ -279,7 +279,7 @@ fn import_placement(args: &ImportArgs, url: &str) -> Result<(), Failure> {
         project_id: args.incomplete_consumer_project_id.clone(),
         user_id: args.incomplete_consumer_user_id.clone(),
     };
-    let read = placement::runtime()?.block_on(placement::read_placement(&db, &placeholders))?;
+    let read = placement::read(&db, &placeholders)?;
     if read.incomplete > 0 {
         eprintln!(
             "allot import: {} incomplete consumer(s) (no consumer row, or its project or \

@@ -17,7 +17,6 @@ mod claims;
 mod classes;
 mod config;
 mod dump;
-mod placement;
 mod policy;
 mod status;
 mod token;

@@ -1,48 +1,12 @@
-//! A live OpenStack Placement database, read and written directly (issue 22):
-//! `allot import --from-placement URL` takes a whole deployment from it, and
-//! `allot export --to-placement URL` writes one into an empty one made by
-//! `placement-manage db sync`. Both go through the dump of `allot_store::dump`: the
-//! reader builds a [`Dump`](allot_store::dump::Dump) from Placement's tables and hands
-//! it to the same checked import as a dump file (one home for the checks); the writer
-//! takes the dump of an allot database and turns it into Placement's rows.
-//!
-//! This module holds what both directions share: the URL as `placement.conf` writes
-//! it, the two drivers behind one small connection type, and the schema revisions
-//! this build understands. The connection speaks text only (MySQL's text protocol,
-//! PostgreSQL's simple queries), so that one parser serves both databases and no
-//! column type can be read differently by the two drivers.
-//!
-//! TLS: a PostgreSQL URL's libpq arguments (`sslmode`, `sslrootcert`, `sslcert`,
-//! `sslkey`) and variables (`PGSSLMODE`, ...) are read by `allot_store::pg_tls`, the
-//! one reading of them that the store's engine uses too, so a Placement database and
-//! an allot database are reached alike. MySQL's TLS arguments are still refused (the
-//! MySQL driver is built without a TLS stack): never a silent plain-text connection.
-
-mod read;
-mod write;
+//! A Placement database's URL, as `[placement_database] connection` in
+//! `placement.conf` writes it (SQLAlchemy's form, or the plain one), read once for
+//! both drivers: the dialect, where to connect, the credentials (the password never
+//! shown), and PostgreSQL's TLS settings as libpq reads them (`allot_store::pg_tls`).
 
 use std::time::Duration;
 
 use allot_store::pg_tls::{self, PgTls};
-use anyhow::{anyhow, bail, Context};
-
-pub use read::{read_placement, Placeholders};
-pub use write::write_placement;
-
-/// Placement 16.0.0's schema revision (the head of its alembic history).
-pub const HEAD_REVISION: &str = "a082b8bb98d0";
-
-/// The revisions this build reads, newest first, and whether the schema has the
-/// `consumer_types` table (added by 422ece571366; older consumers have no type).
-/// The revisions between the initial schema and the head change indexes and add
-/// checks, not the tables read here.
-pub const READABLE_REVISIONS: &[(&str, bool)] = &[
-    (HEAD_REVISION, true),
-    ("422ece571366", true),
-    ("b5c396305c25", false),
-    ("611cd6dffd7b", false),
-    ("b4ed3a175331", false),
-];
+use anyhow::anyhow;
 
 /// How long a connection may take before the host is called unreachable, unless
 /// `--connect-timeout` says otherwise: a database on the same network answers in
@@ -51,7 +15,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Which database a Placement URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// MariaDB or MySQL.
     MySql,
     /// PostgreSQL.
@@ -61,20 +25,20 @@ pub enum Dialect {
 /// A Placement database, as `[placement_database] connection` names it.
 #[derive(Debug, Clone)]
 pub struct PlacementUrl {
-    dialect: Dialect,
-    host: String,
-    port: Option<u16>,
+    pub(crate) dialect: Dialect,
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
     /// A Unix socket (MySQL: `?unix_socket=`; PostgreSQL: `?host=/dir`).
-    socket: Option<String>,
-    user: Option<String>,
-    password: Option<String>,
-    database: String,
+    pub(crate) socket: Option<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) password: Option<String>,
+    pub(crate) database: String,
     /// The URL with the password hidden, for messages.
     shown: String,
     /// How long connecting (TCP, handshake, authentication) may take.
-    connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// PostgreSQL's TLS settings, as libpq reads them (`None` for MySQL).
-    tls: Option<PgTls>,
+    pub(crate) tls: Option<PgTls>,
 }
 
 impl std::fmt::Display for PlacementUrl {
@@ -206,215 +170,6 @@ fn percent_decode(s: &str) -> Option<String> {
         .decode_utf8()
         .ok()
         .map(|s| s.into_owned())
-}
-
-/// Rows of text (NULL as `None`), as both drivers hand them over.
-pub type Rows = Vec<Vec<Option<String>>>;
-
-/// One connection to a Placement database, through either driver.
-pub enum Conn {
-    /// MariaDB/MySQL.
-    My(mysql_async::Conn),
-    /// PostgreSQL (the connection's task runs beside it on the runtime).
-    Pg(tokio_postgres::Client),
-}
-
-impl Conn {
-    /// Connects, naming the database and the cause when it cannot.
-    pub async fn connect(db: &PlacementUrl) -> anyhow::Result<Conn> {
-        let attempt = async {
-            match db.dialect {
-                Dialect::MySql => {
-                    let mut opts = mysql_async::OptsBuilder::default()
-                        .ip_or_hostname(if db.host.is_empty() {
-                            "localhost"
-                        } else {
-                            &db.host
-                        })
-                        .user(db.user.clone())
-                        .pass(db.password.clone())
-                        .db_name(Some(db.database.clone()))
-                        .prefer_socket(false)
-                        .socket(db.socket.clone());
-                    if let Some(port) = db.port {
-                        opts = opts.tcp_port(port);
-                    }
-                    let conn = mysql_async::Conn::new(opts).await.map_err(my_error)?;
-                    anyhow::Ok(Conn::My(conn))
-                }
-                Dialect::Postgres => {
-                    let mut config = tokio_postgres::Config::new();
-                    config.host(db.socket.as_deref().unwrap_or(&db.host));
-                    config.dbname(&db.database);
-                    if let Some(port) = db.port {
-                        config.port(port);
-                    }
-                    if let Some(user) = &db.user {
-                        config.user(user);
-                    }
-                    if let Some(password) = &db.password {
-                        config.password(password);
-                    }
-                    let tls = db.tls.as_ref().expect("a PostgreSQL URL has TLS settings");
-                    tls.apply(&mut config);
-                    let connector = tls.connector().map_err(|e| anyhow!(e))?;
-                    let (client, connection) =
-                        config
-                            .connect(connector)
-                            .await
-                            .map_err(|e| match tls.explain(&e) {
-                                Some(why) => anyhow!(why),
-                                None => pg_error(e),
-                            })?;
-                    tokio::spawn(connection);
-                    Ok(Conn::Pg(client))
-                }
-            }
-        };
-        match tokio::time::timeout(db.connect_timeout, attempt).await {
-            Ok(result) => result.with_context(|| format!("connecting to {db}")),
-            Err(_) => bail!(
-                "connecting to {db}: no answer in {}s (is the host reachable, and is it a \
-                 database server? --connect-timeout waits longer)",
-                db.connect_timeout.as_secs()
-            ),
-        }
-    }
-
-    /// Runs one query and returns its rows as text.
-    pub async fn rows(&mut self, sql: &str) -> anyhow::Result<Rows> {
-        match self {
-            Conn::My(conn) => {
-                use mysql_async::prelude::Queryable;
-                let rows: Vec<mysql_async::Row> = conn.query(sql).await.map_err(my_error)?;
-                Ok(rows
-                    .into_iter()
-                    .map(|row| row.unwrap().into_iter().map(my_text).collect())
-                    .collect())
-            }
-            Conn::Pg(client) => {
-                let messages = client.simple_query(sql).await.map_err(pg_error)?;
-                Ok(messages
-                    .into_iter()
-                    .filter_map(|m| match m {
-                        tokio_postgres::SimpleQueryMessage::Row(row) => Some(
-                            (0..row.len())
-                                .map(|i| row.get(i).map(str::to_owned))
-                                .collect(),
-                        ),
-                        _ => None,
-                    })
-                    .collect())
-            }
-        }
-    }
-
-    /// Runs statements that return no rows.
-    pub async fn execute(&mut self, sql: &str) -> anyhow::Result<()> {
-        match self {
-            Conn::My(conn) => {
-                use mysql_async::prelude::Queryable;
-                conn.query_drop(sql).await.map_err(my_error)
-            }
-            Conn::Pg(client) => client.batch_execute(sql).await.map(drop).map_err(pg_error),
-        }
-    }
-
-    /// Closes the connection politely (MySQL logs an aborted one otherwise).
-    pub async fn close(self) {
-        if let Conn::My(conn) = self {
-            let _ = conn.disconnect().await;
-        }
-    }
-
-    /// The database on the other end.
-    pub fn dialect(&self) -> Dialect {
-        match self {
-            Conn::My(_) => Dialect::MySql,
-            Conn::Pg(_) => Dialect::Postgres,
-        }
-    }
-
-    /// A column's DATETIME as whole seconds since the Unix epoch (UTC: Placement
-    /// writes naive UTC times, and the MySQL session's zone is set to UTC).
-    fn epoch(&self, column: &str) -> String {
-        match self.dialect() {
-            Dialect::MySql => format!("UNIX_TIMESTAMP({column})"),
-            Dialect::Postgres => format!("CAST(EXTRACT(EPOCH FROM {column}) AS BIGINT)"),
-        }
-    }
-
-    /// The schema revision, checked against those this build understands; returns
-    /// whether the schema has consumer types.
-    async fn revision(&mut self) -> anyhow::Result<(String, bool)> {
-        let rows = self
-            .rows("SELECT version_num FROM alembic_version")
-            .await
-            .context(
-                "reading alembic_version (is this a Placement database, made by \
-             `placement-manage db sync`?)",
-            )?;
-        let found: Vec<String> = rows.into_iter().flatten().flatten().collect();
-        let supported = READABLE_REVISIONS
-            .iter()
-            .map(|(r, _)| *r)
-            .collect::<Vec<_>>()
-            .join(", ");
-        match found.as_slice() {
-            [one] => match READABLE_REVISIONS.iter().find(|(r, _)| r == one) {
-                Some(&(_, types)) => Ok((one.clone(), types)),
-                None => bail!(
-                    "unsupported Placement schema revision {one}: this build reads {supported} \
-                     (Placement 16.0.0 is {HEAD_REVISION})"
-                ),
-            },
-            [] => bail!(
-                "alembic_version is empty: the Placement schema was never made \
-                 (run `placement-manage db sync`); this build reads {supported}"
-            ),
-            many => bail!(
-                "alembic_version holds several revisions ({}); this build reads one of {supported}",
-                many.join(", ")
-            ),
-        }
-    }
-}
-
-/// A MySQL value of the text protocol as text.
-fn my_text(value: mysql_async::Value) -> Option<String> {
-    use mysql_async::Value;
-    match value {
-        Value::NULL => None,
-        Value::Bytes(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        Value::Int(i) => Some(i.to_string()),
-        Value::UInt(u) => Some(u.to_string()),
-        Value::Float(f) => Some(f.to_string()),
-        Value::Double(d) => Some(d.to_string()),
-        other => Some(other.as_sql(true)),
-    }
-}
-
-fn my_error(e: mysql_async::Error) -> anyhow::Error {
-    anyhow!("{e}")
-}
-
-/// tokio-postgres says only "db error" at the top; the server's words are below.
-fn pg_error(e: tokio_postgres::Error) -> anyhow::Error {
-    match e.as_db_error() {
-        Some(db) => anyhow!("{}: {}", db.severity(), db.message()),
-        None => match std::error::Error::source(&e) {
-            Some(cause) => anyhow!("{e}: {cause}"),
-            None => anyhow!("{e}"),
-        },
-    }
-}
-
-/// A single-threaded runtime for one command's database work.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
 }
 
 #[cfg(test)]

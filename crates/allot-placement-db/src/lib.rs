@@ -1,0 +1,58 @@
+//! Placement's own database, read into a dump and written from one (issue 22):
+//! `allot import --from-placement URL` takes a whole deployment from a live
+//! OpenStack Placement database, and `allot export --to-placement URL` writes one
+//! into an empty one made by `placement-manage db sync`. Both go through the dump of
+//! `allot_store::dump`: [`read`] builds a [`Dump`](allot_store::dump::Dump) from
+//! Placement's tables, which the binary hands to the same checked import as a dump
+//! file (one home for the checks); [`write`] turns the dump of an allot database
+//! into Placement's rows.
+//!
+//! This crate sits beside `allot-store`, below the binary: with the store, it is the
+//! only place that holds SQL and database drivers (MySQL/MariaDB through
+//! `mysql_async`, PostgreSQL through `tokio-postgres`), so that the binary holds
+//! neither. It is split by table: `read/` and `write/` each have a short
+//! orchestrator and one module per table or table family, and what both directions
+//! share is here: the URL as `placement.conf` writes it (`placement_url.rs`), the
+//! two drivers behind one small text-only connection (`conn.rs`), and the schema
+//! revisions this build understands (`revision.rs`).
+//!
+//! TLS: a PostgreSQL URL's libpq arguments (`sslmode`, `sslrootcert`, `sslcert`,
+//! `sslkey`) and variables (`PGSSLMODE`, ...) are read by `allot_store::pg_tls`, the
+//! one reading of them that the store's engine uses too, so a Placement database and
+//! an allot database are reached alike. MySQL's TLS arguments are still refused (the
+//! MySQL driver is built without a TLS stack): never a silent plain-text connection.
+
+mod conn;
+mod placement_url;
+mod read;
+mod revision;
+mod write;
+
+use allot_store::dump::Dump;
+use anyhow::Context;
+
+pub use placement_url::{PlacementUrl, CONNECT_TIMEOUT};
+pub use read::{Placeholders, Read};
+pub use revision::{HEAD_REVISION, READABLE_REVISIONS};
+
+/// Reads a whole Placement database, in one read-only snapshot, into a dump; the
+/// incomplete consumers it finds are given `placeholders`. Runs on a runtime of its
+/// own, so it must not be called from within an async context.
+pub fn read(db: &PlacementUrl, placeholders: &Placeholders) -> anyhow::Result<Read> {
+    runtime()?.block_on(read::read_placement(db, placeholders))
+}
+
+/// Writes a whole dump (without claims and class metadata, which the caller has
+/// dealt with) into an empty Placement database, in one transaction. Runs on a
+/// runtime of its own, so it must not be called from within an async context.
+pub fn write(db: &PlacementUrl, dump: &Dump) -> anyhow::Result<()> {
+    runtime()?.block_on(write::write_placement(db, dump))
+}
+
+/// A single-threaded runtime for one command's database work.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
