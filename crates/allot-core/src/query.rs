@@ -128,11 +128,6 @@ impl State {
         inv.fits(provider.used(class.as_str(), now), amount) && inv.admits(amount).is_ok()
     }
 
-    /// How much of `class` the allocations against `provider` use.
-    pub fn provider_usage(&self, provider: &Provider, class: &ResourceClass) -> u64 {
-        self.usage(provider.id(), class)
-    }
-
     fn known_trait(&self, name: &RequestedName<TraitName>) -> crate::Result<()> {
         if name.name().is_some_and(|n| self.trait_exists(n)) {
             Ok(())

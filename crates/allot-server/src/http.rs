@@ -1,33 +1,17 @@
-//! Helpers every handler uses: reading a JSON body, parsing query strings, building
+//! Helpers every handler uses: the content type check and JSON parse under
+//! `request::JsonBody`, the plain query string parse under `request`'s forms, and
 //! JSON responses with Placement's caching headers.
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::schema;
 
-/// Reads a JSON request body: checks the content type as Placement does (400 without
-/// one when there is a body, 415 for anything but JSON), parses it (400 "Malformed
-/// JSON"), validates it against `schema` (400 "JSON does not validate") and
-/// deserialises it into `T`.
-pub fn json_body<T: DeserializeOwned>(
-    headers: &HeaderMap,
-    body: &Bytes,
-    schema: &Value,
-) -> Result<T, ApiError> {
-    let value = json_value(headers, body)?;
-    schema::validate(&value, schema)
-        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))?;
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::bad_request(format!("JSON does not validate: {e}")))
-}
-
-/// Reads and parses a JSON body without a schema (for handlers that validate by hand).
+/// Checks the content type and parses a JSON body (the schema and the typed form are
+/// `request`'s).
 pub fn json_value(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
     require_json_content(headers, body)?;
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))

@@ -504,25 +504,13 @@ impl Snapshot {
 
 impl Collector for Snapshot {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let view = &self.view;
         let e = &mut encoder;
         // openstack-exporter's Placement series: same names, labels and meaning.
         gauge(e, "openstack_placement_up", "Placement API is up (1)", 1i64)?;
         // allot's own counts, as `/status` gives them: the providers' number also
         // decides whether the series per provider are written.
-        let counts = crate::status::counts(view, self.now);
+        let counts = crate::status::counts(&self.view, self.now);
         let per_provider = counts.providers <= self.provider_series as u64;
-        // One pass for the sums by class.
-        let mut classes: BTreeMap<&str, ClassSums> = BTreeMap::new();
-        for p in view.providers() {
-            for (class, inv) in p.inventories.iter() {
-                let sums = classes.entry(class.as_str()).or_default();
-                sums.total = sums.total.saturating_add(inv.total);
-                sums.reserved = sums.reserved.saturating_add(inv.reserved);
-                sums.capacity = sums.capacity.saturating_add(inv.reported_capacity());
-                sums.usage = sums.usage.saturating_add(view.usage(p.id(), class));
-            }
-        }
         gauge(
             e,
             "allot_metrics_provider_series",
@@ -530,43 +518,28 @@ impl Collector for Snapshot {
              the cloud's size (0; --metrics-providers)",
             i64::from(per_provider),
         )?;
-        for (name, help, value) in [
-            (
-                "allot_resource_total",
-                "Inventory totals of a resource class, summed over providers",
-                (|s: &ClassSums| saturated(s.total)) as fn(&ClassSums) -> i64,
-            ),
-            (
-                "allot_resource_reserved",
-                "Reserved amounts of a resource class, summed over providers",
-                |s| saturated(s.reserved),
-            ),
-            (
-                "allot_resource_capacity",
-                "Capacities ((total - reserved) * allocation_ratio, as Placement reports \
-                 each) of a resource class, summed over providers",
-                |s| s.capacity,
-            ),
-            (
-                "allot_resource_usage",
-                "What allocations use of a resource class, summed over providers",
-                |s| saturated(s.usage),
-            ),
-        ] {
-            gauges(
-                e,
-                name,
-                help,
-                classes
-                    .iter()
-                    .map(|(class, sums)| ([("resourcetype", *class)], value(sums))),
-            )?;
-        }
+        class_series(e, &class_sums(&self.view))?;
         if per_provider {
             self.provider_series(e)?;
         }
+        self.build_series(e)?;
+        self.count_series(e, &counts)?;
+        self.view_series(e)?;
+        writer_series(e, &self.writer)?;
+        if let Some(c) = &self.writer.checkpoints {
+            checkpoint_series(e, c)?;
+        }
+        if let Some(v) = &self.writer.view_saves {
+            view_save_series(e, v)?;
+        }
+        process(e)
+    }
+}
 
-        // What is running, on what.
+impl Snapshot {
+    /// What is running, on what: the build's version, and the store's engine and
+    /// schema.
+    fn build_series(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         gauges(
             e,
             "allot_build_info",
@@ -586,8 +559,16 @@ impl Collector for Snapshot {
                 ],
                 1i64,
             )],
-        )?;
+        )
+    }
 
+    /// allot's own counts: providers, consumers, pending claims and what they hold by
+    /// class.
+    fn count_series(
+        &self,
+        e: &mut DescriptorEncoder,
+        counts: &allot_client::status::Counts,
+    ) -> Result<(), std::fmt::Error> {
         gauge(e, "allot_providers", "Resource providers", counts.providers)?;
         gauge(
             e,
@@ -601,7 +582,7 @@ impl Collector for Snapshot {
             "Pending claims that count against capacity now",
             counts.claims_pending,
         )?;
-        let pending = view.pending_totals(None, None, self.now);
+        let pending = self.view.pending_totals(None, None, self.now);
         gauges(
             e,
             "allot_pending",
@@ -609,7 +590,12 @@ impl Collector for Snapshot {
             pending
                 .iter()
                 .map(|(class, amount)| ([("resourcetype", class.as_str())], *amount as i64)),
-        )?;
+        )
+    }
+
+    /// The view itself: how far it may lag behind the store, how long the server has
+    /// run, and how long the start took to load it and from where.
+    fn view_series(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         gauge(
             e,
             "allot_view_staleness_seconds",
@@ -623,107 +609,168 @@ impl Collector for Snapshot {
             "Seconds since the server started",
             self.uptime,
         )?;
+        let source = if self.loaded.from_saved_view {
+            "saved"
+        } else {
+            "tables"
+        };
         gauges(
             e,
             "allot_view_load_seconds",
             "Seconds the start took to load the view, from the view saved at the last \
              stop or from the tables",
-            [(
-                [(
-                    "source",
-                    if self.loaded.from_saved_view {
-                        "saved"
-                    } else {
-                        "tables"
-                    },
-                )],
-                self.loaded.seconds,
-            )],
-        )?;
-
-        // The writer's commits.
-        let w = &self.writer;
-        w.batch_size.encode(e.encode_descriptor(
-            "allot_commit_batch_size",
-            "Writes committed together in one store transaction",
-            None,
-            MetricType::Histogram,
-        )?)?;
-        w.commit_seconds.encode(e.encode_descriptor(
-            "allot_commit_duration_seconds",
-            "Time a commit took in the store (statements, change log, commit and fsync; \
-             not the planning)",
-            None,
-            MetricType::Histogram,
-        )?)?;
-        let mut busy = e.encode_descriptor(
-            "allot_writer_busy_seconds",
-            "Seconds the writer thread spent in each part of its commits: planning \
-             against the view, the store's transaction and fsync, publishing and \
-             answering, freeing what the new view replaced",
-            None,
-            MetricType::Counter,
-        )?;
-        for (phase, seconds) in [
-            ("plan", &w.busy.plan),
-            ("store", &w.busy.store),
-            ("answer", &w.busy.answer),
-            ("free", &w.busy.free),
-        ] {
-            seconds.encode(busy.encode_family(&[("phase", phase)])?)?;
-        }
-        w.store_errors.encode(e.encode_descriptor(
-            "allot_store_errors",
-            "Store operations that failed (commits, reads of other nodes' commits)",
-            None,
-            MetricType::Counter,
-        )?)?;
-        // SQLite's checkpoints: beside the commit path, and the writer's share.
-        if let Some(c) = &w.checkpoints {
-            c.wal_bytes.encode(e.encode_descriptor(
-                "allot_sqlite_wal_bytes",
-                "Size of the SQLite write-ahead log file after the last commit",
-                None,
-                MetricType::Gauge,
-            )?)?;
-            c.passes.encode(e.encode_descriptor(
-                "allot_sqlite_checkpoint_passes",
-                "Checkpoints run beside the commit path by the checkpointer thread",
-                None,
-                MetricType::Counter,
-            )?)?;
-            c.writer_seconds.encode(e.encode_descriptor(
-                "allot_sqlite_writer_checkpoint_seconds",
-                "Checkpoints the writer ran itself, in the commit path (to start the WAL \
-                 over, or at its hard bound)",
-                None,
-                MetricType::Histogram,
-            )?)?;
-        }
-
-        // The views saved while running (SQLite), for a start after a crash.
-        if let Some(v) = &w.view_saves {
-            let mut saves = e.encode_descriptor(
-                "allot_view_saves",
-                "Views saved beside the SQLite file while the server runs, for a start \
-                 after a crash: written whole (outcome=saved) or failed (outcome=failed)",
-                None,
-                MetricType::Counter,
-            )?;
-            for (outcome, count) in [("saved", &v.saved), ("failed", &v.failed)] {
-                count.encode(saves.encode_family(&[("outcome", outcome)])?)?;
-            }
-            v.seconds.encode(e.encode_descriptor(
-                "allot_view_save_duration_seconds",
-                "How long each save of the view while the server runs took, on its own \
-                 thread",
-                None,
-                MetricType::Histogram,
-            )?)?;
-        }
-
-        process(e)
+            [([("source", source)], self.loaded.seconds)],
+        )
     }
+}
+
+/// One pass over the view for the sums by class.
+fn class_sums(view: &State) -> BTreeMap<&str, ClassSums> {
+    let mut classes: BTreeMap<&str, ClassSums> = BTreeMap::new();
+    for p in view.providers() {
+        for (class, inv) in p.inventories.iter() {
+            let sums = classes.entry(class.as_str()).or_default();
+            sums.total = sums.total.saturating_add(inv.total);
+            sums.reserved = sums.reserved.saturating_add(inv.reserved);
+            sums.capacity = sums.capacity.saturating_add(inv.reported_capacity());
+            sums.usage = sums.usage.saturating_add(view.usage(p.id(), class));
+        }
+    }
+    classes
+}
+
+/// The four openstack-exporter series summed by class (`allot_resource_*`), written
+/// at any size.
+fn class_series(
+    e: &mut DescriptorEncoder,
+    classes: &BTreeMap<&str, ClassSums>,
+) -> Result<(), std::fmt::Error> {
+    for (name, help, value) in [
+        (
+            "allot_resource_total",
+            "Inventory totals of a resource class, summed over providers",
+            (|s: &ClassSums| saturated(s.total)) as fn(&ClassSums) -> i64,
+        ),
+        (
+            "allot_resource_reserved",
+            "Reserved amounts of a resource class, summed over providers",
+            |s| saturated(s.reserved),
+        ),
+        (
+            "allot_resource_capacity",
+            "Capacities ((total - reserved) * allocation_ratio, as Placement reports \
+             each) of a resource class, summed over providers",
+            |s| s.capacity,
+        ),
+        (
+            "allot_resource_usage",
+            "What allocations use of a resource class, summed over providers",
+            |s| saturated(s.usage),
+        ),
+    ] {
+        gauges(
+            e,
+            name,
+            help,
+            classes
+                .iter()
+                .map(|(class, sums)| ([("resourcetype", *class)], value(sums))),
+        )?;
+    }
+    Ok(())
+}
+
+/// The writer's commits: batch sizes, commit latency, where its time goes, and the
+/// store's errors.
+fn writer_series(
+    e: &mut DescriptorEncoder,
+    w: &allot_store::WriterStats,
+) -> Result<(), std::fmt::Error> {
+    w.batch_size.encode(e.encode_descriptor(
+        "allot_commit_batch_size",
+        "Writes committed together in one store transaction",
+        None,
+        MetricType::Histogram,
+    )?)?;
+    w.commit_seconds.encode(e.encode_descriptor(
+        "allot_commit_duration_seconds",
+        "Time a commit took in the store (statements, change log, commit and fsync; \
+         not the planning)",
+        None,
+        MetricType::Histogram,
+    )?)?;
+    let mut busy = e.encode_descriptor(
+        "allot_writer_busy_seconds",
+        "Seconds the writer thread spent in each part of its commits: planning \
+         against the view, the store's transaction and fsync, publishing and \
+         answering, freeing what the new view replaced",
+        None,
+        MetricType::Counter,
+    )?;
+    for (phase, seconds) in [
+        ("plan", &w.busy.plan),
+        ("store", &w.busy.store),
+        ("answer", &w.busy.answer),
+        ("free", &w.busy.free),
+    ] {
+        seconds.encode(busy.encode_family(&[("phase", phase)])?)?;
+    }
+    w.store_errors.encode(e.encode_descriptor(
+        "allot_store_errors",
+        "Store operations that failed (commits, reads of other nodes' commits)",
+        None,
+        MetricType::Counter,
+    )?)
+}
+
+/// SQLite's checkpoints: beside the commit path, and the writer's share.
+fn checkpoint_series(
+    e: &mut DescriptorEncoder,
+    c: &allot_store::CheckpointStats,
+) -> Result<(), std::fmt::Error> {
+    c.wal_bytes.encode(e.encode_descriptor(
+        "allot_sqlite_wal_bytes",
+        "Size of the SQLite write-ahead log file after the last commit",
+        None,
+        MetricType::Gauge,
+    )?)?;
+    c.passes.encode(e.encode_descriptor(
+        "allot_sqlite_checkpoint_passes",
+        "Checkpoints run beside the commit path by the checkpointer thread",
+        None,
+        MetricType::Counter,
+    )?)?;
+    c.writer_seconds.encode(e.encode_descriptor(
+        "allot_sqlite_writer_checkpoint_seconds",
+        "Checkpoints the writer ran itself, in the commit path (to start the WAL \
+         over, or at its hard bound)",
+        None,
+        MetricType::Histogram,
+    )?)
+}
+
+/// The views saved while running (SQLite), for a start after a crash.
+fn view_save_series(
+    e: &mut DescriptorEncoder,
+    v: &allot_store::ViewSaveStats,
+) -> Result<(), std::fmt::Error> {
+    let mut saves = e.encode_descriptor(
+        "allot_view_saves",
+        "Views saved beside the SQLite file while the server runs, for a start \
+         after a crash: written whole (outcome=saved) or failed (outcome=failed)",
+        None,
+        MetricType::Counter,
+    )?;
+    for (outcome, count) in [("saved", &v.saved), ("failed", &v.failed)] {
+        count.encode(saves.encode_family(&[("outcome", outcome)])?)?;
+    }
+    v.seconds.encode(e.encode_descriptor(
+        "allot_view_save_duration_seconds",
+        "How long each save of the view while the server runs took, on its own \
+         thread",
+        None,
+        MetricType::Histogram,
+    )?)
 }
 
 /// The labels of a provider's class, as openstack-exporter names them.

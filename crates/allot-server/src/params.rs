@@ -2,7 +2,9 @@
 //!
 //! Placement accepts uuids the way Python's `uuid.UUID()` reads them; every query
 //! parameter that names a uuid goes through [`uuid_like`] (or the stricter
-//! [`is_dashed_uuid`] where Placement's JSON Schema `format: uuid` applies). Every
+//! [`is_dashed_uuid`] where Placement's JSON Schema `format: uuid` applies), and so
+//! does every body's uuid that is not a provider reference ([`format_checked_uuid`]
+//! where the schema checked its format). Every
 //! query string is checked by [`require_utf8_query`] before it is parsed, and the
 //! filters that the provider listing and the candidate search share are in
 //! [`filters`]. A provider in a URL path is read by `request::path::ProviderPath`.
@@ -29,6 +31,14 @@ pub fn uuid_like(s: &str) -> Option<Uuid> {
     } else {
         None
     }
+}
+
+/// Reads a uuid that a JSON Schema `format: uuid` has let through (a body's): as
+/// [`uuid_like`] reads it. The format (`crate::schema`) also admits the one spelling
+/// `uuid_like` does not take, a `urn:uuid:` prefix not in lower case, which is read
+/// as the format read it, so that what the schema admits is never refused after it.
+pub fn format_checked_uuid(s: &str) -> Option<Uuid> {
+    uuid_like(s).or_else(|| Uuid::try_parse(s).ok())
 }
 
 /// The stricter uuid check of the JSON Schema `format` Placement applies to query
@@ -122,6 +132,13 @@ mod tests {
         ] {
             assert_eq!(uuid_like(bad), None, "{bad}");
         }
+        assert_eq!(
+            format_checked_uuid("URN:UUID:2290D4AF-9E6E-400B-9D65-1EE01376F71A")
+                .map(|u| u.to_string())
+                .as_deref(),
+            Some(canonical)
+        );
+        assert_eq!(format_checked_uuid("spameggs"), None);
         assert!(is_dashed_uuid(canonical));
         assert!(is_dashed_uuid("2290D4AF-9E6E-400B-9D65-1EE01376F71A"));
         assert!(!is_dashed_uuid("2290d4af9e6e400b9d651ee01376f71a"));

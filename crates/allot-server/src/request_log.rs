@@ -133,6 +133,7 @@ fn is_slow(elapsed: Duration, bound: Option<Duration>) -> bool {
 fn global_request_id(req: &Request) -> Option<String> {
     let value = req.headers().get("x-openstack-request-id")?.to_str().ok()?;
     let id = value.strip_prefix("req-")?;
+    // A header for the log, not a lookup: any standard spelling, logged canonically.
     let uuid = uuid::Uuid::try_parse(id).ok()?;
     Some(format!("req-{}", uuid.hyphenated()))
 }

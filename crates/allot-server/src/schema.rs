@@ -19,8 +19,9 @@
 //!   `pprint.pformat(width=72, sort_dicts=False)` writes them ([`pformat`]), with
 //!   Python's `repr` of strings, numbers, booleans and `None` ([`py_repr`]).
 //!
-//! Only the keywords our schemas use are supported; an unknown keyword is a
-//! programming error caught by the tests of every schema.
+//! Only the keywords our schemas use are supported, one function each in
+//! `schema/keywords.rs`; an unknown keyword is a programming error caught by the
+//! tests of every schema.
 //!
 //! After validation, bodies are deserialised into typed structs: the schema gives the
 //! error messages, the types give the rest of the code something it need not re-check.
@@ -32,8 +33,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use regex::Regex;
 use serde_json::Value;
 
+mod keywords;
 mod python;
 
+use keywords::Walk;
 use python::py_str;
 pub use python::{pformat, py_repr};
 
@@ -162,15 +165,9 @@ fn best_match(errors: Vec<SchemaError>) -> Option<SchemaError> {
 /// Validates `instance` against `schema`; on failure returns the error jsonschema's
 /// `best_match` would pick.
 pub fn validate(instance: &Value, schema: &Value) -> Result<(), SchemaError> {
-    let mut errors = Vec::new();
-    check(
-        instance,
-        schema,
-        &mut Vec::new(),
-        &mut Vec::new(),
-        &mut errors,
-    );
-    match best_match(errors) {
+    let mut walk = Walk::default();
+    walk.check(instance, schema);
+    match best_match(walk.errors) {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -216,6 +213,7 @@ fn python_dollar(pattern: &str) -> String {
     out
 }
 
+/// Whether `v` has the JSON Schema type `ty`.
 fn type_matches(v: &Value, ty: &str) -> bool {
     match ty {
         "object" => v.is_object(),
@@ -229,333 +227,6 @@ fn type_matches(v: &Value, ty: &str) -> bool {
         "integer" => v.is_i64() || v.is_u64(),
         "number" => v.is_number(),
         other => panic!("unsupported schema type {other}"),
-    }
-}
-
-fn is_uuid(s: &str) -> bool {
-    // The standard forms (plain, hyphenated, braced, "urn:uuid:"), which is what the
-    // handlers parse after validation. Placement's checker is a little looser (dashes
-    // anywhere): a difference listed in docs/api.md.
-    uuid::Uuid::parse_str(s).is_ok()
-}
-
-/// `min`/`max` keywords' words for a count of one and zero (jsonschema 4.21 on).
-fn too_few(v: &Value, min: u64, otherwise: &str) -> String {
-    count_words(v, min == 1, "should be non-empty", otherwise)
-}
-
-fn too_many(v: &Value, max: u64, otherwise: &str) -> String {
-    count_words(v, max == 0, "is expected to be empty", otherwise)
-}
-
-/// `v` and the words for its count: `edge` when the bound is at its edge (a minimum
-/// of one, a maximum of zero), else `otherwise`.
-fn count_words(v: &Value, at_edge: bool, edge: &str, otherwise: &str) -> String {
-    let words = if at_edge { edge } else { otherwise };
-    format!("{} {words}", py_repr(v))
-}
-
-/// Appends to `errors` every failure of `v` against `schema`, in jsonschema's order:
-/// the schema's keywords as declared, each keyword's own order within.
-fn check(
-    v: &Value,
-    schema: &Value,
-    path: &mut Vec<PathItem>,
-    spath: &mut Vec<PathItem>,
-    errors: &mut Vec<SchemaError>,
-) {
-    let Some(schema) = schema.as_object() else {
-        return;
-    };
-    macro_rules! fail {
-        ($keyword:expr, $message:expr) => {
-            fail!($keyword, $message, Vec::new())
-        };
-        ($keyword:expr, $message:expr, $context:expr) => {
-            errors.push(SchemaError {
-                message: $message,
-                keyword: $keyword,
-                path: path.clone(),
-                schema_path: spath.clone(),
-                schema: Box::new(Value::Object(schema.clone())),
-                instance: Box::new(v.clone()),
-                context: $context.into_boxed_slice(),
-            })
-        };
-    }
-    let count = |arg: &Value| arg.as_u64().expect("counts are integers");
-    for (keyword, arg) in schema {
-        match keyword.as_str() {
-            "type" => {
-                let ok = match arg {
-                    Value::String(t) => type_matches(v, t),
-                    Value::Array(ts) => {
-                        ts.iter().any(|t| type_matches(v, t.as_str().unwrap_or("")))
-                    }
-                    _ => true,
-                };
-                if !ok {
-                    let names = match arg {
-                        Value::Array(ts) => ts.iter().map(py_repr).collect::<Vec<_>>().join(", "),
-                        other => py_repr(other),
-                    };
-                    fail!("type", format!("{} is not of type {}", py_repr(v), names));
-                }
-            }
-            "enum" => {
-                let options = arg.as_array().expect("enum is an array");
-                if !options.contains(v) {
-                    fail!(
-                        "enum",
-                        format!("{} is not one of {}", py_repr(v), py_repr(arg))
-                    );
-                }
-            }
-            "minimum" => {
-                if let (Some(x), Some(min)) = (v.as_f64(), arg.as_f64()) {
-                    if x < min {
-                        fail!(
-                            "minimum",
-                            format!(
-                                "{} is less than the minimum of {}",
-                                py_repr(v),
-                                py_repr(arg)
-                            )
-                        );
-                    }
-                }
-            }
-            "maximum" => {
-                if let (Some(x), Some(max)) = (v.as_f64(), arg.as_f64()) {
-                    if x > max {
-                        fail!(
-                            "maximum",
-                            format!(
-                                "{} is greater than the maximum of {}",
-                                py_repr(v),
-                                py_repr(arg)
-                            )
-                        );
-                    }
-                }
-            }
-            "minLength" => {
-                let min = count(arg);
-                if v.as_str().is_some_and(|s| (s.chars().count() as u64) < min) {
-                    fail!("minLength", too_few(v, min, "is too short"));
-                }
-            }
-            "maxLength" => {
-                let max = count(arg);
-                if v.as_str().is_some_and(|s| (s.chars().count() as u64) > max) {
-                    fail!("maxLength", too_many(v, max, "is too long"));
-                }
-            }
-            "pattern" => {
-                let p = arg.as_str().expect("pattern is a string");
-                if v.as_str().is_some_and(|s| !regex(p).is_match(s)) {
-                    fail!(
-                        "pattern",
-                        format!("{} does not match {}", py_repr(v), py_str(p))
-                    );
-                }
-            }
-            "format" => {
-                // Placement's uuid checker refuses anything that is not a uuid string,
-                // other types included.
-                if arg.as_str() == Some("uuid") && !v.as_str().is_some_and(is_uuid) {
-                    fail!("format", format!("{} is not a 'uuid'", py_repr(v)));
-                }
-            }
-            "minItems" => {
-                let min = count(arg);
-                if v.as_array().is_some_and(|a| (a.len() as u64) < min) {
-                    fail!("minItems", too_few(v, min, "is too short"));
-                }
-            }
-            "maxItems" => {
-                let max = count(arg);
-                if v.as_array().is_some_and(|a| (a.len() as u64) > max) {
-                    fail!("maxItems", too_many(v, max, "is too long"));
-                }
-            }
-            "uniqueItems" => {
-                if let (Some(a), Some(true)) = (v.as_array(), arg.as_bool()) {
-                    let unique = a
-                        .iter()
-                        .enumerate()
-                        .all(|(i, x)| a[..i].iter().all(|y| y != x));
-                    if !unique {
-                        fail!(
-                            "uniqueItems",
-                            format!("{} has non-unique elements", py_repr(v))
-                        );
-                    }
-                }
-            }
-            "items" => {
-                if let Some(a) = v.as_array() {
-                    spath.push(PathItem::key("items"));
-                    for (i, item) in a.iter().enumerate() {
-                        path.push(PathItem::Index(i));
-                        check(item, arg, path, spath, errors);
-                        path.pop();
-                    }
-                    spath.pop();
-                }
-            }
-            "minProperties" => {
-                let min = count(arg);
-                if v.as_object().is_some_and(|o| (o.len() as u64) < min) {
-                    fail!(
-                        "minProperties",
-                        too_few(v, min, "does not have enough properties")
-                    );
-                }
-            }
-            "maxProperties" => {
-                let max = count(arg);
-                if v.as_object().is_some_and(|o| (o.len() as u64) > max) {
-                    fail!("maxProperties", too_many(v, max, "has too many properties"));
-                }
-            }
-            "required" => {
-                if let Some(o) = v.as_object() {
-                    for name in arg.as_array().expect("required is an array") {
-                        let name = name.as_str().expect("required names are strings");
-                        if !o.contains_key(name) {
-                            fail!(
-                                "required",
-                                format!("{} is a required property", py_str(name))
-                            );
-                        }
-                    }
-                }
-            }
-            "properties" => {
-                if let Some(o) = v.as_object() {
-                    for (name, sub) in arg.as_object().expect("properties is an object") {
-                        if let Some(value) = o.get(name) {
-                            path.push(PathItem::key(name));
-                            spath.extend([PathItem::key("properties"), PathItem::key(name)]);
-                            check(value, sub, path, spath, errors);
-                            spath.truncate(spath.len() - 2);
-                            path.pop();
-                        }
-                    }
-                }
-            }
-            "patternProperties" => {
-                if let Some(o) = v.as_object() {
-                    for (pattern, sub) in arg.as_object().expect("patternProperties is an object") {
-                        let re = regex(pattern);
-                        for (name, value) in o.iter().filter(|(k, _)| re.is_match(k)) {
-                            path.push(PathItem::key(name));
-                            spath.extend([
-                                PathItem::key("patternProperties"),
-                                PathItem::key(pattern),
-                            ]);
-                            check(value, sub, path, spath, errors);
-                            spath.truncate(spath.len() - 2);
-                            path.pop();
-                        }
-                    }
-                }
-            }
-            "additionalProperties" => {
-                let Some(o) = v.as_object() else { continue };
-                let declared = schema.get("properties").and_then(Value::as_object);
-                let patterns = schema.get("patternProperties").and_then(Value::as_object);
-                let mut extra: Vec<&String> = o
-                    .keys()
-                    .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)))
-                    .filter(|k| !patterns.is_some_and(|p| p.keys().any(|re| regex(re).is_match(k))))
-                    .collect();
-                match arg {
-                    Value::Bool(false) if !extra.is_empty() => {
-                        // jsonschema names the extra members, and the patterns, sorted.
-                        extra.sort();
-                        let names: Vec<String> = extra.iter().map(|k| py_str(k)).collect();
-                        let message = match patterns {
-                            Some(p) => {
-                                let mut pats: Vec<&String> = p.keys().collect();
-                                pats.sort();
-                                let pats: Vec<String> = pats.iter().map(|p| py_str(p)).collect();
-                                let verb = if names.len() == 1 { "does" } else { "do" };
-                                format!(
-                                    "{} {verb} not match any of the regexes: {}",
-                                    names.join(", "),
-                                    pats.join(", ")
-                                )
-                            }
-                            None => {
-                                let verb = if names.len() == 1 { "was" } else { "were" };
-                                format!(
-                                    "Additional properties are not allowed ({} {verb} unexpected)",
-                                    names.join(", ")
-                                )
-                            }
-                        };
-                        fail!("additionalProperties", message);
-                    }
-                    Value::Object(_) => {
-                        spath.push(PathItem::key("additionalProperties"));
-                        for k in extra {
-                            path.push(PathItem::key(k));
-                            check(&o[k.as_str()], arg, path, spath, errors);
-                            path.pop();
-                        }
-                        spath.pop();
-                    }
-                    _ => {}
-                }
-            }
-            "anyOf" | "oneOf" => {
-                let options = arg.as_array().expect("anyOf and oneOf are arrays");
-                // Each alternative's failures, with paths relative to the alternative,
-                // as jsonschema keeps them (and prints them, when it picks one).
-                let mut context = Vec::new();
-                let mut valid = Vec::new();
-                for (i, option) in options.iter().enumerate() {
-                    let mut sub = Vec::new();
-                    check(
-                        v,
-                        option,
-                        &mut Vec::new(),
-                        &mut vec![PathItem::Index(i)],
-                        &mut sub,
-                    );
-                    if sub.is_empty() {
-                        valid.push(option);
-                        if keyword == "anyOf" {
-                            break;
-                        }
-                    } else if valid.is_empty() {
-                        context.extend(sub);
-                    }
-                }
-                let keyword = if keyword == "anyOf" { "anyOf" } else { "oneOf" };
-                if valid.is_empty() {
-                    fail!(
-                        keyword,
-                        format!("{} is not valid under any of the given schemas", py_repr(v)),
-                        context
-                    );
-                } else if valid.len() > 1 && keyword == "oneOf" {
-                    let schemas: Vec<String> = valid.iter().map(|s| py_repr(s)).collect();
-                    fail!(
-                        "oneOf",
-                        format!(
-                            "{} is valid under each of {}",
-                            py_repr(v),
-                            schemas.join(", ")
-                        )
-                    );
-                }
-            }
-            "$schema" | "description" | "title" => {}
-            other => panic!("unsupported schema keyword {other}"),
-        }
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! Parse, search, write: the query string becomes the core's question in
 //! [`request::candidates`] (Placement's checks and messages at each microversion), the
-//! in-memory search of `allot_core::candidates` runs on a blocking thread under the
-//! view's read lock, and [`wire::candidates`] writes the answer in the form of the
-//! microversion straight from the search's output.
+//! in-memory search of `allot_core::candidates` runs on a blocking thread over the
+//! version of the view it took, and [`wire::candidates`] writes the answer in the form
+//! of the microversion straight from the search's output ([`wire::explain`] for the
+//! explanation).
 
 use allot_core::candidates::SearchOptions;
 use allot_core::Uuid;
@@ -76,38 +77,8 @@ pub async fn explain(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
     let host = app.host.clone();
     let body = super::off_workers("explain", move || {
         let view = host.read();
-        let e = view.explain(&query, &options)?;
-        let uuid = |id| view.provider(id).map(|p| p.uuid()).unwrap_or_default();
-        Ok(wire::Explanation {
-            groups: e
-                .groups
-                .into_iter()
-                .map(|g| wire::GroupExplanation {
-                    suffix: g.suffix,
-                    stages: g
-                        .stages
-                        .into_iter()
-                        .map(|(stage, providers)| wire::Stage {
-                            stage: stage.to_owned(),
-                            providers,
-                        })
-                        .collect(),
-                    nearest: g
-                        .nearest
-                        .into_iter()
-                        .map(|(id, class, short_by)| wire::Miss {
-                            resource_provider: uuid(id),
-                            resource_class: class.as_str().to_owned(),
-                            short_by,
-                        })
-                        .collect(),
-                })
-                .collect(),
-            roots: e.roots,
-            roots_allowed: e.roots_allowed,
-            allocation_candidates: e.candidates,
-            emptied_by: e.emptied_by,
-        })
+        let explained = view.explain(&query, &options)?;
+        Ok(wire::explain::body(&view, explained))
     })
     .await?;
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))

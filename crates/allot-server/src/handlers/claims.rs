@@ -30,7 +30,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::request::claims::{
     claim_in_path, read_confirm, read_provider_pending_query, read_release_query, ClaimRequest,
-    ClaimsQuery, Expiry, PendingQuery, PickRequest,
+    ClaimsQuery, PendingQuery, PickRequest,
 };
 use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
@@ -68,19 +68,10 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
         expiry,
         pick,
     } = ClaimRequest::read(&body, Uuid::new_v4())?;
-    let expires_in = match expiry {
-        Expiry::ServerDefault => app.config.claim_expires_in,
-        Expiry::Never => None,
-        Expiry::After(seconds) => Some(seconds),
-    };
     // The expiry counts from the instant the writer plans the claim, which is also
     // its `created_at`.
-    let expires_at = move |now: allot_core::Timestamp| match expires_in {
-        None => Ok(None),
-        Some(seconds) => now.checked_add(seconds).map(Some).ok_or_else(|| {
-            Error::invalid("expires_in puts the expiry beyond any representable time.")
-        }),
-    };
+    let default = app.config.claim_expires_in;
+    let expires_at = move |now| expiry.at(default, now);
     if let Some(pick) = pick {
         return create_picked(&app, new, expires_at, pick).await;
     }

@@ -7,8 +7,9 @@ use axum::http::StatusCode;
 
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::http::{self, Query};
+use crate::http;
 use crate::policy::{authorize, Action};
+use crate::request::traits::TraitsQuery;
 use crate::{wire, AppState};
 
 /// `GET /traits?name=in:A,B|startswith:P&associated=true|false`.
@@ -16,35 +17,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     ctx.require(6)?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.policy, Action::TraitsList)?;
-    let query = Query::parse(raw.as_deref());
-    query.only(&["name", "associated"])?;
-    let name_filter = match query.last("name") {
-        None => None,
-        Some(q) => match q.split_once(':') {
-            Some(("in", names)) => Some(NameFilter::In(
-                names.split(',').map(str::to_owned).collect(),
-            )),
-            Some(("startswith", prefix)) => Some(NameFilter::Prefix(prefix.to_owned())),
-            // Placement accepts other operators and ignores them.
-            Some(_) => None,
-            None => {
-                return Err(ApiError::bad_request(format!(
-                    "Badly formatted name parameter. Expected name query string parameter in form: \
-                     ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{q}\""
-                )))
-            }
-        },
-    };
-    let associated = match query.last("associated") {
-        None => None,
-        Some(a) if a.eq_ignore_ascii_case("true") => Some(true),
-        Some(a) if a.eq_ignore_ascii_case("false") => Some(false),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "The query parameter \"associated\" only accepts \"true\" or \"false\"",
-            ))
-        }
-    };
+    let TraitsQuery { name, associated } = TraitsQuery::read(raw.as_deref())?;
     let (names, last_modified) = {
         let view = app.host.read();
         let used: Option<std::collections::HashSet<&str>> = associated.map(|_| {
@@ -55,11 +28,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         let names: Vec<String> = view
             .trait_names()
             .into_iter()
-            .filter(|n| match &name_filter {
-                None => true,
-                Some(NameFilter::In(list)) => list.iter().any(|x| x == n),
-                Some(NameFilter::Prefix(p)) => n.starts_with(p.as_str()),
-            })
+            .filter(|n| name.as_ref().is_none_or(|f| f.admits(n)))
             .filter(|n| match (&used, associated) {
                 (Some(used), Some(want)) => used.contains(n) == want,
                 _ => true,
@@ -73,11 +42,6 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     };
     let response = http::json(StatusCode::OK, &body);
     Ok(ctx.cached(response, last_modified))
-}
-
-enum NameFilter {
-    In(Vec<String>),
-    Prefix(String),
 }
 
 /// `GET /traits/{name}`: 204 if it exists.

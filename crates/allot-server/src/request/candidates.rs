@@ -84,62 +84,94 @@ pub fn parse(
     require_utf8_query(raw.unwrap_or(""))?;
     let query = Query::parse(raw);
     let schema = schemas::allocation_candidates_query(version.0);
-    // Placement's schema, exactly (its refusals print it): allot's own parameters are
-    // read apart ([`weigh`]).
+    check_schema(&query, &schema)?;
+
+    // Request-wide parameters. Placement reads the first `limit` and `group_policy`
+    // (the schema saw the last ones).
+    let limit = limit(&query, &schema)?;
+    let group_policy = query
+        .all("group_policy")
+        .first()
+        .copied()
+        .filter(|p| !p.is_empty());
+    let (root_required, root_forbidden) = root_traits(&query)?;
+    let same_subtrees = same_subtrees(&query)?;
+
+    let groups = groups(version, &query)?;
+    check_between_groups(version, &groups, &same_subtrees, group_policy)?;
+
+    Ok(CandidateQuery {
+        groups: groups.into_iter().map(GroupBuilder::finish).collect(),
+        isolate: group_policy == Some("isolate"),
+        limit,
+        root_required: traits(&root_required),
+        root_forbidden: traits(&root_forbidden),
+        same_subtrees,
+        nested_aware: version.at_least(29),
+        now,
+        weigh: weigh(&query, seed)?,
+    })
+}
+
+/// Placement's schema of the microversion, exactly (its refusals print it), on the
+/// last value of each key: allot's own parameters are read apart ([`weigh`]).
+fn check_schema(query: &Query, schema: &Value) -> Result<(), ApiError> {
     let mut last = Map::new();
     for (key, value) in &query.0 {
         if !ALLOT_PARAMETERS.contains(&key.as_str()) {
             last.insert(key.clone(), Value::String(value.clone()));
         }
     }
-    schema::validate(&Value::Object(last), &schema).map_err(invalid_query)?;
+    schema::validate(&Value::Object(last), schema).map_err(invalid_query)
+}
 
-    // Request-wide parameters. Placement reads the first `limit` and `group_policy`
-    // (the schema saw the last ones).
-    let limit = match query.all("limit").first() {
-        None => None,
-        Some(first) => {
-            let only_limit = json!({
-                "type": "object",
-                "properties": {"limit": schema["properties"]["limit"].clone()},
-            });
-            schema::validate(&json!({ "limit": first }), &only_limit).map_err(invalid_query)?;
-            Some(first.parse::<usize>().unwrap_or(usize::MAX))
-        }
+/// `limit`: the first one given, checked against the schema's `limit` on its own.
+fn limit(query: &Query, schema: &Value) -> Result<Option<usize>, ApiError> {
+    let Some(first) = query.all("limit").first().copied() else {
+        return Ok(None);
     };
-    let group_policy = query
-        .all("group_policy")
-        .first()
-        .copied()
-        .filter(|p| !p.is_empty());
-    let mut root_required = Vec::new();
-    let mut root_forbidden = Vec::new();
+    let only_limit = json!({
+        "type": "object",
+        "properties": {"limit": schema["properties"]["limit"].clone()},
+    });
+    schema::validate(&json!({ "limit": first }), &only_limit).map_err(invalid_query)?;
+    Ok(Some(first.parse::<usize>().unwrap_or(usize::MAX)))
+}
+
+/// `root_required`: given at most once, its required traits (in the request's order,
+/// without repeats next to each other) and its forbidden ones, none of them both.
+fn root_traits(query: &Query) -> Result<(Vec<String>, Vec<String>), ApiError> {
     let roots = query.all("root_required");
     if roots.len() > 1 {
         return Err(ApiError::query_duplicate_key(
             "Query parameter 'root_required' may be specified only once.",
         ));
     }
-    if let Some(value) = roots.first() {
-        // No `in:` form here, at any microversion; forbidden traits are allowed.
-        let (required, forbidden) = required_filter(Version(38), &[value])?;
-        root_required = required.into_iter().flatten().collect::<Vec<_>>();
-        root_required.dedup();
-        root_forbidden = forbidden;
-        let mut conflicts: Vec<&str> = root_required
-            .iter()
-            .filter(|t| root_forbidden.contains(t))
-            .map(String::as_str)
-            .collect();
-        conflicts.sort_unstable();
-        conflicts.dedup();
-        if !conflicts.is_empty() {
-            return Err(ApiError::query_bad_value(format!(
-                "Conflicting required and forbidden traits found in root_required: {}",
-                conflicts.join(", ")
-            )));
-        }
+    let Some(value) = roots.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    // No `in:` form here, at any microversion; forbidden traits are allowed.
+    let (required, forbidden) = required_filter(Version(38), &[value])?;
+    let mut required = required.into_iter().flatten().collect::<Vec<_>>();
+    required.dedup();
+    let mut conflicts: Vec<&str> = required
+        .iter()
+        .filter(|t| forbidden.contains(t))
+        .map(String::as_str)
+        .collect();
+    conflicts.sort_unstable();
+    conflicts.dedup();
+    if !conflicts.is_empty() {
+        return Err(ApiError::query_bad_value(format!(
+            "Conflicting required and forbidden traits found in root_required: {}",
+            conflicts.join(", ")
+        )));
     }
+    Ok((required, forbidden))
+}
+
+/// Every `same_subtree`: each a set of group suffixes, in the order given.
+fn same_subtrees(query: &Query) -> Result<Vec<Vec<String>>, ApiError> {
     let mut same_subtrees: Vec<Vec<String>> = Vec::new();
     for value in query.all("same_subtree") {
         let mut set: Vec<String> = Vec::new();
@@ -155,8 +187,12 @@ pub fn parse(
         }
         same_subtrees.push(set);
     }
+    Ok(same_subtrees)
+}
 
-    // The groups, in the order their first parameter appears.
+/// The request groups, in the order their first parameter appears, each parameter
+/// read with its group's rules.
+fn groups(version: Version, query: &Query) -> Result<Vec<GroupBuilder>, ApiError> {
     // Compiled once per process, not per request (a regex build costs thousands of
     // allocations).
     static NAMED: OnceLock<Regex> = OnceLock::new();
@@ -191,25 +227,41 @@ pub fn parse(
                 (g.member_of, g.forbidden_aggregates) =
                     member_of_values(version, suffix, &query.all(key))?
             }
-            _ => {
-                let trimmed = value.trim();
-                if uuid_like(trimmed).is_none() {
-                    return Err(invalid_query(format!(
-                        "Expected 'in_tree' parameter to be a format of uuid. Got: {value}"
-                    )));
-                }
-                g.in_tree = Some(trimmed.to_owned());
-            }
+            _ => g.in_tree = Some(in_tree_value(value)?),
         }
     }
+    Ok(groups)
+}
 
+/// An `in_treeS` value, trimmed: a uuid in any spelling Placement accepts here
+/// (`params::uuid_like`); only the canonical one names a provider
+/// ([`GroupBuilder::finish`]).
+fn in_tree_value(value: &str) -> Result<String, ApiError> {
+    let trimmed = value.trim();
+    if uuid_like(trimmed).is_none() {
+        return Err(invalid_query(format!(
+            "Expected 'in_tree' parameter to be a format of uuid. Got: {value}"
+        )));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The rules between groups, at the microversion: resourceless groups (from 1.36) or
+/// orphans (before), conflicting traits (from 1.22), and `group_policy` with several
+/// suffixed groups.
+fn check_between_groups(
+    version: Version,
+    groups: &[GroupBuilder],
+    same_subtrees: &[Vec<String>],
+    group_policy: Option<&str>,
+) -> Result<(), ApiError> {
     if version.at_least(36) {
-        check_resourceless(&groups, &same_subtrees)?;
+        check_resourceless(groups, same_subtrees)?;
     } else {
-        check_orphans(&groups)?;
+        check_orphans(groups)?;
     }
     if version.at_least(22) {
-        check_conflicting_traits(&groups)?;
+        check_conflicting_traits(groups)?;
     }
     if group_policy.is_none() && groups.iter().filter(|g| !g.suffix.is_empty()).count() > 1 {
         return Err(ApiError::bad_request(
@@ -217,18 +269,7 @@ pub fn parse(
              \"resources{N}\" parameter.",
         ));
     }
-
-    Ok(CandidateQuery {
-        groups: groups.into_iter().map(GroupBuilder::finish).collect(),
-        isolate: group_policy == Some("isolate"),
-        limit,
-        root_required: traits(&root_required),
-        root_forbidden: traits(&root_forbidden),
-        same_subtrees,
-        nested_aware: version.at_least(29),
-        now,
-        weigh: weigh(&query, seed)?,
-    })
+    Ok(())
 }
 
 /// The query parameters allot adds to Placement's (issue 24).

@@ -5,7 +5,7 @@
 use allot_core::names::canonical_uuid;
 use allot_core::ops::claims::{ClaimFilter, NewClaim};
 use allot_core::ops::pick::Affinity;
-use allot_core::{ClaimState, Uuid};
+use allot_core::{ClaimState, Error, Timestamp, Uuid};
 use serde::Deserialize;
 
 use super::allocations::{consumer_uuid, requested};
@@ -23,6 +23,27 @@ pub enum Expiry {
     Never,
     /// `expires_in: N`: N seconds after its creation.
     After(i64),
+}
+
+impl Expiry {
+    /// When a claim created at `now` expires (None: never), `default` being the
+    /// server's expiry in seconds (`Config::claim_expires_in`) for a request that
+    /// names none. An expiry past any representable time is refused, as a request
+    /// the rule cannot take.
+    pub fn at(self, default: Option<i64>, now: Timestamp) -> allot_core::Result<Option<Timestamp>> {
+        let seconds = match self {
+            Expiry::ServerDefault => default,
+            Expiry::Never => None,
+            Expiry::After(seconds) => Some(seconds),
+        };
+        seconds
+            .map(|seconds| {
+                now.checked_add(seconds).ok_or_else(|| {
+                    Error::invalid("expires_in puts the expiry beyond any representable time.")
+                })
+            })
+            .transpose()
+    }
 }
 
 /// The body of `POST /claims`: the claim, and when it expires.
@@ -331,6 +352,20 @@ mod tests {
     use super::*;
     use allot_client::{ClaimExpiry, ClaimResources};
     use std::collections::BTreeMap;
+
+    /// The expiry counts from the moment given, the server's default where the
+    /// request names none, and one past any representable time is refused.
+    #[test]
+    fn expiry_counts_from_now() {
+        assert_eq!(Expiry::ServerDefault.at(Some(60), 1_000), Ok(Some(1_060)));
+        assert_eq!(Expiry::ServerDefault.at(None, 1_000), Ok(None));
+        assert_eq!(Expiry::Never.at(Some(60), 1_000), Ok(None));
+        assert_eq!(Expiry::After(5).at(Some(60), 1_000), Ok(Some(1_005)));
+        let e = Expiry::After(i64::MAX).at(None, 1).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("expires_in puts the expiry beyond any representable time."));
+    }
 
     /// The request stays the server's own type (it keeps the request's order and
     /// spellings, which decide the answer), so what the client sends is checked

@@ -24,6 +24,7 @@ pub mod inventories;
 pub mod path;
 pub mod providers;
 pub mod reshaper;
+pub mod traits;
 pub mod usages;
 
 use std::marker::PhantomData;

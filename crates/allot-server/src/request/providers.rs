@@ -14,7 +14,7 @@ use super::{given_generation, not_valid, present, GivenGeneration, JsonBody, Que
 use crate::error::ApiError;
 use crate::microversion::Version;
 use crate::params::filters::{member_of_filter, required_filter, resources_filter};
-use crate::params::{invalid_query, is_dashed_uuid, uuid_like};
+use crate::params::{format_checked_uuid, invalid_query, is_dashed_uuid};
 use crate::{schema, schemas};
 
 /// `POST /resource_providers`: the new provider's name, uuid (drawn when the request
@@ -44,11 +44,10 @@ impl NewProvider {
         // The schema let through only uuids that parse; any spelling is stored in
         // the canonical one. An empty one asks for a uuid to be drawn.
         let uuid = match create.uuid.as_deref() {
-            Some(u) if !u.is_empty() => Some(
-                uuid_like(u)
-                    .or_else(|| Uuid::try_parse(u).ok())
-                    .ok_or_else(|| not_valid(format!("'{u}' is not a 'uuid'")))?,
-            ),
+            Some(u) if !u.is_empty() => {
+                let uuid = format_checked_uuid(u);
+                Some(uuid.ok_or_else(|| not_valid(format!("'{u}' is not a 'uuid'")))?)
+            }
             _ => None,
         };
         Ok(NewProvider {
@@ -167,7 +166,7 @@ impl AggregatesUpdate {
         // The schema's `format: uuid` admits only what parses.
         let aggregates = given
             .iter()
-            .map(|a| Uuid::parse_str(a).map_err(|_| not_valid("not a 'uuid'")))
+            .map(|a| format_checked_uuid(a).ok_or_else(|| not_valid("not a 'uuid'")))
             .collect::<Result<_, _>>()?;
         Ok(AggregatesUpdate {
             given,

@@ -147,6 +147,42 @@ pub async fn submit(
         return Err(UiError::CrossSite);
     }
     let next = next_of(raw.as_deref())?;
+    let fields = form_fields(&parts, &body)?;
+    let mode = app.config.auth.mode();
+    let loopback = on_loopback(&parts);
+    let refuse =
+        |(message, status): Refusal| Ok(login_page(mode, loopback, &next, Some(message), status));
+    if mode == "noauth2" && !loopback {
+        return refuse((
+            "noauth2 logins are taken on loopback only.",
+            StatusCode::FORBIDDEN,
+        ));
+    }
+    let mut token = field(&fields, "token")?.to_owned();
+    if mode == "keystone" && token.is_empty() {
+        token = match password_token(&app, &fields).await? {
+            Ok(token) => token,
+            Err(refusal) => return refuse(refusal),
+        };
+    }
+    if token.is_empty() {
+        return refuse(("Give a token.", StatusCode::BAD_REQUEST));
+    }
+    let credentials = credentials(mode, &token, &fields)?;
+    match session::context(&app, &credentials).await {
+        Ok(_) => {}
+        Err(AuthError::Unavailable(why)) => return Err(UiError::Unavailable(why)),
+        Err(_) => return refuse(("That token is not valid here.", StatusCode::UNAUTHORIZED)),
+    }
+    open_session(&app, &parts, credentials, &next)
+}
+
+/// Why a login is refused with the form shown again: the message above it, and the
+/// answer's status.
+type Refusal = (&'static str, StatusCode);
+
+/// The login form's fields, from a body that must be a form.
+fn form_fields(parts: &Parts, body: &Bytes) -> Result<Vec<(String, String)>, UiError> {
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -157,82 +193,84 @@ pub async fn submit(
             "A login is a form (application/x-www-form-urlencoded).".into(),
         ));
     }
-    let fields: Vec<(String, String)> = form_urlencoded::parse(&body)
+    Ok(form_urlencoded::parse(body)
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let mode = app.config.auth.mode();
-    let loopback = on_loopback(&parts);
-    let refuse = |message: &str, status: StatusCode| {
-        Ok(login_page(mode, loopback, &next, Some(message), status))
+        .collect())
+}
+
+/// A Keystone token for the user, password and project of the form, or why the form
+/// is shown again.
+async fn password_token(
+    app: &AppState,
+    fields: &[(String, String)],
+) -> Result<Result<String, Refusal>, UiError> {
+    let login = PasswordLogin {
+        username: field(fields, "username")?.to_owned(),
+        password: fields
+            .iter()
+            .find(|(k, _)| k == "password")
+            .map_or(String::new(), |(_, v)| v.clone()),
+        user_domain: field(fields, "user_domain")?.to_owned(),
+        project: field(fields, "project")?.to_owned(),
+        project_domain: field(fields, "project_domain")?.to_owned(),
     };
-    if mode == "noauth2" && !loopback {
-        return refuse(
-            "noauth2 logins are taken on loopback only.",
-            StatusCode::FORBIDDEN,
-        );
+    if login.username.is_empty() || login.password.is_empty() || login.project.is_empty() {
+        return Ok(Err((
+            "Give a user name, a password and a project (or a token).",
+            StatusCode::BAD_REQUEST,
+        )));
     }
-    let mut token = field(&fields, "token")?.to_owned();
-    if mode == "keystone" && token.is_empty() {
-        let login = PasswordLogin {
-            username: field(&fields, "username")?.to_owned(),
-            password: fields
-                .iter()
-                .find(|(k, _)| k == "password")
-                .map_or(String::new(), |(_, v)| v.clone()),
-            user_domain: field(&fields, "user_domain")?.to_owned(),
-            project: field(&fields, "project")?.to_owned(),
-            project_domain: field(&fields, "project_domain")?.to_owned(),
-        };
-        if login.username.is_empty() || login.password.is_empty() || login.project.is_empty() {
-            return refuse(
-                "Give a user name, a password and a project (or a token).",
-                StatusCode::BAD_REQUEST,
-            );
-        }
-        if login.password.len() > MAX_TOKEN_BYTES {
-            return Err(UiError::BadRequest(
-                "The password field is too long.".into(),
-            ));
-        }
-        let Some(issue) = app.config.auth.password_login(&login) else {
-            return refuse("This mode takes no passwords.", StatusCode::BAD_REQUEST);
-        };
-        token = match issue.await {
-            Ok(token) => token,
-            Err(AuthError::Unavailable(why)) => return Err(UiError::Unavailable(why)),
-            Err(_) => {
-                return refuse(
-                    "Keystone refused that user, password or project.",
-                    StatusCode::UNAUTHORIZED,
-                )
-            }
-        };
+    if login.password.len() > MAX_TOKEN_BYTES {
+        return Err(UiError::BadRequest(
+            "The password field is too long.".into(),
+        ));
     }
-    if token.is_empty() {
-        return refuse("Give a token.", StatusCode::BAD_REQUEST);
+    let Some(issue) = app.config.auth.password_login(&login) else {
+        return Ok(Err((
+            "This mode takes no passwords.",
+            StatusCode::BAD_REQUEST,
+        )));
+    };
+    match issue.await {
+        Ok(token) => Ok(Ok(token)),
+        Err(AuthError::Unavailable(why)) => Err(UiError::Unavailable(why)),
+        Err(_) => Ok(Err((
+            "Keystone refused that user, password or project.",
+            StatusCode::UNAUTHORIZED,
+        ))),
     }
+}
+
+/// The headers a session sends the API on its caller's behalf: the token, and in
+/// `noauth2` the roles the form gives.
+fn credentials(mode: &str, token: &str, fields: &[(String, String)]) -> Result<HeaderMap, UiError> {
     let mut credentials = HeaderMap::new();
-    credentials.insert("x-auth-token", header_value(&token, "token")?);
+    credentials.insert("x-auth-token", header_value(token, "token")?);
     if mode == "noauth2" {
-        let roles = field(&fields, "roles")?;
+        let roles = field(fields, "roles")?;
         if !roles.is_empty() {
             credentials.insert("x-roles", header_value(roles, "roles")?);
         }
     }
-    match session::context(&app, &credentials).await {
-        Ok(_) => {}
-        Err(AuthError::Unavailable(why)) => return Err(UiError::Unavailable(why)),
-        Err(_) => return refuse("That token is not valid here.", StatusCode::UNAUTHORIZED),
-    }
-    // A session the browser already had ends: a login never reuses an id.
+    Ok(credentials)
+}
+
+/// Opens a session with `credentials`, ending the one the browser had (a login never
+/// reuses an id), and sends the browser on to `next` with the new cookie.
+fn open_session(
+    app: &AppState,
+    parts: &Parts,
+    credentials: HeaderMap,
+    next: &str,
+) -> Result<Response, UiError> {
     if let Some(old) = session_id(&parts.headers) {
         app.config.ui.close(old);
     }
     let id = app.config.ui.open(credentials)?;
-    let mut response = Redirect::to(&next).into_response();
+    let mut response = Redirect::to(next).into_response();
     response
         .headers_mut()
-        .insert(header::SET_COOKIE, cookie(&id, over_https(&parts)));
+        .insert(header::SET_COOKIE, cookie(&id, over_https(parts)));
     Ok(response)
 }
 

@@ -331,6 +331,8 @@ pub fn pager(base: &str, page: usize, shown: usize, total: usize, per_page: usiz
 
 /// A uuid from a path, 404 when it is not one (as the API answers an unknown one).
 pub fn path_uuid(text: &str) -> Result<uuid::Uuid, UiError> {
+    // Not the API's `canonical_uuid`: that rule is Placement's lookup by text, which
+    // the UI does not copy; a person's URL may spell the uuid any standard way.
     uuid::Uuid::try_parse(text)
         .map_err(|_| UiError::NotFound(format!("No such uuid: {:?}.", clip(text, 64))))
 }

@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use allot_core::{ResourceClass, State};
 use axum::response::Response;
-use maud::html;
+use maud::{html, Markup};
 
 use super::format::{self, ago, amount, grouped, Usage};
 use super::{page, Tab, UiError, Viewer};
+use crate::metrics::Refusal;
 use crate::policy::Action;
 
 /// How many hosts each of the fullest and emptiest lists shows.
@@ -80,25 +81,12 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
     let t = totals(&view, now);
     let consumers = view.consumers().count();
     let pending_claims = view.claims().filter(|c| c.live(now)).count();
-    let host_row = |(fill, root, class): &(f64, u64, ResourceClass)| {
-        let p = view.provider(allot_core::ProviderId(*root));
-        html! {
-            tr {
-                td { @if let Some(p) = p { a href={"/ui/providers/" (p.uuid())} { (p.row.name) } } }
-                td.num { (format!("{:.1}%", fill * 100.0)) }
-                td { (format::label_of(&view, class)) }
-            }
-        }
-    };
-    let fullest: Vec<_> = t.hosts.iter().take(HOSTS_SHOWN).collect();
-    let emptiest: Vec<_> = t.hosts.iter().rev().take(HOSTS_SHOWN).collect();
     let metrics = viewer.may(Action::MetricsShow).then(|| {
         (
             app.config.metrics.totals(),
             app.config.metrics.recent_refusals(),
         )
     });
-    let wall_now = crate::auth::now_unix();
     let content = html! {
         h1 { "Capacity" }
         section.cards {
@@ -107,6 +95,18 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
             div.card { span.big { (grouped(consumers as i128)) } span { "consumers" } }
             div.card { a href="/ui/claims" { span.big { (grouped(pending_claims as i128)) } span { "pending claims" } } }
         }
+        (classes_section(&view, &t))
+        (hosts_section(&view, &t))
+        (refusals_section(metrics.as_ref()))
+        p.footnote { "Read from the view at " (crate::auth::format_utc(now)) " in " (format!("{:.1}", started.elapsed().as_secs_f64() * 1000.0)) " ms." }
+    };
+    Ok(page(&viewer, Tab::Overview, "Overview", content))
+}
+
+/// Per resource class: the usage bar, capacity, used, pending, free, reserved and
+/// fill, in the class's units.
+fn classes_section(view: &State, t: &Totals) -> Markup {
+    html! {
         section {
             h2 { "By resource class" }
             p.hint { "Capacity is (total − reserved) × allocation ratio, summed over providers; the bar shows used, pending, free and reserved." }
@@ -114,9 +114,9 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
                 thead { tr { th { "Class" } th { "Usage" } th.num { "Capacity" } th.num { "Used" } th.num { "Pending" } th.num { "Free" } th.num { "Reserved" } th.num { "Full" } } }
                 tbody {
                     @for (class, u) in &t.by_class {
-                        @let units = format::units_of(&view, class);
+                        @let units = format::units_of(view, class);
                         tr data-class=(class.as_str()) {
-                            td { strong { (format::label_of(&view, class)) } br; code { (class.as_str()) } }
+                            td { strong { (format::label_of(view, class)) } br; code { (class.as_str()) } }
                             td.barcell { (u.bar(class.as_str(), &units)) }
                             td.num { (amount(u.capacity, &units)) }
                             td.num { (amount(u.used as i128, &units)) }
@@ -130,6 +130,24 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
                 }
             }
         }
+    }
+}
+
+/// The [`HOSTS_SHOWN`] fullest and emptiest hosts, side by side.
+fn hosts_section(view: &State, t: &Totals) -> Markup {
+    let host_row = |(fill, root, class): &(f64, u64, ResourceClass)| {
+        let p = view.provider(allot_core::ProviderId(*root));
+        html! {
+            tr {
+                td { @if let Some(p) = p { a href={"/ui/providers/" (p.uuid())} { (p.row.name) } } }
+                td.num { (format!("{:.1}%", fill * 100.0)) }
+                td { (format::label_of(view, class)) }
+            }
+        }
+    };
+    let fullest: Vec<_> = t.hosts.iter().take(HOSTS_SHOWN).collect();
+    let emptiest: Vec<_> = t.hosts.iter().rev().take(HOSTS_SHOWN).collect();
+    html! {
         section.two {
             div {
                 h2 { "Fullest hosts" }
@@ -142,9 +160,17 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
                     tbody { @for h in &emptiest { (host_row(h)) } } }
             }
         }
+    }
+}
+
+/// The claims refused since the start and the latest refusals, for a caller who
+/// may read the metrics (`metrics`: their totals and recent refusals).
+fn refusals_section(metrics: Option<&(crate::metrics::Totals, Vec<Refusal>)>) -> Markup {
+    let wall_now = crate::auth::now_unix();
+    html! {
         section {
             h2 { "Claims refused recently" }
-            @match &metrics {
+            @match metrics {
                 None => p.hint { "Your role may not read the metrics (allot:metrics)." },
                 Some((totals, recent)) => {
                     p { (grouped(totals.claims_refused as i128)) " allocation writes and pending claims refused, "
@@ -163,7 +189,5 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
                 }
             }
         }
-        p.footnote { "Read from the view at " (crate::auth::format_utc(now)) " in " (format!("{:.1}", started.elapsed().as_secs_f64() * 1000.0)) " ms." }
-    };
-    Ok(page(&viewer, Tab::Overview, "Overview", content))
+    }
 }

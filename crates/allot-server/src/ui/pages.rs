@@ -14,6 +14,7 @@ use super::format::{amount, grouped};
 use super::providers::{expiry, UnitsCache};
 use super::{page, page_number, pager, path_uuid, query_pairs, Tab, UiError, Viewer};
 use crate::policy::Action;
+use crate::wire;
 
 /// Claims per page.
 pub const PER_PAGE: usize = 50;
@@ -149,60 +150,121 @@ pub async fn claims(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response,
 pub async fn headroom(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, UiError> {
     viewer.require(&[Action::Headroom])?;
     let pairs = query_pairs(raw.as_deref())?;
-    let get = |name: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.trim())
+    let form = HeadroomForm::read(&pairs);
+    let answer = if form.resources.is_empty() {
+        None
+    } else {
+        Some(count_headroom(&viewer, &form.api_query()).await?)
     };
-    let (resources, required, member_of) = (get("resources"), get("required"), get("member_of"));
-    let (group_by, prefix) = (get("group_by"), get("prefix"));
-    // The API's query, built from the form's fields (empty ones left out); the
-    // serializer is not Send, so it ends before the count is awaited.
-    let query = {
+    let view = viewer.app.host.read();
+    let content = html! {
+        h1 { "Headroom" }
+        p.hint { "How many more instances of one shape fit now: each counted as a pick-and-claim that would succeed, pending claims included (GET /headroom)." }
+        (form.markup())
+        @if let Some(a) = &answer { (headroom_answer(&view, a, form.group_by)) }
+    };
+    Ok(page(&viewer, Tab::Headroom, "Headroom", content))
+}
+
+/// The headroom form's fields as the page's query gives them, trimmed (empty when
+/// left out).
+struct HeadroomForm<'a> {
+    resources: &'a str,
+    required: &'a str,
+    member_of: &'a str,
+    group_by: &'a str,
+    prefix: &'a str,
+}
+
+impl<'a> HeadroomForm<'a> {
+    /// Reads the fields from the page's query.
+    fn read(pairs: &'a [(String, String)]) -> Self {
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map_or("", |(_, v)| v.trim())
+        };
+        HeadroomForm {
+            resources: get("resources"),
+            required: get("required"),
+            member_of: get("member_of"),
+            group_by: get("group_by"),
+            prefix: get("prefix"),
+        }
+    }
+
+    /// The API's query, built from the form's fields (empty ones left out).
+    fn api_query(&self) -> String {
         let mut query = form_urlencoded::Serializer::new(String::new());
         for (name, value) in [
-            ("resources", resources),
-            ("required", required),
-            ("member_of", member_of),
+            ("resources", self.resources),
+            ("required", self.required),
+            ("member_of", self.member_of),
         ] {
             if !value.is_empty() {
                 query.append_pair(name, value);
             }
         }
-        match group_by {
+        match self.group_by {
             "" | "none" => {}
             "trait" => {
-                query.append_pair("group_by", &format!("trait:{prefix}"));
+                query.append_pair("group_by", &format!("trait:{}", self.prefix));
             }
             other => {
                 query.append_pair("group_by", other);
             }
         }
         query.finish()
-    };
-    let answer = if resources.is_empty() {
-        None
-    } else {
-        let now = viewer.app.host.now();
-        let question = crate::request::headroom::parse(Some(&query), now)?;
-        let options = viewer.app.config.search_options();
-        let host = viewer.app.host.clone();
-        let answer = crate::handlers::off_workers("headroom", move || {
-            crate::handlers::headroom::answer(&host.read(), &question, &options)
-        })
-        .await?;
-        Some(answer)
-    };
-    let view = viewer.app.host.read();
-    let mut sorted: Vec<(&String, &u64)> = answer
+    }
+
+    /// The form, filled in with the fields given.
+    fn markup(&self) -> maud::Markup {
+        html! {
+            form.headroom method="get" action="/ui/headroom" {
+                label { "Resources " input name="resources" value=(self.resources) placeholder="VCPU:2,MEMORY_MB:4096,DISK_GB:20" required; }
+                label { "Required traits " input name="required" value=(self.required) placeholder="HW_CPU_X86_AVX2,!CUSTOM_X"; }
+                label { "Member of " input name="member_of" value=(self.member_of) placeholder="in:AGG1,AGG2"; }
+                label { "Group by "
+                    select name="group_by" {
+                        @for (value, name) in [("none", "nothing"), ("root", "host"), ("aggregate", "aggregate"), ("trait", "trait prefix")] {
+                            option value=(value) selected[self.group_by == value] { (name) }
+                        }
+                    }
+                }
+                label { "Trait prefix " input name="prefix" value=(self.prefix) placeholder="CUSTOM_RACK_"; }
+                button type="submit" { "Count" }
+            }
+        }
+    }
+}
+
+/// Asks the API's question (`query`, as `GET /headroom` reads it) and counts the
+/// answer off the async workers, as the API does.
+async fn count_headroom(viewer: &Viewer, query: &str) -> Result<wire::Headroom, UiError> {
+    let now = viewer.app.host.now();
+    let question = crate::request::headroom::parse(Some(query), now)?;
+    let options = viewer.app.config.search_options();
+    let host = viewer.app.host.clone();
+    let answer = crate::handlers::off_workers("headroom", move || {
+        crate::handlers::headroom::answer(&host.read(), &question, &options)
+    })
+    .await?;
+    Ok(answer)
+}
+
+/// The count, and its groups largest first (at most [`GROUPS_SHOWN`]), a root named
+/// by its provider's name where `group_by` is `root`.
+fn headroom_answer(view: &allot_core::State, a: &wire::Headroom, group_by: &str) -> maud::Markup {
+    let mut sorted: Vec<(&String, &u64)> = a
+        .groups
         .as_ref()
-        .and_then(|a| a.groups.as_ref())
         .map(|g| g.iter().collect())
         .unwrap_or_default();
     sorted.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let group_name = |key: &str| -> String {
         if group_by == "root" {
+            // The key is the answer's own uuid of a root, not request text.
             if let Some(p) = uuid::Uuid::try_parse(key)
                 .ok()
                 .and_then(|u| view.provider_by_uuid(&u))
@@ -212,38 +274,19 @@ pub async fn headroom(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Respons
         }
         key.to_owned()
     };
-    let content = html! {
-        h1 { "Headroom" }
-        p.hint { "How many more instances of one shape fit now: each counted as a pick-and-claim that would succeed, pending claims included (GET /headroom)." }
-        form.headroom method="get" action="/ui/headroom" {
-            label { "Resources " input name="resources" value=(resources) placeholder="VCPU:2,MEMORY_MB:4096,DISK_GB:20" required; }
-            label { "Required traits " input name="required" value=(required) placeholder="HW_CPU_X86_AVX2,!CUSTOM_X"; }
-            label { "Member of " input name="member_of" value=(member_of) placeholder="in:AGG1,AGG2"; }
-            label { "Group by "
-                select name="group_by" {
-                    @for (value, name) in [("none", "nothing"), ("root", "host"), ("aggregate", "aggregate"), ("trait", "trait prefix")] {
-                        option value=(value) selected[group_by == value] { (name) }
+    html! {
+        p.answer { span.big { (grouped(a.headroom as i128)) } " more fit" }
+        @if a.groups.is_some() {
+            table.groups {
+                thead { tr { th { "Group" } th.num { "Fit" } } }
+                tbody {
+                    @for (key, n) in sorted.iter().take(GROUPS_SHOWN) {
+                        tr { td { (group_name(key)) } td.num { (grouped(**n as i128)) } }
                     }
+                    @if sorted.is_empty() { tr { td colspan="2" { "No group." } } }
                 }
             }
-            label { "Trait prefix " input name="prefix" value=(prefix) placeholder="CUSTOM_RACK_"; }
-            button type="submit" { "Count" }
+            @if sorted.len() > GROUPS_SHOWN { p.hint { "The " (GROUPS_SHOWN) " largest of " (grouped(sorted.len() as i128)) " groups." } }
         }
-        @if let Some(a) = &answer {
-            p.answer { span.big { (grouped(a.headroom as i128)) } " more fit" }
-            @if a.groups.is_some() {
-                table.groups {
-                    thead { tr { th { "Group" } th.num { "Fit" } } }
-                    tbody {
-                        @for (key, n) in sorted.iter().take(GROUPS_SHOWN) {
-                            tr { td { (group_name(key)) } td.num { (grouped(**n as i128)) } }
-                        }
-                        @if sorted.is_empty() { tr { td colspan="2" { "No group." } } }
-                    }
-                }
-                @if sorted.len() > GROUPS_SHOWN { p.hint { "The " (GROUPS_SHOWN) " largest of " (grouped(sorted.len() as i128)) " groups." } }
-            }
-        }
-    };
-    Ok(page(&viewer, Tab::Headroom, "Headroom", content))
+    }
 }

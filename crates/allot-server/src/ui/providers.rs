@@ -88,6 +88,7 @@ pub async fn list(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, U
     }
     let roots_only = pairs.iter().any(|(k, v)| k == "roots" && v == "1");
     let needle = q.to_lowercase();
+    // A search box, not the API: a uuid in any standard spelling finds its provider.
     let as_uuid = uuid::Uuid::try_parse(q).ok();
     let now = viewer.app.host.now();
     let view = viewer.app.host.read();
