@@ -94,10 +94,6 @@ pub const DEFAULT_POLICY: Policy = Policy::Secure;
 pub const DEFAULT_BIND: &str = "127.0.0.1:8778";
 /// The default log filter.
 pub const DEFAULT_LOG: &str = "info";
-/// The default interval of the claim sweeper, in seconds.
-pub const DEFAULT_CLAIM_SWEEP_INTERVAL: u64 = 30;
-/// The default bound past which a request is logged as slow, in milliseconds.
-pub const DEFAULT_SLOW_REQUEST_MS: u64 = 1000;
 /// The default time requests under way get to finish on SIGTERM, in seconds.
 pub const DEFAULT_SHUTDOWN_GRACE: u64 = 30;
 
@@ -262,7 +258,7 @@ pub struct Layer {
     /// How often the sweeper runs, in seconds. Expiry itself is exact whatever this
     /// is: the sweeper only tidies up.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
-          default_value = shown!(DEFAULT_CLAIM_SWEEP_INTERVAL))]
+          default_value = shown!(allot_server::DEFAULT_CLAIM_SWEEP_INTERVAL.as_secs()))]
     pub(super) claim_sweep_interval: Option<u64>,
 
     /// While this file exists, GET /healthcheck answers 503 `DISABLED BY FILE`, so
@@ -279,7 +275,7 @@ pub struct Layer {
     /// A request that takes longer than this, in milliseconds, is logged at WARN
     /// with slow=true; 0 never.
     #[arg(long, value_name = "MS", value_parser = parse_count,
-          default_value = shown!(DEFAULT_SLOW_REQUEST_MS))]
+          default_value = shown!(allot_server::DEFAULT_SLOW_REQUEST.as_millis()))]
     pub(super) slow_request_ms: Option<usize>,
 
     /// On SIGTERM or SIGINT, how long requests under way get to finish, in seconds,

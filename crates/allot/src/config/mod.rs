@@ -1,6 +1,13 @@
 //! `allot serve` settings: each declared once, in [`Layer`], and merged from four
 //! sources into validated [`Settings`].
 //!
+//! A setting travels one hop. [`validate`] builds the process's own settings (where
+//! to listen, the database, the log, the files it opens, how it stops) and, straight
+//! from the merged [`Layer`], the server's [`allot_server::Settings`], which the
+//! server holds whole and reads where each setting is used. A new server setting is
+//! its `Layer` field (flag, variable, file key, default, parser), its typed field of
+//! `allot_server::Settings`, and its field in `validate::server_settings`.
+//!
 //! One field of [`Layer`] is one setting. Its name is the config file's key; clap's
 //! derive makes it a flag (the doc comment is the help, the `default_value` the
 //! default, the `value_parser` the check of a value); its environment variable is the
@@ -95,43 +102,35 @@ impl FromArgMatches for ServeArgs {
     }
 }
 
-/// Validated settings.
+/// Validated settings: what the process itself uses (where to listen, the database,
+/// the log, the files it opens and rereads, how it stops), and the server's own
+/// settings, handed to it whole.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub bind: SocketAddr,
     pub database: String,
     pub log: String,
-    pub policy: allot_server::PolicyMode,
-    pub policy_file: Option<PathBuf>,
+    pub log_format: LogFormat,
     pub auth: Auth,
-    pub cors: Option<allot_server::Cors>,
-    pub randomize_allocation_candidates: bool,
-    pub max_allocation_candidates: usize,
-    /// Seconds.
-    pub claim_expires_in: i64,
-    /// Seconds.
-    pub claim_retention: i64,
-    pub claim_sweep_interval: std::time::Duration,
+    /// The policy file, which the process opens and rereads on SIGHUP.
+    pub policy_file: Option<PathBuf>,
+    /// HTTPS: the certificate and its key.
+    pub tls: Option<ServerTlsFiles>,
     /// The placement.conf read, for the warning that lists the keys not used.
     pub placement_conf: Option<placement_conf::PlacementConf>,
-    pub healthcheck_disable_file: Option<PathBuf>,
-    pub log_format: LogFormat,
-    /// None: never flagged.
-    pub slow_request: Option<std::time::Duration>,
     pub shutdown_grace: std::time::Duration,
     /// How often the view is saved while the server runs (SQLite); `None`: only at a
     /// clean stop.
     pub save_view_every: Option<std::time::Duration>,
     pub metrics_bind: Option<SocketAddr>,
-    /// The most providers for which /metrics writes the series per provider.
-    pub metrics_providers: usize,
     /// Where other nodes reach this one: `Some("")` for none, `None` for the
     /// default (made from the address bound, see [`Settings::advertise_url`]).
     pub advertise_url: Option<String>,
-    /// HTTPS: the certificate and its key.
-    pub tls: Option<ServerTlsFiles>,
     /// What the start logs as warnings about the settings themselves.
     pub warnings: Vec<String>,
+    /// What the server reads, built from the merged settings directly
+    /// ([`validate::server_settings`]).
+    pub server: allot_server::Settings,
 }
 
 impl Settings {
@@ -227,12 +226,20 @@ mod tests {
     use allot_server::PolicyMode;
     use clap::Parser;
 
-    use super::declaration::DEFAULT_CLAIM_SWEEP_INTERVAL;
     use super::*;
 
     #[test]
     fn the_binary_and_the_server_default_to_one_policy() {
         assert_eq!(PolicyMode::from(DEFAULT_POLICY), PolicyMode::default());
+    }
+
+    /// A default start hands the server exactly its own defaults: each server
+    /// setting's default is declared once, in `allot_server::Settings`, and the
+    /// binary's `Layer` shows it.
+    #[test]
+    fn the_declared_defaults_are_the_server_s() {
+        let s = resolve(&[], &[], None).unwrap();
+        assert_eq!(s.server, allot_server::Settings::default());
     }
 
     /// `allot serve ARGS...` as clap parses it.
@@ -418,7 +425,7 @@ mod tests {
             ["--policy", "open"],
             ("ALLOT_POLICY", "legacy"),
             "policy = \"open\"",
-            |s| s.policy,
+            |s| s.server.policy,
             [
                 PolicyMode::Open,
                 PolicyMode::Legacy,
@@ -450,7 +457,7 @@ mod tests {
             ["--cors-allowed-origin", "http://flag"],
             ("ALLOT_CORS_ALLOWED_ORIGINS", "http://env1, http://env2"),
             "cors_allowed_origins = [\"http://file\"]",
-            |s| s.cors.as_ref().map(|c| c.allowed_origins.clone()),
+            |s| s.server.cors.as_ref().map(|c| c.allowed_origins.clone()),
             [
                 Some(vec!["http://flag".to_owned()]),
                 Some(vec!["http://env1".to_owned(), "http://env2".to_owned()]),
@@ -463,7 +470,7 @@ mod tests {
             ["--cors-allow-header", "x-flag"],
             ("ALLOT_CORS_ALLOW_HEADERS", "x-env"),
             with_origin,
-            |s| s.cors.as_ref().map(|c| c.allow_headers.clone()),
+            |s| s.server.cors.as_ref().map(|c| c.allow_headers.clone()),
             [
                 Some(vec!["x-flag".to_owned()]),
                 Some(vec!["x-env".to_owned()]),
@@ -479,7 +486,7 @@ mod tests {
             ["--randomize-allocation-candidates", "false"],
             ("ALLOT_RANDOMIZE_ALLOCATION_CANDIDATES", "true"),
             "randomize_allocation_candidates = false",
-            |s| s.randomize_allocation_candidates,
+            |s| s.server.randomize_allocation_candidates,
             [false, true, false, false],
         );
         // The bare flag means true, over a variable that says false.
@@ -489,12 +496,12 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(s.randomize_allocation_candidates);
+        assert!(s.server.randomize_allocation_candidates);
         precedence(
             ["--max-allocation-candidates", "20"],
             ("ALLOT_MAX_ALLOCATION_CANDIDATES", "30"),
             "max_allocation_candidates = 500",
-            |s| s.max_allocation_candidates,
+            |s| s.server.max_allocation_candidates,
             [20, 30, 500, allot_core::candidates::DEFAULT_MAX_CANDIDATES],
         );
     }
@@ -522,22 +529,27 @@ mod tests {
             ["--claim-expires-in", "60"],
             ("ALLOT_CLAIM_EXPIRES_IN", "120"),
             "claim_expires_in = 180",
-            |s| s.claim_expires_in,
+            |s| s.server.claim_expires_in,
             [60, 120, 180, allot_server::DEFAULT_CLAIM_EXPIRES_IN],
         );
         precedence(
             ["--claim-retention", "0"],
             ("ALLOT_CLAIM_RETENTION", "10"),
             "claim_retention = 20",
-            |s| s.claim_retention,
+            |s| s.server.claim_retention,
             [0, 10, 20, allot_server::DEFAULT_CLAIM_RETENTION],
         );
         precedence(
             ["--claim-sweep-interval", "1"],
             ("ALLOT_CLAIM_SWEEP_INTERVAL", "2"),
             "claim_sweep_interval = 3",
-            |s| s.claim_sweep_interval.as_secs(),
-            [1, 2, 3, DEFAULT_CLAIM_SWEEP_INTERVAL],
+            |s| s.server.claim_sweep_interval.as_secs(),
+            [
+                1,
+                2,
+                3,
+                allot_server::DEFAULT_CLAIM_SWEEP_INTERVAL.as_secs(),
+            ],
         );
     }
 
@@ -710,7 +722,7 @@ mod tests {
             Some("policy = \"legacy\"\n"),
         )
         .unwrap();
-        assert_eq!(s.policy, PolicyMode::Open);
+        assert_eq!(s.server.policy, PolicyMode::Open);
     }
 
     /// The error message for a bad value, which must name where it came from.
@@ -975,10 +987,14 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
         let (s, dir) = resolve_conf(KOLLA, &["--database", "sqlite:/a.db"], &[], None);
         let s = s.unwrap();
         assert_eq!(s.log, "debug");
-        assert_eq!(s.policy, PolicyMode::Legacy, "enforce_new_defaults = False");
+        assert_eq!(
+            s.server.policy,
+            PolicyMode::Legacy,
+            "enforce_new_defaults = False"
+        );
         assert_eq!(s.policy_file, Some(dir.path().join("policy.yaml")));
-        assert!(s.randomize_allocation_candidates);
-        assert_eq!(s.max_allocation_candidates, 1000);
+        assert!(s.server.randomize_allocation_candidates);
+        assert_eq!(s.server.max_allocation_candidates, 1000);
         let Auth::Keystone(k) = &s.auth else {
             panic!("{:?}", s.auth)
         };
@@ -1015,6 +1031,7 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
             resolve_conf(conf, argv, env, file)
                 .0
                 .unwrap()
+                .server
                 .max_allocation_candidates
         };
         let file = Some("max_allocation_candidates = 3");
@@ -1023,7 +1040,10 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
         assert_eq!(max(&[], &var, file), 2);
         assert_eq!(max(&[], &[], file), 3);
         assert_eq!(max(&[], &[], None), 4);
-        let default = resolve(&[], &[], None).unwrap().max_allocation_candidates;
+        let default = resolve(&[], &[], None)
+            .unwrap()
+            .server
+            .max_allocation_candidates;
         assert_eq!(default, allot_core::candidates::DEFAULT_MAX_CANDIDATES);
         let (s, _dir) = resolve_conf(conf, &[], &[("ALLOT_LOG", "warn")], None);
         assert_eq!(s.unwrap().log, "warn");
@@ -1035,7 +1055,7 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
             None,
         );
         let s = s.unwrap();
-        assert_eq!(s.max_allocation_candidates, default);
+        assert_eq!(s.server.max_allocation_candidates, default);
         let unused = &s.placement_conf.unwrap().unused;
         assert!(
             unused[0].starts_with("[placement] max_allocation_candidates (no limit"),
@@ -1055,7 +1075,10 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
         let (a, b, c) = (conf("a.conf", 1), conf("b.conf", 2), conf("c.conf", 3));
         let file = format!("placement_conf = {c:?}");
         let max = |argv: &[&str], env: &[(&str, &str)], file: Option<&str>| {
-            resolve(argv, env, file).unwrap().max_allocation_candidates
+            resolve(argv, env, file)
+                .unwrap()
+                .server
+                .max_allocation_candidates
         };
         let var = [("ALLOT_PLACEMENT_CONF", b.as_str())];
         assert_eq!(max(&["--placement-conf", &a], &var, Some(&file)), 1);

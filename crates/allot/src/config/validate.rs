@@ -4,6 +4,9 @@
 //! themselves), each error naming the source of the value it refuses.
 
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::anyhow;
 
@@ -26,8 +29,8 @@ pub(super) fn clean(list: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// The checks that span a setting's value and its meaning, each error naming the
-/// source of the value it refuses.
+/// The process's own settings, and the server's ([`server_settings`]), each error
+/// naming the source of the value it refuses.
 pub(super) fn settings(
     merged: Merged,
     env: &dyn Fn(&str) -> Option<String>,
@@ -38,74 +41,21 @@ pub(super) fn settings(
     let database = database(&merged, env)?;
     let log = declared(s.log.clone());
     check_log_filter(&log).map_err(|e| anyhow!("{}: {e}", from("log")))?;
-    // A blank policy file means none, so that a wrapper can clear it.
-    let policy_file = s
-        .policy_file
-        .clone()
-        .filter(|p| !p.to_string_lossy().trim().is_empty());
-    let max_allocation_candidates = declared(s.max_allocation_candidates);
-    if max_allocation_candidates == 0 {
-        anyhow::bail!(
-            "{}: max_allocation_candidates must be at least 1",
-            from("max_allocation_candidates")
-        );
-    }
-    // The bounds a request's own `expires_in` has.
-    let max_expiry = allot_server::schemas::MAX_CLAIM_EXPIRES_IN as u64;
-    let claim_expires_in = declared(s.claim_expires_in);
-    if !(1..=max_expiry).contains(&claim_expires_in) {
-        anyhow::bail!(
-            "{}: claim_expires_in must be from 1 to {max_expiry} seconds",
-            from("claim_expires_in")
-        );
-    }
-    let claim_retention = declared(s.claim_retention);
-    if claim_retention > max_expiry {
-        anyhow::bail!(
-            "{}: claim_retention must be at most {max_expiry} seconds",
-            from("claim_retention")
-        );
-    }
-    let claim_sweep_interval = declared(s.claim_sweep_interval);
-    if !(1..=max_expiry).contains(&claim_sweep_interval) {
-        anyhow::bail!(
-            "{}: claim_sweep_interval must be from 1 to {max_expiry} seconds",
-            from("claim_sweep_interval")
-        );
-    }
-    let origins = clean(s.cors_allowed_origins.clone());
+    let server = server_settings(&merged)?;
     Ok(Settings {
         bind,
         database,
         log,
-        policy: declared(s.policy).into(),
-        policy_file,
-        auth: auth(&merged, bind, env)?,
-        cors: (!origins.is_empty()).then(|| allot_server::Cors {
-            allowed_origins: origins,
-            allow_headers: clean(s.cors_allow_headers.clone()),
-        }),
-        randomize_allocation_candidates: declared(s.randomize_allocation_candidates),
-        max_allocation_candidates,
-        claim_expires_in: claim_expires_in as i64,
-        claim_retention: claim_retention as i64,
-        claim_sweep_interval: std::time::Duration::from_secs(claim_sweep_interval),
-        placement_conf: merged.placement.clone(),
-        // A blank path means none, as for the policy file.
-        healthcheck_disable_file: s
-            .healthcheck_disable_file
-            .clone()
-            .filter(|p| !p.to_string_lossy().trim().is_empty()),
         log_format: declared(s.log_format),
-        slow_request: Some(declared(s.slow_request_ms) as u64)
-            .filter(|&ms| ms > 0)
-            .map(std::time::Duration::from_millis),
-        shutdown_grace: std::time::Duration::from_secs(declared(s.shutdown_grace)),
+        auth: auth(&merged, bind, env)?,
+        policy_file: given_path(&s.policy_file),
+        tls: server_tls(&merged)?,
+        placement_conf: merged.placement.clone(),
+        shutdown_grace: Duration::from_secs(declared(s.shutdown_grace)),
         save_view_every: Some(declared(s.save_view_every))
             .filter(|&seconds| seconds > 0)
-            .map(std::time::Duration::from_secs),
+            .map(Duration::from_secs),
         metrics_bind: s.metrics_bind,
-        metrics_providers: declared(s.metrics_providers),
         // Flags and variables were checked as they were read; a file's value is
         // checked here.
         advertise_url: s
@@ -114,9 +64,83 @@ pub(super) fn settings(
             .map(parse_advertise_url)
             .transpose()
             .map_err(|e| anyhow::anyhow!("{}: {e}", from("advertise_url")))?,
-        tls: server_tls(&merged)?,
         warnings: warnings(&merged, bind),
+        server,
     })
+}
+
+/// The settings the server reads, built from the merged ones directly: one field a
+/// setting, so that a new one is its `Layer` field, its field of
+/// [`allot_server::Settings`] and its field here (a compile error until it is given).
+pub(super) fn server_settings(merged: &Merged) -> anyhow::Result<allot_server::Settings> {
+    let s = &merged.layer;
+    // The bounds a request's own `expires_in` has.
+    let max_expiry = allot_server::schemas::MAX_CLAIM_EXPIRES_IN as u64;
+    let seconds = |id, value, bounds| bounded(merged, id, value, bounds, " seconds");
+    let origins = clean(s.cors_allowed_origins.clone());
+    Ok(allot_server::Settings {
+        cors: (!origins.is_empty()).then(|| allot_server::Cors {
+            allowed_origins: origins,
+            allow_headers: clean(s.cors_allow_headers.clone()),
+        }),
+        policy: declared(s.policy).into(),
+        randomize_allocation_candidates: declared(s.randomize_allocation_candidates),
+        max_allocation_candidates: bounded(
+            merged,
+            "max_allocation_candidates",
+            declared(s.max_allocation_candidates) as u64,
+            1..=u64::MAX,
+            "",
+        )? as usize,
+        claim_expires_in: seconds(
+            "claim_expires_in",
+            declared(s.claim_expires_in),
+            1..=max_expiry,
+        )? as i64,
+        claim_retention: seconds(
+            "claim_retention",
+            declared(s.claim_retention),
+            0..=max_expiry,
+        )? as i64,
+        claim_sweep_interval: Duration::from_secs(seconds(
+            "claim_sweep_interval",
+            declared(s.claim_sweep_interval),
+            1..=max_expiry,
+        )?),
+        // Not a setting of `allot serve`: the server's own bound.
+        max_staleness: allot_server::DEFAULT_MAX_STALENESS,
+        healthcheck_disable_file: given_path(&s.healthcheck_disable_file),
+        slow_request: Some(declared(s.slow_request_ms) as u64)
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis),
+        metrics_providers: declared(s.metrics_providers),
+    })
+}
+
+/// A number within its bounds, or an error naming the setting's source and the bounds
+/// as the operator reads them (`unit` after each, when there is one).
+fn bounded(
+    merged: &Merged,
+    id: &str,
+    value: u64,
+    bounds: RangeInclusive<u64>,
+    unit: &str,
+) -> anyhow::Result<u64> {
+    if bounds.contains(&value) {
+        return Ok(value);
+    }
+    let rule = match (*bounds.start(), *bounds.end()) {
+        (low, u64::MAX) => format!("at least {low}"),
+        (0, high) => format!("at most {high}{unit}"),
+        (low, high) => format!("from {low} to {high}{unit}"),
+    };
+    anyhow::bail!("{}: {id} must be {rule}", merged.source(id))
+}
+
+/// A path given, or none for a blank one, so that a wrapper can clear it.
+fn given_path(path: &Option<PathBuf>) -> Option<PathBuf> {
+    path.clone()
+        .filter(|p| !p.to_string_lossy().trim().is_empty())
 }
 
 /// The database URL. A placement.conf that names Placement's own database

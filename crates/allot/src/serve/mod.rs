@@ -36,8 +36,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let policy_file = open::policy_file(settings.policy_file.as_deref())?;
     let state = allot_server::AppState {
         host: open::host(&settings)?,
-        config: Arc::new(server_config(
-            &settings,
+        config: Arc::new(allot_server::Config::new(
+            settings.server.clone(),
             auth.authenticator.clone(),
             policy_file.clone(),
         )),
@@ -54,29 +54,6 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(host);
     tracing::info!("allot stopped");
     Ok(())
-}
-
-/// The server's settings and its state, one per application.
-fn server_config(
-    settings: &config::Settings,
-    auth: Arc<dyn allot_server::auth::Authenticator>,
-    policy_file: Option<Arc<allot_server::policy_file::PolicyFile>>,
-) -> allot_server::Config {
-    allot_server::Config {
-        cors: settings.cors.clone(),
-        auth,
-        policy: settings.policy,
-        policy_file,
-        randomize_allocation_candidates: settings.randomize_allocation_candidates,
-        max_allocation_candidates: Some(settings.max_allocation_candidates),
-        claim_expires_in: Some(settings.claim_expires_in),
-        claim_retention: settings.claim_retention,
-        max_staleness: allot_server::DEFAULT_MAX_STALENESS,
-        healthcheck_disable_file: settings.healthcheck_disable_file.clone(),
-        slow_request: settings.slow_request,
-        metrics_providers: settings.metrics_providers,
-        ..Default::default()
-    }
 }
 
 /// The runtime, its blocking pool capped at twice the cores (tokio's default is
@@ -137,7 +114,7 @@ async fn listen_and_serve(
     )?;
     // Expired claims stop counting at their expiry by the clock; the sweeper
     // records that and purges ended claims later, so that the store stays small.
-    let _sweeper = allot_server::spawn_sweeper(state.clone(), settings.claim_sweep_interval);
+    let _sweeper = allot_server::spawn_sweeper(state.clone());
     signals::notify_systemd(sd_notify::NotifyState::Ready);
     tokio::spawn(signals::on_signals(
         stop,
