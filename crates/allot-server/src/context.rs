@@ -257,7 +257,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
         Ok(version) => {
             let preflight =
                 method == Method::OPTIONS && headers.contains_key("access-control-request-method");
-            let mut response = if let (Some(cors), true) = (&app.config.cors, preflight) {
+            let mut response = if let (Some(cors), true) = (&app.config.settings.cors, preflight) {
                 cors.preflight(origin.as_deref())
             } else {
                 // Discovery stays open, as in Placement: it is never asked about.
@@ -269,7 +269,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 let stale = app.host.staleness();
                 if let Err(e) = &identity {
                     e.clone().into_response(app.config.auth.challenge())
-                } else if stale > app.config.max_staleness
+                } else if stale > app.config.settings.max_staleness
                     && req.uri().path() != "/"
                     && (method == Method::GET || method == Method::HEAD)
                 {
@@ -300,7 +300,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
             response
         }
     };
-    if let (Some(cors), Some(origin)) = (&app.config.cors, origin.as_deref()) {
+    if let (Some(cors), Some(origin)) = (&app.config.settings.cors, origin.as_deref()) {
         cors.decorate(&mut response, origin);
     }
     absolute_location(&mut response, &base_url(&headers, &uri, arrival));

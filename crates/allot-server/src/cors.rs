@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// CORS settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cors {
     /// Origins allowed to call us (exact match).
     pub allowed_origins: Vec<String>,

@@ -313,7 +313,7 @@ async fn owed_commits(app: &AppState) {
     }
     if !app
         .host
-        .caught_up(Cursor(owed), app.config.max_staleness)
+        .caught_up(Cursor(owed), app.config.settings.max_staleness)
         .await
     {
         tracing::warn!(

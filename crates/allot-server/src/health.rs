@@ -21,7 +21,7 @@
 //!    batches, and its outcome is kept for [`PROBE_EVERY`]: however often the check is
 //!    polled, the store sees at most one probe a second (one small fsync on SQLite).
 //! 3. `VIEW STALE`: on a database other nodes write to, this node's view was last known
-//!    to hold every commit longer ago than [`crate::Config::max_staleness`] (2 s by
+//!    to hold every commit longer ago than [`crate::Settings::max_staleness`] (2 s by
 //!    default), the bound past which reads are refused too. One atomic read.
 
 use std::path::Path;
@@ -100,7 +100,7 @@ pub async fn check(State(app): State<AppState>, method: Method, headers: HeaderM
 /// healthy). `/status` reports the same.
 pub async fn reasons(app: &AppState) -> Vec<&'static str> {
     let mut reasons = Vec::new();
-    if let Some(path) = &app.config.healthcheck_disable_file {
+    if let Some(path) = &app.config.settings.healthcheck_disable_file {
         if drained(path) {
             reasons.push(DISABLED_BY_FILE);
         }
@@ -109,7 +109,7 @@ pub async fn reasons(app: &AppState) -> Vec<&'static str> {
         reasons.push(reason);
     }
     let stale = app.host.staleness();
-    if stale > app.config.max_staleness {
+    if stale > app.config.settings.max_staleness {
         tracing::warn!(?stale, "health check: the view may be stale");
         reasons.push(VIEW_STALE);
     }

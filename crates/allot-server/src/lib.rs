@@ -28,6 +28,7 @@ pub mod request;
 pub mod request_log;
 pub mod schema;
 pub mod schemas;
+pub mod settings;
 pub mod status;
 pub mod ui;
 pub mod wire;
@@ -45,60 +46,29 @@ pub use cors::Cors;
 pub use error::{ApiError, ApiResult};
 pub use handlers::claims::{spawn_sweeper, sweep_claims};
 pub use policy::PolicyMode;
+pub use settings::{
+    Settings, DEFAULT_CLAIM_EXPIRES_IN, DEFAULT_CLAIM_RETENTION, DEFAULT_CLAIM_SWEEP_INTERVAL,
+    DEFAULT_MAX_STALENESS, DEFAULT_SLOW_REQUEST,
+};
 
 /// The largest request body we read. Placement's largest bodies (`POST /allocations`
 /// for many consumers, the reshaper) stay far below this.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// How long a claim lasts when its request does not say (`expires_in` left out), in
-/// seconds: long enough for a workload to start, short enough that a crashed
-/// scheduler's promises come back soon.
-pub const DEFAULT_CLAIM_EXPIRES_IN: i64 = 600;
-
-/// How long an ended claim is kept before the sweeper forgets it, in seconds, so that
-/// a late second release or confirm is answered as the first was.
-pub const DEFAULT_CLAIM_RETENTION: i64 = 86_400;
-
-/// Server settings that shape the API's behaviour.
+/// The server's settings, with its state: what one application shares across
+/// requests besides the host.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// CORS, if enabled.
-    pub cors: Option<Cors>,
-    /// Who the caller is (`noauth2`, static tokens or Keystone), chosen at start-up.
+    /// What the operator set, read where each setting is used.
+    pub settings: Settings,
+    /// Who the caller is (`noauth2`, static tokens or Keystone), chosen at start-up:
+    /// state, since a token file is reread on SIGHUP.
     pub auth: Arc<dyn auth::Authenticator>,
-    /// Which authorization rules apply.
-    pub policy: PolicyMode,
-    /// The operator's policy file, whose rules replace the built-in ones they name.
+    /// The operator's policy file, whose rules replace the built-in ones they name:
+    /// state too, reread on SIGHUP.
     pub policy_file: Option<Arc<policy_file::PolicyFile>>,
-    /// `GET /allocation_candidates` answers a random sample instead of its
-    /// deterministic order (Placement's `randomize_allocation_candidates`).
-    pub randomize_allocation_candidates: bool,
-    /// The most candidates one `GET /allocation_candidates` generates (its `limit`
-    /// applies within this); None for
-    /// [`allot_core::candidates::DEFAULT_MAX_CANDIDATES`].
-    pub max_allocation_candidates: Option<usize>,
-    /// The expiry of a claim whose request leaves `expires_in` out, in seconds from
-    /// its creation (None: such claims never expire).
-    pub claim_expires_in: Option<i64>,
-    /// How long ended claims are kept before [`sweep_claims`] forgets them, in seconds.
-    pub claim_retention: i64,
-    /// The oldest view reads are answered from. A node on a database other nodes
-    /// write to follows their commits within milliseconds; one that cannot reach the
-    /// database for longer than this answers reads with 503 rather than serve what
-    /// may be out of date (`Host::staleness`).
-    pub max_staleness: std::time::Duration,
-    /// The drain file: while it exists, `/healthcheck` answers 503 (oslo's
-    /// `disable_by_file_path`).
-    pub healthcheck_disable_file: Option<std::path::PathBuf>,
-    /// Requests slower than this are logged at WARN with `slow=true` (None: never).
-    pub slow_request: Option<std::time::Duration>,
-    /// The health check's last probe of the store: state rather than a setting, one
-    /// per application like the settings.
+    /// The health check's last probe of the store: state, one per application.
     pub health: health::ProbeCache,
-    /// The most providers for which `/metrics` writes openstack-exporter's series
-    /// per provider and class; in a larger cloud they are left out and the sums by
-    /// class remain (0: never written). See [`metrics::DEFAULT_PROVIDER_SERIES`].
-    pub metrics_providers: usize,
     /// The series counted as requests go by (`/metrics`): state too, one per
     /// application.
     pub metrics: metrics::Metrics,
@@ -109,43 +79,28 @@ pub struct Config {
     pub forwarding: forward::Forwarding,
 }
 
-/// The default [`Config::max_staleness`]: twice the documented freshness bound of
-/// one second, so that a loaded machine's scheduling hiccup does not refuse reads.
-pub const DEFAULT_MAX_STALENESS: std::time::Duration = std::time::Duration::from_secs(2);
-
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            cors: None,
-            auth: Arc::new(auth::NoAuth2),
-            policy: PolicyMode::default(),
-            policy_file: None,
-            randomize_allocation_candidates: false,
-            max_allocation_candidates: None,
-            claim_expires_in: Some(DEFAULT_CLAIM_EXPIRES_IN),
-            claim_retention: DEFAULT_CLAIM_RETENTION,
-            max_staleness: DEFAULT_MAX_STALENESS,
-            healthcheck_disable_file: None,
-            slow_request: None,
-            health: health::ProbeCache::default(),
-            metrics_providers: metrics::DEFAULT_PROVIDER_SERIES,
-            metrics: metrics::Metrics::default(),
-            ui: ui::Sessions::default(),
-            forwarding: forward::Forwarding::default(),
-        }
+        Config::new(Settings::default(), Arc::new(auth::NoAuth2), None)
     }
 }
 
 impl Config {
-    /// How a search runs here: bounded by `max_allocation_candidates`, in the
-    /// search's order (`GET /allocation_candidates` adds its random seed when the
-    /// server samples).
-    pub fn search_options(&self) -> allot_core::candidates::SearchOptions {
-        allot_core::candidates::SearchOptions {
-            max_candidates: self
-                .max_allocation_candidates
-                .unwrap_or(allot_core::candidates::DEFAULT_MAX_CANDIDATES),
-            ..Default::default()
+    /// An application's settings and authenticator, with the policy file if any, and
+    /// fresh state.
+    pub fn new(
+        settings: Settings,
+        auth: Arc<dyn auth::Authenticator>,
+        policy_file: Option<Arc<policy_file::PolicyFile>>,
+    ) -> Self {
+        Config {
+            settings,
+            auth,
+            policy_file,
+            health: health::ProbeCache::default(),
+            metrics: metrics::Metrics::default(),
+            ui: ui::Sessions::default(),
+            forwarding: forward::Forwarding::default(),
         }
     }
 }

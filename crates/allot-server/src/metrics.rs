@@ -16,7 +16,7 @@
 //!   `openstack_placement_resource_{total,allocation_ratio,reserved,usage}` by
 //!   `hostname`, the provider's name, and `resourcetype`), so that dashboards and
 //!   alerts made for it keep working, while the cloud has at most
-//!   [`crate::Config::metrics_providers`] providers (four series per inventory are
+//!   [`crate::Settings::metrics_providers`] providers (four series per inventory are
 //!   more than a scrape should carry past that); the same four summed by class at
 //!   any size (`allot_resource_*`); the build's version and the store's engine and
 //!   schema; allot's own counts (providers, consumers, pending claims and what they
@@ -60,7 +60,7 @@ use crate::AppState;
 /// Where the metrics are served.
 pub const PATH: &str = "/metrics";
 
-/// The default of [`crate::Config::metrics_providers`]: openstack-exporter's series
+/// The default of [`crate::Settings::metrics_providers`]: openstack-exporter's series
 /// per provider and class are written for clouds of up to this many providers. At
 /// flat 10,000 roots they are 100,000 series (8.4 MB, 20 ms a scrape); at a million
 /// they were ten million (860 MB, 4.5 s of CPU a scrape and as much memory for the
@@ -344,7 +344,7 @@ fn claim_kind(method: &str, route: &str) -> Option<&'static str> {
 
 /// The route on the API's port: a token the `allot:metrics` rule allows.
 pub async fn scrape(ctx: Ctx, AppData(app): AppData<AppState>) -> ApiResult {
-    authorize(&ctx, app.config.policy, Action::MetricsShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::MetricsShow)?;
     exposition(app).await
 }
 
@@ -388,7 +388,7 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
     app.config.metrics.register(&mut registry);
     app.config.forwarding.register(&mut registry);
     registry.register_collector(Box::new(Snapshot {
-        provider_series: app.config.metrics_providers,
+        provider_series: app.config.settings.metrics_providers,
         view: app.host.read(),
         now: app.host.now(),
         staleness: app.host.staleness().as_secs_f64(),

@@ -1,6 +1,6 @@
 //! One log line per request: method, route template, status, duration, bytes, request
 //! id, global request id and project, at INFO (target `allot::request`), or at WARN
-//! with `slow=true` when it took longer than [`crate::Config::slow_request`].
+//! with `slow=true` when it took longer than [`crate::Settings::slow_request`].
 //!
 //! The route is axum's template (`/resource_providers/{uuid}`), never the raw path, so
 //! that a field or label built from it has a bounded set of values. The API's routes
@@ -115,7 +115,7 @@ pub async fn log(State(app): State<AppState>, mut req: Request, next: Next) -> R
         response.extensions().get::<ErrorCode>().copied(),
         elapsed.as_secs_f64(),
     );
-    if is_slow(elapsed, app.config.slow_request) {
+    if is_slow(elapsed, app.config.settings.slow_request) {
         line!(tracing::Level::WARN, true);
     } else {
         line!(tracing::Level::INFO, false);

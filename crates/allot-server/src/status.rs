@@ -27,7 +27,7 @@ pub fn counts(view: &View, now: Timestamp) -> Counts {
 
 /// `GET /status`.
 pub async fn show(ctx: Ctx, State(app): State<AppState>) -> ApiResult {
-    authorize(&ctx, app.config.policy, Action::MetricsShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::MetricsShow)?;
     let reasons = health::reasons(&app).await;
     let totals = app.config.metrics.totals();
     let kind = app.host.store_kind();

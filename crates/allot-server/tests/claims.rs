@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use allot_server::{AppState, Config, PolicyMode};
+use allot_server::{AppState, Config, PolicyMode, Settings};
 use allot_store::{Host, Store};
 use serde_json::{json, Value};
 
@@ -43,8 +43,11 @@ impl Server {
         let app = AppState {
             host,
             config: Arc::new(Config {
-                policy: PolicyMode::Secure,
-                claim_retention: RETENTION,
+                settings: Settings {
+                    policy: PolicyMode::Secure,
+                    claim_retention: RETENTION,
+                    ..Settings::default()
+                },
                 ..Config::default()
             }),
         };

@@ -39,7 +39,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
     // Placement negotiates the response type before it looks at the microversion.
     ctx.require_json_accept()?;
     ctx.require(1)?;
-    authorize(&ctx, app.config.policy, Action::AggregatesList)?;
+    authorize(&ctx, app.config.settings.policy, Action::AggregatesList)?;
     let uuid = path.uuid(no_provider)?;
     let (aggregates, generation) = {
         let view = app.host.read();
@@ -56,7 +56,7 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
     // Placement checks the content type before the microversion.
     body.require_json()?;
     ctx.require(1)?;
-    authorize(&ctx, app.config.policy, Action::AggregatesUpdate)?;
+    authorize(&ctx, app.config.settings.policy, Action::AggregatesUpdate)?;
     let uuid = path.uuid(no_provider)?;
     // The provider is looked up before the body is read.
     app.host.read().provider_required(&uuid)?;

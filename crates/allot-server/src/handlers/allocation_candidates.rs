@@ -32,16 +32,21 @@ pub fn routes() -> Router<AppState> {
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require(10)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::AllocationCandidatesList)?;
+    authorize(
+        &ctx,
+        app.config.settings.policy,
+        Action::AllocationCandidatesList,
+    )?;
     // A seed for `sort=random`, drawn here: the parse and the core draw nothing.
     let seed = Uuid::new_v4().as_u64_pair().0;
     let query = request::candidates::parse(ctx.version, raw.as_deref(), app.host.now(), seed)?;
     let options = SearchOptions {
         random_seed: app
             .config
+            .settings
             .randomize_allocation_candidates
             .then(|| Uuid::new_v4().as_u64_pair().0),
-        ..app.config.search_options()
+        ..app.config.settings.search_options()
     };
     let form = wire::candidates::Form::at(ctx.version);
     let host = app.host.clone();
@@ -70,10 +75,10 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
 /// answer (`allot_core::candidates::explain`).
 pub async fn explain(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::Explain)?;
+    authorize(&ctx, app.config.settings.policy, Action::Explain)?;
     let now = app.host.now();
     let query = request::candidates::parse(crate::microversion::MAX, raw.as_deref(), now, 0)?;
-    let options = app.config.search_options();
+    let options = app.config.settings.search_options();
     let host = app.host.clone();
     let body = super::off_workers("explain", move || {
         let view = host.read();

@@ -62,7 +62,7 @@ pub async fn replace(
     body: JsonBody,
 ) -> ApiResult {
     body.require_json()?;
-    authorize(&ctx, app.config.policy, UPDATE)?;
+    authorize(&ctx, app.config.settings.policy, UPDATE)?;
     let consumer = consumer_uuid(&raw)?;
     let writes = [read_put(&body, consumer, ctx.version.0)?];
     app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Put, now))
@@ -75,7 +75,7 @@ pub async fn replace(
 pub async fn create_many(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     ctx.require(13)?;
     body.require_json()?;
-    authorize(&ctx, app.config.policy, MANAGE)?;
+    authorize(&ctx, app.config.settings.policy, MANAGE)?;
     let writes = read_post(&body, ctx.version.0)?;
     app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Post, now))
         .await?;
@@ -84,7 +84,7 @@ pub async fn create_many(ctx: Ctx, State(app): State<AppState>, body: JsonBody) 
 
 /// `DELETE /allocations/{consumer_uuid}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>) -> ApiResult {
-    authorize(&ctx, app.config.policy, DELETE)?;
+    authorize(&ctx, app.config.settings.policy, DELETE)?;
     // Placement looks the consumer up by the text of the path.
     let consumer = canonical_uuid(&raw)
         .ok_or_else(|| ApiError::not_found(format!("No allocations for consumer '{raw}'")))?;
@@ -101,7 +101,7 @@ pub async fn list_for_consumer(
     Path(raw): Path<String>,
 ) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, LIST)?;
+    authorize(&ctx, app.config.settings.policy, LIST)?;
     let (body, last_modified) = {
         let view = app.host.read();
         let consumer = canonical_uuid(&raw).and_then(|u| view.consumer(&u));
@@ -119,7 +119,7 @@ pub async fn list_for_provider(
     path: ProviderPath,
 ) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, PROVIDER_LIST)?;
+    authorize(&ctx, app.config.settings.policy, PROVIDER_LIST)?;
     let (body, last_modified) = {
         let view = app.host.read();
         let provider = path.provider(&view, |raw| {

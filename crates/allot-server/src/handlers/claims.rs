@@ -15,8 +15,6 @@
 //! [`sweep_claims`] is the sweeper's pass; `allot serve` runs it on an interval
 //! ([`spawn_sweeper`]), and tests call it directly.
 
-use std::time::Duration;
-
 use allot_core::ops::claims::{NewClaim, Swept};
 use allot_core::ops::pick::Pick;
 use allot_core::{Error, Uuid};
@@ -61,7 +59,7 @@ pub fn routes() -> Router<AppState> {
 pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     ctx.require_json_accept()?;
     body.require_json()?;
-    authorize(&ctx, app.config.policy, Action::ClaimsCreate)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsCreate)?;
     // The core draws nothing at random; a v4 uuid never met before is ours to draw.
     let ClaimRequest {
         claim: new,
@@ -70,7 +68,7 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     } = ClaimRequest::read(&body, Uuid::new_v4())?;
     // The expiry counts from the instant the writer plans the claim, which is also
     // its `created_at`.
-    let default = app.config.claim_expires_in;
+    let default = Some(app.config.settings.claim_expires_in);
     let expires_at = move |now| expiry.at(default, now);
     if let Some(pick) = pick {
         return create_picked(&app, new, expires_at, pick).await;
@@ -134,7 +132,7 @@ async fn create_picked(
             ..pattern.clone()
         })
         .collect();
-    let options = app.config.search_options();
+    let options = app.config.settings.search_options();
     let (placed, now) = app
         .write(move |view, now| {
             let expires_at = expires_at(now)?;
@@ -171,7 +169,7 @@ async fn create_picked(
 /// `marker` (the last uuid of the page before).
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClaimsList)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsList)?;
     let ClaimsQuery {
         filter,
         marker,
@@ -199,7 +197,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
 /// `GET /claims/{uuid}`.
 pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClaimsShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsShow)?;
     let uuid = claim_in_path(&raw)?;
     let now = app.host.now();
     let response = {
@@ -225,7 +223,7 @@ pub async fn confirm(
     if !body.is_empty() {
         body.require_json()?;
     }
-    authorize(&ctx, app.config.policy, Action::ClaimsConfirm)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsConfirm)?;
     let replace = read_confirm(&body)?;
     let uuid = claim_in_path(&raw)?;
     let (claim, now) = app
@@ -240,7 +238,7 @@ pub async fn confirm(
 /// `DELETE /claims/{uuid}`: releases a live claim; one that already ended is left as
 /// it is, and answered alike (releasing twice is harmless).
 pub async fn release(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>) -> ApiResult {
-    authorize(&ctx, app.config.policy, Action::ClaimsRelease)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsRelease)?;
     let uuid = claim_in_path(&raw)?;
     app.write(move |view, now| view.plan_release_claim(&uuid, now))
         .await?;
@@ -254,7 +252,7 @@ pub async fn release_consumer(
     State(app): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
-    authorize(&ctx, app.config.policy, Action::ClaimsRelease)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsRelease)?;
     let consumer = read_release_query(raw.as_deref())?;
     app.write(move |view, now| view.plan_release_consumer_claims(&consumer, now))
         .await?;
@@ -271,7 +269,7 @@ pub async fn provider_pending(
 ) -> ApiResult {
     path.raw()?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClaimsPending)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsPending)?;
     let detail = read_provider_pending_query(raw.as_deref())?;
     let now = app.host.now();
     let response = {
@@ -296,7 +294,7 @@ pub async fn provider_pending(
 /// a project, or of a consumer within a project promise, by class.
 pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClaimsPending)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClaimsPending)?;
     let PendingQuery {
         consumer,
         project_id,
@@ -316,11 +314,11 @@ pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
 // ----- the sweeper -----
 
 /// One sweep: records as expired the pending claims past their expiry and forgets the
-/// claims that ended more than `Config::claim_retention` seconds ago, in passes of at
+/// claims that ended more than `Settings::claim_retention` seconds ago, in passes of at
 /// most [`SWEEP_BATCH`] changes through the host, repeated while a pass was full.
 /// Changes no total: expired claims stopped counting at their expiry.
 pub async fn sweep_claims(app: &AppState) -> Result<Swept, ApiError> {
-    let retention = app.config.claim_retention;
+    let retention = app.config.settings.claim_retention;
     let mut total = Swept::default();
     loop {
         let swept = app
@@ -334,12 +332,13 @@ pub async fn sweep_claims(app: &AppState) -> Result<Swept, ApiError> {
     }
 }
 
-/// Runs [`sweep_claims`] every `every` until the runtime stops. A failed pass is
-/// logged and tried again at the next tick: nothing depends on the sweep but the
-/// size of the store, since expiry itself is read from the clock.
-pub fn spawn_sweeper(app: AppState, every: Duration) -> tokio::task::JoinHandle<()> {
+/// Runs [`sweep_claims`] every [`crate::Settings::claim_sweep_interval`] until the
+/// runtime stops. A failed pass is logged and tried again at the next tick: nothing
+/// depends on the sweep but the size of the store, since expiry itself is read from
+/// the clock.
+pub fn spawn_sweeper(app: AppState) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
+        let mut ticks = tokio::time::interval(app.config.settings.claim_sweep_interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;

@@ -32,10 +32,10 @@ pub async fn show(
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::Headroom)?;
+    authorize(&ctx, app.config.settings.policy, Action::Headroom)?;
     let now = app.host.now();
     let question = parse(raw.as_deref(), now)?;
-    let options = app.config.search_options();
+    let options = app.config.settings.search_options();
     let host = app.host.clone();
     let body = super::off_workers("headroom", move || {
         answer(&host.read(), &question, &options)

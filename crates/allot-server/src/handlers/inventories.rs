@@ -91,7 +91,7 @@ fn before_body(
     action: Action,
 ) -> Result<Uuid, ApiError> {
     sent.body.require_json()?;
-    authorize(ctx, app.config.policy, action)?;
+    authorize(ctx, app.config.settings.policy, action)?;
     Ok(sent.path.provider(&app.host.read(), no_provider)?.uuid())
 }
 
@@ -115,7 +115,7 @@ fn rule(ctx: &Ctx) -> ReservedRule {
 /// `GET /resource_providers/{uuid}/inventories`.
 pub async fn list(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, LIST)?;
+    authorize(&ctx, app.config.settings.policy, LIST)?;
     let (response, last_modified) = {
         let view = app.host.read();
         let p = path.provider(&view, no_provider_get)?;
@@ -140,7 +140,7 @@ pub async fn show(
     Path((_, class)): Path<(String, String)>,
 ) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, SHOW)?;
+    authorize(&ctx, app.config.settings.policy, SHOW)?;
     let (body, last_modified) = {
         let view = app.host.read();
         let p = path.provider(&view, no_provider_get)?;
@@ -224,7 +224,7 @@ pub async fn delete(
     path: ProviderPath,
     Path((_, class)): Path<(String, String)>,
 ) -> ApiResult {
-    authorize(&ctx, app.config.policy, DELETE)?;
+    authorize(&ctx, app.config.settings.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
     let class = ResourceClass::requested(&class);
     app.write(move |view, now| view.delete_inventory(&uuid, &class, now))
@@ -238,7 +238,7 @@ pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPat
     if !ctx.version.at_least(5) {
         return Err(ApiError::method_not_allowed());
     }
-    authorize(&ctx, app.config.policy, DELETE)?;
+    authorize(&ctx, app.config.settings.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
     app.write(move |view, now| view.delete_inventories(&uuid, now))
         .await?;

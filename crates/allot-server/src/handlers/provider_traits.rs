@@ -54,7 +54,7 @@ fn answer(ctx: &Ctx, app: &AppState, traits: Vec<TraitName>, generation: u64) ->
 pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require(6)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ProviderTraitsList)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProviderTraitsList)?;
     // This endpoint words its 404 twice over, as Placement does.
     let twice = |uuid: &str| format!("{}: {}", no_provider(uuid), no_provider(uuid));
     let (traits, generation) = {
@@ -73,7 +73,11 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
     let ProviderBody { path, body } = sent;
     ctx.require(6)?;
     body.require_json()?;
-    authorize(&ctx, app.config.policy, Action::ProviderTraitsUpdate)?;
+    authorize(
+        &ctx,
+        app.config.settings.policy,
+        Action::ProviderTraitsUpdate,
+    )?;
     let TraitsUpdate { traits, generation } = TraitsUpdate::read(&body)?;
     let uuid = path.uuid(no_provider)?;
     let result = app
@@ -85,7 +89,11 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
 /// `DELETE /resource_providers/{uuid}/traits`.
 pub async fn clear(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, Action::ProviderTraitsDelete)?;
+    authorize(
+        &ctx,
+        app.config.settings.policy,
+        Action::ProviderTraitsDelete,
+    )?;
     let uuid = path.uuid(no_provider)?;
     app.write(move |view, now| view.clear_provider_traits(&uuid, now))
         .await?;

@@ -52,7 +52,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
     // A path that is not UTF-8 is refused before anything else.
     path.raw()?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ProvidersShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProvidersShow)?;
     let info = {
         let view = app.host.read();
         let provider = path.provider(&view, no_provider)?;
@@ -66,7 +66,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> 
 /// provider from 1.20.
 pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     body.require_json()?;
-    authorize(&ctx, app.config.policy, Action::ProvidersCreate)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProvidersCreate)?;
     let NewProvider { name, uuid, parent } = NewProvider::read(&body, ctx.version.0)?;
     let uuid = uuid.unwrap_or_else(Uuid::new_v4);
     let info = app
@@ -90,7 +90,7 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
     let ProviderBody { path, body } = sent;
     path.raw()?;
     body.require_json()?;
-    authorize(&ctx, app.config.policy, Action::ProvidersUpdate)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProvidersUpdate)?;
     let target = path.provider(&app.host.read(), no_provider)?.uuid();
     let ProviderUpdate { name, parent } = ProviderUpdate::read(&body, ctx.version.0)?;
     let allow_reparenting = ctx.version.at_least(37);
@@ -106,7 +106,7 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
 /// `DELETE /resource_providers/{uuid}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
     path.raw()?;
-    authorize(&ctx, app.config.policy, Action::ProvidersDelete)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProvidersDelete)?;
     let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
     app.write(move |view, now| view.delete_provider(&target, now))
         .await?;
@@ -116,7 +116,7 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -
 /// `GET /resource_providers?name=&uuid=&member_of=&resources=&in_tree=&required=`.
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ProvidersList)?;
+    authorize(&ctx, app.config.settings.policy, Action::ProvidersList)?;
     let query = ProviderQuery {
         now: app.host.now(),
         ..list_query(ctx.version, raw.as_deref())?

@@ -33,7 +33,7 @@ pub fn routes() -> Router<AppState> {
 pub async fn reshape(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
     ctx.require(30)?;
     body.require_json()?;
-    authorize(&ctx, app.config.policy, RESHAPE)?;
+    authorize(&ctx, app.config.settings.policy, RESHAPE)?;
     let Reshape {
         providers,
         consumers,

@@ -29,7 +29,7 @@ fn serialize(name: &str) -> wire::ResourceClassBody<'_> {
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require(2)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClassesList)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassesList)?;
     let with_metadata = with_metadata(raw.as_deref())?;
     let response = {
         let view = app.host.read();
@@ -58,7 +58,7 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     ctx.require(2)?;
     // Placement parses the body before the policy check and reads it after.
     let value = body.value()?;
-    authorize(&ctx, app.config.policy, Action::ClassesCreate)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassesCreate)?;
     let class = custom_class(value)?;
     let location = url(class.as_str());
     app.write(move |view, now| view.create_class(class, now))
@@ -70,7 +70,7 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
 pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(2)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClassesShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassesShow)?;
     let last_modified = {
         let view = app.host.read();
         // Text that is no class name names no class.
@@ -95,7 +95,7 @@ pub async fn update(
 ) -> ApiResult {
     ctx.require(2)?;
     if ctx.version.at_least(7) {
-        authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
+        authorize(&ctx, app.config.settings.policy, Action::ClassesUpdate)?;
         let class = custom_class_in_path(&name)?;
         let ensured = app
             .write(move |view, now| view.ensure_class(class, now))
@@ -107,7 +107,7 @@ pub async fn update(
         return Ok(http::location(http::empty(status), &url(&name)));
     }
     let value = body.value()?;
-    authorize(&ctx, app.config.policy, Action::ClassesUpdate)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassesUpdate)?;
     let new = custom_class(value)?;
     let old = class_in_path(&name)?;
     let renamed = app
@@ -119,7 +119,7 @@ pub async fn update(
 /// `DELETE /resource_classes/{name}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(2)?;
-    authorize(&ctx, app.config.policy, Action::ClassesDelete)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassesDelete)?;
     let name = class_in_path(&name)?;
     app.write(move |view, _| view.delete_class(&name)).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
@@ -132,7 +132,7 @@ pub async fn show_metadata(
     Path(name): Path<String>,
 ) -> ApiResult {
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::ClassMetadataShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::ClassMetadataShow)?;
     let class = class_in_path(&name)?;
     let Some(metadata) = app.host.read().class_metadata(&class) else {
         return Err(ApiError::not_found(format!(
@@ -154,7 +154,11 @@ pub async fn update_metadata(
     body: JsonBody,
 ) -> ApiResult {
     let value = body.value()?;
-    authorize(&ctx, app.config.policy, Action::ClassMetadataUpdate)?;
+    authorize(
+        &ctx,
+        app.config.settings.policy,
+        Action::ClassMetadataUpdate,
+    )?;
     let metadata = metadata(value)?;
     let class = class_in_path(&name)?;
     let set = app

@@ -16,7 +16,7 @@ use crate::{wire, AppState};
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require(6)?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, Action::TraitsList)?;
+    authorize(&ctx, app.config.settings.policy, Action::TraitsList)?;
     let TraitsQuery { name, associated } = TraitsQuery::read(raw.as_deref())?;
     let (names, last_modified) = {
         let view = app.host.read();
@@ -47,7 +47,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
 /// `GET /traits/{name}`: 204 if it exists.
 pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, Action::TraitsShow)?;
+    authorize(&ctx, app.config.settings.policy, Action::TraitsShow)?;
     let created = {
         let view = app.host.read();
         // Text that is no trait name names no trait.
@@ -63,7 +63,7 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String
 /// `PUT /traits/{name}`: create a custom trait (201) or confirm it exists (204).
 pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, Action::TraitsUpdate)?;
+    authorize(&ctx, app.config.settings.policy, Action::TraitsUpdate)?;
     let parsed = parse_custom_trait(&name)?;
     let created_trait = parsed.clone();
     let ensured = app
@@ -89,7 +89,7 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
 /// `DELETE /traits/{name}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>) -> ApiResult {
     ctx.require(6)?;
-    authorize(&ctx, app.config.policy, Action::TraitsDelete)?;
+    authorize(&ctx, app.config.settings.policy, Action::TraitsDelete)?;
     // A name that is not well formed names no trait: the same 404 as an unknown one.
     let name = TraitName::parse(&name)
         .ok_or_else(|| ApiError::not_found(format!("No such trait(s): {name}.")))?;

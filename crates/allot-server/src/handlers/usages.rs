@@ -47,7 +47,7 @@ pub async fn provider_usages(
 ) -> ApiResult {
     path.raw()?;
     ctx.require_json_accept()?;
-    authorize(&ctx, app.config.policy, PROVIDER_USAGES)?;
+    authorize(&ctx, app.config.settings.policy, PROVIDER_USAGES)?;
     let response = {
         let view = app.host.read();
         // The lookup's words, wrapped in the endpoint's.
@@ -137,7 +137,7 @@ pub async fn total_usages(
     // Policy looks at the project asked about before the query is validated.
     authorize_target(
         &ctx,
-        app.config.policy,
+        app.config.settings.policy,
         TOTAL_USAGES,
         query.text("project_id"),
     )?;

@@ -27,7 +27,7 @@ pub enum Expiry {
 
 impl Expiry {
     /// When a claim created at `now` expires (None: never), `default` being the
-    /// server's expiry in seconds (`Config::claim_expires_in`) for a request that
+    /// server's expiry in seconds (`Settings::claim_expires_in`) for a request that
     /// names none. An expiry past any representable time is refused, as a request
     /// the rule cannot take.
     pub fn at(self, default: Option<i64>, now: Timestamp) -> allot_core::Result<Option<Timestamp>> {

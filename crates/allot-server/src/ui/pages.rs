@@ -244,7 +244,7 @@ impl<'a> HeadroomForm<'a> {
 async fn count_headroom(viewer: &Viewer, query: &str) -> Result<wire::Headroom, UiError> {
     let now = viewer.app.host.now();
     let question = crate::request::headroom::parse(Some(query), now)?;
-    let options = viewer.app.config.search_options();
+    let options = viewer.app.config.settings.search_options();
     let host = viewer.app.host.clone();
     let answer = crate::handlers::off_workers("headroom", move || {
         crate::handlers::headroom::answer(&host.read(), &question, &options)

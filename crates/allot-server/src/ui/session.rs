@@ -247,7 +247,7 @@ impl Viewer {
     /// Whether the API would allow the caller `action` (the same check, on the same
     /// rules).
     pub fn may(&self, action: Action) -> bool {
-        authorize(&self.ctx, self.app.config.policy, action).is_ok()
+        authorize(&self.ctx, self.app.config.settings.policy, action).is_ok()
     }
 
     /// Refuses the page (403, naming the rule) unless every action is allowed.

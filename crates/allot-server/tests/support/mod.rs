@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use allot_server::{router, AppState, Config, PolicyMode};
+use allot_server::{router, AppState, Config, PolicyMode, Settings};
 use allot_store::{Host, Store};
 
 /// The time every test server's clock reads.
@@ -27,7 +27,10 @@ pub fn state_of(host: Host) -> AppState {
     AppState {
         host,
         config: Arc::new(Config {
-            policy: PolicyMode::Legacy,
+            settings: Settings {
+                policy: PolicyMode::Legacy,
+                ..Settings::default()
+            },
             ..Config::default()
         }),
     }

@@ -220,6 +220,37 @@ impl ReaderTally {
         self.latencies.extend(other.latencies);
         self.errors.merge(other.errors);
     }
+
+    /// The readers' table, under the claims'.
+    fn print(&self, args: &ClaimsArgs) {
+        println!(
+            "{:>10} {:>10} {:>10} {:>10} {:>8}",
+            "readers", "queries", "p50 ms", "p99 ms", "errors"
+        );
+        println!(
+            "{:>10} {:>10} {:>10.3} {:>10.3} {:>8}",
+            format!("{}x{}", args.readers, args.reader_query),
+            self.latencies.len(),
+            ms(percentile(&self.latencies, 0.50)),
+            ms(percentile(&self.latencies, 0.99)),
+            self.errors.total()
+        );
+        for (what, n) in self.errors.iter() {
+            println!("  reader errors {what}: {n}");
+        }
+    }
+
+    /// The readers' figures as the `--json` file holds them.
+    fn json(&self, args: &ClaimsArgs) -> Value {
+        json!({
+            "clients": args.readers,
+            "query": args.reader_query,
+            "queries": self.latencies.len(),
+            "p50_ms": ms(percentile(&self.latencies, 0.50)),
+            "p99_ms": ms(percentile(&self.latencies, 0.99)),
+            "errors": self.errors,
+        })
+    }
 }
 
 /// One reader until the deadline: the same candidate query, back to back. The body
@@ -380,25 +411,7 @@ async fn client_loop(
 }
 
 pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
-    if args.shape != Shape::Flat {
-        bail!(
-            "--shape {}: claims run on a seeded flat shape only",
-            args.shape.name()
-        );
-    }
-    // Checked even without readers: a misspelt name must not pass unnoticed.
-    let queries = args.shape.queries();
-    let Some((_, reader_query)) = queries.iter().find(|(name, _)| *name == args.reader_query)
-    else {
-        let names: Vec<&str> = queries.iter().map(|(name, _)| *name).collect();
-        bail!(
-            "--reader-query {}: not a query of {} (one of {})",
-            args.reader_query,
-            args.shape.name(),
-            names.join(", ")
-        );
-    };
-    let reader_path = format!("/allocation_candidates?{reader_query}");
+    let reader_path = reader_path(&args)?;
     let endpoint = &args.endpoint;
     let mut clients = Vec::new();
     for url in std::iter::once(&endpoint.url).chain(&args.also_url) {
@@ -420,50 +433,9 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     // One request to each node first, so that a wrong URL or token fails loudly
     // instead of as a table full of errors.
     for client in &clients {
-        let probe = client
-            .request(
-                Method::GET,
-                &format!("/resource_providers/{}", named("cn0")),
-                None,
-            )
-            .await?;
-        if probe.status != StatusCode::OK {
-            bail!(
-                "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
-                client.base(),
-                probe.status
-            );
-        }
+        check_seeded(client).await?;
     }
-    let node = |k: u32| clients[k as usize % clients.len()].clone();
-
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(args.seconds);
-    let readers: Vec<_> = (0..args.readers)
-        .map(|k| tokio::spawn(reader_loop(node(k), reader_path.clone(), deadline)))
-        .collect();
-    let workers: Vec<_> = (0..args.concurrency)
-        .map(|k| {
-            let rng = Rng::new(args.seed.wrapping_add(u64::from(k)));
-            tokio::spawn(client_loop(
-                node(k),
-                args.mode,
-                args.roots,
-                rng,
-                claim_as.clone(),
-                deadline,
-            ))
-        })
-        .collect();
-    let mut tally = Tally::default();
-    for worker in workers {
-        tally.merge(worker.await.context("a client panicked")?);
-    }
-    let wall = started.elapsed();
-    let mut reader_tally = ReaderTally::default();
-    for reader in readers {
-        reader_tally.merge(reader.await.context("a reader panicked")?);
-    }
+    let (tally, reader_tally, wall) = run_clients(&args, &clients, &reader_path, &claim_as).await?;
     let rss = read_rss_sum(&args.pid)?;
     // Every client has its answers: a single node shows its writes at once, other
     // nodes follow the shared log and get a moment to catch up.
@@ -489,21 +461,7 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         .join(" ");
     report.print(&args, &bases, &tally);
     if args.readers > 0 {
-        println!(
-            "{:>10} {:>10} {:>10} {:>10} {:>8}",
-            "readers", "queries", "p50 ms", "p99 ms", "errors"
-        );
-        println!(
-            "{:>10} {:>10} {:>10.3} {:>10.3} {:>8}",
-            format!("{}x{}", args.readers, args.reader_query),
-            reader_tally.latencies.len(),
-            ms(percentile(&reader_tally.latencies, 0.50)),
-            ms(percentile(&reader_tally.latencies, 0.99)),
-            reader_tally.errors.total()
-        );
-        for (what, n) in reader_tally.errors.iter() {
-            println!("  reader errors {what}: {n}");
-        }
+        reader_tally.print(&args);
     }
     if let Some((current, peak)) = rss {
         println!(
@@ -530,14 +488,7 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         };
         value["rss_kb"] = rss_json(rss);
         value["readers"] = if args.readers > 0 {
-            json!({
-                "clients": args.readers,
-                "query": args.reader_query,
-                "queries": reader_tally.latencies.len(),
-                "p50_ms": ms(percentile(&reader_tally.latencies, 0.50)),
-                "p99_ms": ms(percentile(&reader_tally.latencies, 0.99)),
-                "errors": reader_tally.errors,
-            })
+            reader_tally.json(&args)
         } else {
             Value::Null
         };
@@ -546,6 +497,89 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     }
     // Last, so that the figures are out before the run fails on them.
     held.map(drop)
+}
+
+/// The readers' candidate query, `--reader-query` of the shape, checked even without
+/// readers: a misspelt name must not pass unnoticed.
+fn reader_path(args: &ClaimsArgs) -> anyhow::Result<String> {
+    if args.shape != Shape::Flat {
+        bail!(
+            "--shape {}: claims run on a seeded flat shape only",
+            args.shape.name()
+        );
+    }
+    let queries = args.shape.queries();
+    let Some((_, reader_query)) = queries.iter().find(|(name, _)| *name == args.reader_query)
+    else {
+        let names: Vec<&str> = queries.iter().map(|(name, _)| *name).collect();
+        bail!(
+            "--reader-query {}: not a query of {} (one of {})",
+            args.reader_query,
+            args.shape.name(),
+            names.join(", ")
+        );
+    };
+    Ok(format!("/allocation_candidates?{reader_query}"))
+}
+
+/// Fails unless `client`'s server has the flat shape's first root: a wrong URL or
+/// token then fails loudly, before the run, instead of as a table full of errors.
+pub(super) async fn check_seeded(client: &Client) -> anyhow::Result<()> {
+    let probe = client
+        .request(
+            Method::GET,
+            &format!("/resource_providers/{}", named("cn0")),
+            None,
+        )
+        .await?;
+    if probe.status != StatusCode::OK {
+        bail!(
+            "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
+            client.base(),
+            probe.status
+        );
+    }
+    Ok(())
+}
+
+/// The claiming clients and the readers, client K and reader K on node K mod N,
+/// until the deadline; what they saw, and the wall time until the last claiming
+/// client was done.
+async fn run_clients(
+    args: &ClaimsArgs,
+    clients: &[Client],
+    reader_path: &str,
+    claim_as: &ClaimAs,
+) -> anyhow::Result<(Tally, ReaderTally, Duration)> {
+    let node = |k: u32| clients[k as usize % clients.len()].clone();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+    let readers: Vec<_> = (0..args.readers)
+        .map(|k| tokio::spawn(reader_loop(node(k), reader_path.to_owned(), deadline)))
+        .collect();
+    let workers: Vec<_> = (0..args.concurrency)
+        .map(|k| {
+            let rng = Rng::new(args.seed.wrapping_add(u64::from(k)));
+            tokio::spawn(client_loop(
+                node(k),
+                args.mode,
+                args.roots,
+                rng,
+                claim_as.clone(),
+                deadline,
+            ))
+        })
+        .collect();
+    let mut tally = Tally::default();
+    for worker in workers {
+        tally.merge(worker.await.context("a client panicked")?);
+    }
+    let wall = started.elapsed();
+    let mut reader_tally = ReaderTally::default();
+    for reader in readers {
+        reader_tally.merge(reader.await.context("a reader panicked")?);
+    }
+    Ok((tally, reader_tally, wall))
 }
 
 /// The figures derived from a run.

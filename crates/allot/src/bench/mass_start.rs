@@ -27,16 +27,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use allot_client::{Client, Method, StatusCode};
+use allot_client::{Client, Method, ProjectUsages, StatusCode};
 use anyhow::{bail, Context};
 use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::claims::{claim_body, is_generation_conflict, minor, send, ClaimAs, Errors};
+use super::claims::{
+    check_seeded, claim_body, is_generation_conflict, minor, send, ClaimAs, Errors,
+};
 use super::held::{self, Holding, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
-use super::shapes::{named, PROJECT, USER};
+use super::shapes::{PROJECT, USER};
 use super::Endpoint;
 
 /// The flavour: `small` of the flat shape, without its `limit`.
@@ -454,55 +456,13 @@ pub async fn mass_start(args: MassStartArgs) -> anyhow::Result<()> {
     if !["none", "different_roots"].contains(&args.affinity.as_str()) {
         bail!("--affinity {}: none or different_roots", args.affinity);
     }
-    let probe = client
-        .request(
-            Method::GET,
-            &format!("/resource_providers/{}", named("cn0")),
-            None,
-        )
-        .await?;
-    if probe.status != StatusCode::OK {
-        bail!(
-            "GET {}/resource_providers/{{cn0}}: {} (is the flat shape seeded there?)",
-            client.base(),
-            probe.status
-        );
-    }
+    check_seeded(&client).await?;
     let claim_as = ClaimAs {
         minor,
         project: format!("{PROJECT}-{}", Uuid::new_v4().simple()).into(),
     };
-    let next = Arc::new(AtomicU32::new(0));
     let started = Instant::now();
-    let tally = match args.way {
-        Way::PickAll => pick_all(&client, &args, &claim_as).await,
-        way => {
-            let candidates = format!("/allocation_candidates?{FLAVOUR}&limit={}", args.limit);
-            let body = pick_body(&args, &claim_as);
-            let workers: Vec<_> = (0..args.schedulers)
-                .map(|_| {
-                    let (client, next) = (client.clone(), next.clone());
-                    match way {
-                        Way::Nova => tokio::spawn(nova_scheduler(
-                            client,
-                            next,
-                            args.instances,
-                            candidates.clone(),
-                            claim_as.clone(),
-                        )),
-                        _ => {
-                            tokio::spawn(pick_scheduler(client, next, args.instances, body.clone()))
-                        }
-                    }
-                })
-                .collect();
-            let mut tally = Tally::default();
-            for worker in workers {
-                tally.merge(worker.await.context("a scheduler panicked")?);
-            }
-            tally
-        }
-    };
+    let tally = place(&client, &args, &claim_as).await?;
     let wall = started.elapsed();
     let rss = read_rss_sum(&args.pid)?;
     let held = held::verify(
@@ -514,98 +474,18 @@ pub async fn mass_start(args: MassStartArgs) -> anyhow::Result<()> {
     )
     .await;
     let over = check_capacity(&client, &tally.providers).await;
-
-    let placed = tally.ledger.accepted;
-    println!(
-        "mass start {} of {} `small` on flat ({} roots), {} against {}",
-        args.way.name(),
-        args.instances,
-        args.roots,
-        match args.way {
-            Way::PickAll => format!("one request, affinity {}", args.affinity),
-            _ => format!("{} schedulers", args.schedulers),
-        },
-        client.base()
-    );
-    println!(
-        "{:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>7}",
-        "wall s",
-        "placed",
-        "unplaced",
-        "requests",
-        "409 gen",
-        "409 cap",
-        "retries",
-        "p50 ms",
-        "p99 ms"
-    );
-    println!(
-        "{:>9.3} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10.3} {:>7.1}",
-        wall.as_secs_f64(),
-        placed,
-        tally.unplaced,
-        tally.requests,
-        tally.conflicts_generation,
-        tally.conflicts_capacity,
-        tally.retries,
-        ms(percentile(&tally.latencies, 0.50)),
-        ms(percentile(&tally.latencies, 0.99)),
-    );
-    for (what, n) in tally.errors.iter() {
-        println!("  errors {what}: {n}");
-    }
-    match &held {
-        Ok(_) => println!("  held: the server holds exactly what it accepted"),
-        Err(why) => println!("  NOT HELD: {why:#}"),
-    }
-    match &over {
-        Ok(over) if over.is_empty() => println!(
-            "  over-commit: none on the {} providers claimed on",
-            tally.providers.len()
-        ),
-        Ok(over) => println!(
-            "  OVER-COMMIT on {} classes:\n    {}",
-            over.len(),
-            over.join("\n    ")
-        ),
-        Err(why) => println!("  over-commit check failed: {why:#}"),
-    }
-    if let Some((current, peak)) = rss {
-        println!(
-            "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
-            args.pid
-        );
-    }
+    let run = Run {
+        client: &client,
+        claim_as: &claim_as,
+        tally: &tally,
+        wall,
+        rss,
+        held: &held,
+        over: &over,
+    };
+    run.print(&args);
     if let Some(file) = &args.json {
-        let value = json!({
-            "way": args.way.name(),
-            "roots": args.roots,
-            "instances": args.instances,
-            "schedulers": if args.way == Way::PickAll { 1 } else { args.schedulers },
-            "affinity": if args.way == Way::PickAll { Some(&args.affinity) } else { None },
-            "sort": if args.way == Way::Pick { Some(&args.sort) } else { None },
-            "limit": if args.way == Way::Nova { Some(args.limit) } else { None },
-            "url": client.base(),
-            "project_id": &*claim_as.project,
-            "wall_s": wall.as_secs_f64(),
-            "placed": placed,
-            "unplaced": tally.unplaced,
-            "requests": tally.requests,
-            "conflicts_generation": tally.conflicts_generation,
-            "conflicts_capacity": tally.conflicts_capacity,
-            "retries": tally.retries,
-            "errors": tally.errors,
-            "p50_ms": ms(percentile(&tally.latencies, 0.50)),
-            "p99_ms": ms(percentile(&tally.latencies, 0.99)),
-            "providers_claimed_on": tally.providers.len(),
-            "held": held.as_ref().map_or_else(|why| json!({"error": format!("{why:#}")}), |_| json!(true)),
-            "over_capacity": match &over {
-                Ok(over) => json!(over),
-                Err(why) => json!({"error": format!("{why:#}")}),
-            },
-            "rss_kb": rss_json(rss),
-        });
-        std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
+        std::fs::write(file, serde_json::to_string_pretty(&run.json(&args))? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }
     // Last, so that the figures are out before the run fails on them.
@@ -615,6 +495,153 @@ pub async fn mass_start(args: MassStartArgs) -> anyhow::Result<()> {
         bail!("{} classes over capacity after the run", over.len());
     }
     Ok(())
+}
+
+/// Places every instance the way `--way` says: one request for all (`pick-all`), or
+/// `--schedulers` concurrent schedulers taking the next instance until none is left.
+async fn place(client: &Client, args: &MassStartArgs, claim_as: &ClaimAs) -> anyhow::Result<Tally> {
+    if args.way == Way::PickAll {
+        return Ok(pick_all(client, args, claim_as).await);
+    }
+    let next = Arc::new(AtomicU32::new(0));
+    let candidates = format!("/allocation_candidates?{FLAVOUR}&limit={}", args.limit);
+    let body = pick_body(args, claim_as);
+    let workers: Vec<_> = (0..args.schedulers)
+        .map(|_| {
+            let (client, next) = (client.clone(), next.clone());
+            match args.way {
+                Way::Nova => tokio::spawn(nova_scheduler(
+                    client,
+                    next,
+                    args.instances,
+                    candidates.clone(),
+                    claim_as.clone(),
+                )),
+                _ => tokio::spawn(pick_scheduler(client, next, args.instances, body.clone())),
+            }
+        })
+        .collect();
+    let mut tally = Tally::default();
+    for worker in workers {
+        tally.merge(worker.await.context("a scheduler panicked")?);
+    }
+    Ok(tally)
+}
+
+/// A finished run and its checks, for the report.
+struct Run<'a> {
+    client: &'a Client,
+    claim_as: &'a ClaimAs,
+    tally: &'a Tally,
+    /// From the start to the last instance placed.
+    wall: Duration,
+    /// The server's (VmRSS, VmHWM), with `--pid`.
+    rss: Option<(u64, u64)>,
+    /// The read-back: the server holds exactly what it accepted.
+    held: &'a anyhow::Result<ProjectUsages>,
+    /// The over-commit check: one line per class over capacity.
+    over: &'a anyhow::Result<Vec<String>>,
+}
+
+impl Run<'_> {
+    /// The report on stdout: a line saying what ran, the figures' table, then the
+    /// checks.
+    fn print(&self, args: &MassStartArgs) {
+        let tally = self.tally;
+        println!(
+            "mass start {} of {} `small` on flat ({} roots), {} against {}",
+            args.way.name(),
+            args.instances,
+            args.roots,
+            match args.way {
+                Way::PickAll => format!("one request, affinity {}", args.affinity),
+                _ => format!("{} schedulers", args.schedulers),
+            },
+            self.client.base()
+        );
+        println!(
+            "{:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>7}",
+            "wall s",
+            "placed",
+            "unplaced",
+            "requests",
+            "409 gen",
+            "409 cap",
+            "retries",
+            "p50 ms",
+            "p99 ms"
+        );
+        println!(
+            "{:>9.3} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10.3} {:>7.1}",
+            self.wall.as_secs_f64(),
+            tally.ledger.accepted,
+            tally.unplaced,
+            tally.requests,
+            tally.conflicts_generation,
+            tally.conflicts_capacity,
+            tally.retries,
+            ms(percentile(&tally.latencies, 0.50)),
+            ms(percentile(&tally.latencies, 0.99)),
+        );
+        for (what, n) in tally.errors.iter() {
+            println!("  errors {what}: {n}");
+        }
+        match self.held {
+            Ok(_) => println!("  held: the server holds exactly what it accepted"),
+            Err(why) => println!("  NOT HELD: {why:#}"),
+        }
+        match self.over {
+            Ok(over) if over.is_empty() => println!(
+                "  over-commit: none on the {} providers claimed on",
+                tally.providers.len()
+            ),
+            Ok(over) => println!(
+                "  OVER-COMMIT on {} classes:\n    {}",
+                over.len(),
+                over.join("\n    ")
+            ),
+            Err(why) => println!("  over-commit check failed: {why:#}"),
+        }
+        if let Some((current, peak)) = self.rss {
+            println!(
+                "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
+                args.pid
+            );
+        }
+    }
+
+    /// The report as the `--json` file holds it.
+    fn json(&self, args: &MassStartArgs) -> Value {
+        let tally = self.tally;
+        json!({
+            "way": args.way.name(),
+            "roots": args.roots,
+            "instances": args.instances,
+            "schedulers": if args.way == Way::PickAll { 1 } else { args.schedulers },
+            "affinity": if args.way == Way::PickAll { Some(&args.affinity) } else { None },
+            "sort": if args.way == Way::Pick { Some(&args.sort) } else { None },
+            "limit": if args.way == Way::Nova { Some(args.limit) } else { None },
+            "url": self.client.base(),
+            "project_id": &*self.claim_as.project,
+            "wall_s": self.wall.as_secs_f64(),
+            "placed": tally.ledger.accepted,
+            "unplaced": tally.unplaced,
+            "requests": tally.requests,
+            "conflicts_generation": tally.conflicts_generation,
+            "conflicts_capacity": tally.conflicts_capacity,
+            "retries": tally.retries,
+            "errors": tally.errors,
+            "p50_ms": ms(percentile(&tally.latencies, 0.50)),
+            "p99_ms": ms(percentile(&tally.latencies, 0.99)),
+            "providers_claimed_on": tally.providers.len(),
+            "held": self.held.as_ref().map_or_else(|why| json!({"error": format!("{why:#}")}), |_| json!(true)),
+            "over_capacity": match self.over {
+                Ok(over) => json!(over),
+                Err(why) => json!({"error": format!("{why:#}")}),
+            },
+            "rss_kb": rss_json(self.rss),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -213,42 +213,93 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let queries: Vec<(String, String)> = match args.shape {
+    let results = time_queries(&args, &a, b.as_ref()).await?;
+    let rss = read_rss_sum(&args.pid)?;
+    let b_rss = read_rss_sum(&args.compare_pid)?;
+    let unequal = print_table(&args, &a, b.as_ref(), &results, [rss, b_rss]);
+    if let Some(file) = &args.json {
+        write_json(file, &args, &a, b.as_ref(), &results, [rss, b_rss])?;
+    }
+    if !unequal.is_empty() {
+        bail!(
+            "the two servers returned different candidate counts for {}: \
+             their timings compare unequal work, so no ratio is given",
+            unequal.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// One query's results on both servers.
+struct Timed {
+    /// The shape's name for the query, or the path given.
+    name: String,
+    path: String,
+    a: Stats,
+    /// Server B's, with `--compare`.
+    b: Option<Stats>,
+    /// B against A, with `--compare`.
+    comparison: Option<Comparison>,
+}
+
+/// The paths to time, by name: the shape's queries, or the `--path`s given.
+fn paths(args: &QueryArgs) -> Vec<(String, String)> {
+    match args.shape {
         Some(shape) if args.path.is_empty() => shape
             .queries()
             .into_iter()
             .map(|(name, q)| (name.to_owned(), format!("/allocation_candidates?{q}")))
             .collect(),
         _ => args.path.iter().map(|p| (p.clone(), p.clone())).collect(),
-    };
+    }
+}
 
+/// Each query's warm-up and timed runs, the two servers alternating request by
+/// request so that a noisy neighbour slows both alike.
+async fn time_queries(
+    args: &QueryArgs,
+    a: &Client,
+    b: Option<&Client>,
+) -> anyhow::Result<Vec<Timed>> {
     let timeout = args.timeout.map(Duration::from_secs);
     let mut results = Vec::new();
-    for (name, path) in &queries {
+    for (name, path) in paths(args) {
         let mut sa = Stats::new();
-        let mut sb = b.as_ref().map(|_| Stats::new());
+        let mut sb = b.map(|_| Stats::new());
         // Warm-up: fills caches and the connection pool; not counted.
         for counted in std::iter::once(false).chain(std::iter::repeat_n(true, args.runs as usize)) {
-            sa.run(&a, path, timeout, counted).await?;
-            if let (Some(b), Some(sb)) = (&b, &mut sb) {
-                sb.run(b, path, timeout, counted).await?;
+            sa.run(a, &path, timeout, counted).await?;
+            if let (Some(b), Some(sb)) = (b, &mut sb) {
+                sb.run(b, &path, timeout, counted).await?;
             }
         }
         let comparison = sb.as_ref().map(|sb| Comparison::of(&sa, sb));
-        results.push((name.clone(), path.clone(), sa, sb, comparison));
+        results.push(Timed {
+            name,
+            path,
+            a: sa,
+            b: sb,
+            comparison,
+        });
     }
-    let rss = read_rss_sum(&args.pid)?;
-    let b_rss = read_rss_sum(&args.compare_pid)?;
+    Ok(results)
+}
 
-    // The human table.
+/// The human table on stdout, with a line under it for each query that got no ratio
+/// and the servers' RSS; returns the names of those queries.
+fn print_table<'a>(
+    args: &QueryArgs,
+    a: &Client,
+    b: Option<&Client>,
+    results: &'a [Timed],
+    [rss, b_rss]: [Option<(u64, u64)>; 2],
+) -> Vec<&'a str> {
     let shape = args.shape.map_or("-", Shape::name);
     println!(
         "shape {shape}, {} runs per query after a warm-up; A = {}{}",
         args.runs,
         a.base(),
-        b.as_ref()
-            .map(|b| format!(", B = {}", b.base()))
-            .unwrap_or_default()
+        b.map(|b| format!(", B = {}", b.base())).unwrap_or_default()
     );
     let mut header = format!(
         "{:<12} {:>10} {:>10} {:>10}",
@@ -274,18 +325,21 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
             )
         }
     };
-    for (name, _, sa, sb, comparison) in &results {
-        let mut line = format!("{:<12} {}", name, cells(sa));
-        if let (Some(sb), Some(comparison)) = (sb, comparison) {
+    for timed in results {
+        let mut line = format!("{:<12} {}", timed.name, cells(&timed.a));
+        if let (Some(sb), Some(comparison)) = (&timed.b, &timed.comparison) {
             line.push_str(&format!(" | {} {}", cells(sb), comparison.cell()));
         }
         println!("{line}");
     }
     let mut unequal = Vec::new();
-    for (name, _, _, _, comparison) in &results {
-        if let Some(why) = comparison.as_ref().and_then(Comparison::unequal) {
-            println!("{name}: no ratio: {why}; the two servers did different work");
-            unequal.push(name.as_str());
+    for timed in results {
+        if let Some(why) = timed.comparison.as_ref().and_then(Comparison::unequal) {
+            println!(
+                "{}: no ratio: {why}; the two servers did different work",
+                timed.name
+            );
+            unequal.push(timed.name.as_str());
         }
     }
     for (label, pids, rss) in [
@@ -296,42 +350,43 @@ pub async fn query(args: QueryArgs) -> anyhow::Result<()> {
             println!("{label} pid {pids:?}: VmRSS {current} kB, VmHWM {peak} kB");
         }
     }
+    unequal
+}
 
-    if let Some(file) = &args.json {
-        let queries: Vec<Value> = results
-            .iter()
-            .map(|(name, path, sa, sb, comparison)| {
-                json!({
-                    "name": name,
-                    "path": path,
-                    "a": sa.json(),
-                    "b": sb.as_ref().map(Stats::json),
-                    "ratio_p50": comparison.as_ref().and_then(Comparison::ratio),
-                    "unequal": comparison.as_ref().and_then(Comparison::unequal),
-                })
+/// The results as the `--json` file holds them.
+fn write_json(
+    file: &std::path::Path,
+    args: &QueryArgs,
+    a: &Client,
+    b: Option<&Client>,
+    results: &[Timed],
+    [rss, b_rss]: [Option<(u64, u64)>; 2],
+) -> anyhow::Result<()> {
+    let queries: Vec<Value> = results
+        .iter()
+        .map(|timed| {
+            json!({
+                "name": timed.name,
+                "path": timed.path,
+                "a": timed.a.json(),
+                "b": timed.b.as_ref().map(Stats::json),
+                "ratio_p50": timed.comparison.as_ref().and_then(Comparison::ratio),
+                "unequal": timed.comparison.as_ref().and_then(Comparison::unequal),
             })
-            .collect();
-        let report = json!({
-            "shape": args.shape.map(Shape::name),
-            "runs": args.runs,
-            "timeout_s": args.timeout,
-            "a": a.base(),
-            "b": b.as_ref().map(Client::base),
-            "queries": queries,
-            "rss_kb": rss_json(rss),
-            "b_rss_kb": rss_json(b_rss),
-        });
-        std::fs::write(file, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("writing {}", file.display()))?;
-    }
-    if !unequal.is_empty() {
-        bail!(
-            "the two servers returned different candidate counts for {}: \
-             their timings compare unequal work, so no ratio is given",
-            unequal.join(", ")
-        );
-    }
-    Ok(())
+        })
+        .collect();
+    let report = json!({
+        "shape": args.shape.map(Shape::name),
+        "runs": args.runs,
+        "timeout_s": args.timeout,
+        "a": a.base(),
+        "b": b.map(Client::base),
+        "queries": queries,
+        "rss_kb": rss_json(rss),
+        "b_rss_kb": rss_json(b_rss),
+    });
+    std::fs::write(file, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("writing {}", file.display()))
 }
 
 /// What may be said of server B against server A on one query.

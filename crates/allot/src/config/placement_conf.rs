@@ -31,7 +31,8 @@ use anyhow::{anyhow, Context};
 use ini::{Ini, ParseOption};
 
 use super::layers::{values, Values};
-use super::{parse_bool, parse_count, AuthMode, Layer, Policy};
+use super::parse::{parse_bool, parse_count};
+use super::{AuthMode, Layer, Policy};
 
 /// What a placement.conf gives.
 #[derive(Debug, Clone, Default)]
