@@ -171,7 +171,7 @@ fn interim_inventories(
         {
             return Err(malformed(class.as_str()));
         }
-        let p = next.provider(*id).expect("checked above");
+        let p = next.provider(*id).expect("a reshape target exists (`reshape_targets`)");
         let mut union: BTreeMap<ResourceClass, Inventory> = p
             .inventories
             .iter()
@@ -202,7 +202,7 @@ fn final_inventories(
     now: Timestamp,
 ) -> crate::Result<()> {
     for (id, request) in targets {
-        let p = next.provider(*id).expect("checked above");
+        let p = next.provider(*id).expect("a reshape target exists (`reshape_targets`)");
         let mut in_use: Vec<&str> = p
             .inventories
             .keys()
