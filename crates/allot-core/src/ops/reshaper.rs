@@ -171,7 +171,9 @@ fn interim_inventories(
         {
             return Err(malformed(class.as_str()));
         }
-        let p = next.provider(*id).expect("a reshape target exists (`reshape_targets`)");
+        let p = next
+            .provider(*id)
+            .expect("a reshape target exists (`reshape_targets`)");
         let mut union: BTreeMap<ResourceClass, Inventory> = p
             .inventories
             .iter()
@@ -202,7 +204,9 @@ fn final_inventories(
     now: Timestamp,
 ) -> crate::Result<()> {
     for (id, request) in targets {
-        let p = next.provider(*id).expect("a reshape target exists (`reshape_targets`)");
+        let p = next
+            .provider(*id)
+            .expect("a reshape target exists (`reshape_targets`)");
         let mut in_use: Vec<&str> = p
             .inventories
             .keys()
