@@ -324,8 +324,16 @@ fn every_node_sees_the_providers(nodes: &[Option<Server>]) {
 
 /// `NODES` nodes on `db`'s database.
 fn start_nodes(db: &Database) -> Vec<Option<Server>> {
+    // The role each node hears from its lease is logged at INFO
+    // (`every_other_node_knows_the_writer` reads it); the rest stays at WARN.
+    let args = [
+        "--bind",
+        "127.0.0.1:0",
+        "--log",
+        "warn,allot_server::forward=info",
+    ];
     (0..NODES)
-        .map(|_| Some(Server::start_url(&db.url)))
+        .map(|_| Some(Server::start_args(&db.url, &args, &[])))
         .collect()
 }
 
@@ -447,12 +455,35 @@ fn the_writer(nodes: &[Option<Server>], bound: Duration) -> usize {
 
 const FORWARDED: &str = "allot_forwarded_writes_total{outcome=\"forwarded\"}";
 
+/// Until every live node but `writer` has heard who writes for the cluster. A node's
+/// lease thread looks the holder up once a second, so right after the lease is taken
+/// another node may not know yet, and writes for itself (correctly, under the log's
+/// lock) instead of forwarding: what a test that counts forwarded writes must wait out.
+fn every_other_node_knows_the_writer(nodes: &[Option<Server>], writer: usize) {
+    converge(Duration::from_secs(10), || {
+        nodes
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| *n != writer)
+            .filter_map(|(_, node)| node.as_ref())
+            .all(|node| {
+                node.log()
+                    .iter()
+                    .rev()
+                    .find(|line| line.contains("the cluster's writer"))
+                    .is_some_and(|line| line.contains("At("))
+            })
+    });
+}
+
 /// `NODES` nodes on `db`'s database, the one that holds the writer's lease second
-/// (where `storm` ends a node), with the providers made and seen by every node.
+/// (where `storm` ends a node) and known as the writer by the others, with the
+/// providers made and seen by every node.
 fn nodes_with_the_writer_second(db: &Database) -> Vec<Option<Server>> {
     let mut nodes = start_nodes(db);
     let writer = the_writer(&nodes, Duration::from_secs(10));
     nodes.swap(writer, 1);
+    every_other_node_knows_the_writer(&nodes, 1);
     create_providers(&nodes[0].as_ref().unwrap().client());
     every_node_sees_the_providers(&nodes);
     nodes
