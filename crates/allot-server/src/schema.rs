@@ -177,7 +177,7 @@ pub fn validate(instance: &Value, schema: &Value) -> Result<(), SchemaError> {
 /// final line break), as `re.search` applies it. Compiled once per pattern and shared:
 /// a clone of a `Regex` gets caches of its own, so a clone per check rebuilt the lazy
 /// DFA's states on every request (17 of the HTTP workers' 41–45 µs per claim in a
-/// claim storm; ARCHITECTURE.md, "Item 11").
+/// claim storm; docs/design/shared-regex.md).
 fn regex(pattern: &str) -> Arc<Regex> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);

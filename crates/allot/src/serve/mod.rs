@@ -62,7 +62,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// not answer faster (the search is CPU work), and the extra core's worth leaves room
 /// for writes waiting on SQLite. What freed memory does afterwards is the
 /// allocator's business (`allocator`): jemalloc hands it back within a second. See
-/// ARCHITECTURE.md, "Memory".
+/// docs/design/transient-memory.md.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()
