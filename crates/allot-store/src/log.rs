@@ -76,23 +76,26 @@ pub fn encode_into(changes: &[Change], record: &mut Vec<u8>) {
 /// [`StoreError::Corrupt`], saying why: another version, or which change (its
 /// place and kind) does not decode.
 pub fn decode(record: &[u8]) -> Result<Vec<Change>, StoreError> {
-    decode_as(record, "change log record")
+    decode_as(record, None)
 }
 
 /// The changes of commit `seq`'s record; an error names the commit.
 pub(crate) fn decode_commit(seq: i64, record: &[u8]) -> Result<Vec<Change>, StoreError> {
-    decode_as(record, &format!("change log commit {seq}"))
+    decode_as(record, Some(seq))
 }
 
-/// [`decode`], its errors beginning with `what`.
-fn decode_as(record: &[u8], what: &str) -> Result<Vec<Change>, StoreError> {
-    let read: In = serde_json::from_slice(record)
-        .map_err(|e| StoreError::Corrupt(format!("{what}: {}", undecodable(record, e))))?;
+/// [`decode`], its errors naming commit `seq` when it is known. The name is only
+/// written on the error path: a follower decodes every commit of the cluster.
+fn decode_as(record: &[u8], seq: Option<i64>) -> Result<Vec<Change>, StoreError> {
+    let corrupt = |why: String| {
+        StoreError::Corrupt(match seq {
+            Some(seq) => format!("change log commit {seq}: {why}"),
+            None => format!("change log record: {why}"),
+        })
+    };
+    let read: In = serde_json::from_slice(record).map_err(|e| corrupt(undecodable(record, e)))?;
     if read.version != VERSION {
-        return Err(StoreError::Corrupt(format!(
-            "{what}: {}",
-            other_version(read.version.into())
-        )));
+        return Err(corrupt(other_version(read.version.into())));
     }
     Ok(read.changes)
 }
