@@ -51,25 +51,25 @@ pub struct Names {
 }
 
 impl Names {
-    /// The names defined in every `.rs` file under `root/crates` (tests included: the
-    /// map may point at a test that guards an invariant), but this crate's, whose
-    /// tests spell names that do not exist on purpose.
-    pub fn of_tree(root: &Path) -> Result<Names, String> {
+    /// The names defined in every `.rs` file under `crates/` of `paths` (the tree's
+    /// listing, [`files`]; tests included: the map may point at a test that guards
+    /// an invariant), but this crate's, whose tests spell names that do not exist on
+    /// purpose.
+    pub fn of_tree(root: &Path, paths: &[String]) -> Result<Names, String> {
         let mut names = Names::default();
-        let this_crate = env!("CARGO_MANIFEST_DIR").replace('\\', "/");
-        for file in files(&root.join("crates"))? {
-            if !file.ends_with(".rs") || file.starts_with(&this_crate) {
-                continue;
-            }
-            let text = fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+        let sources = paths.iter().filter(|p| {
+            p.starts_with("crates/") && p.ends_with(".rs") && !p.starts_with("crates/allot-checks/")
+        });
+        for file in sources {
+            let text = fs::read_to_string(root.join(file)).map_err(|e| format!("{file}: {e}"))?;
             let syntax = syn::parse_file(&text).map_err(|e| format!("{file}: {e}"))?;
-            let name = Path::new(&file)
+            let name = Path::new(file)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned());
             if let Some(stem) = name.filter(|s| s != "mod" && s != "lib" && s != "main") {
                 names.items.insert(stem);
             }
-            if let Some(folder) = Path::new(&file).parent().and_then(Path::file_name) {
+            if let Some(folder) = Path::new(file).parent().and_then(Path::file_name) {
                 names.items.insert(folder.to_string_lossy().into_owned());
             }
             names.visit_file(&syntax);
@@ -241,11 +241,11 @@ fn external_crates(root: &Path) -> Result<BTreeSet<String>, String> {
     Ok(out)
 }
 
-/// Every file and folder under `dir`, as paths with `/`, leaving out `target/` and
-/// `.git/`.
-pub fn files(dir: &Path) -> Result<Vec<String>, String> {
+/// Every file and folder of the tree at `root`, as paths relative to it with `/`
+/// (folders ending in `/`), leaving out `target/` and `.git/`.
+pub fn files(root: &Path) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
+    let mut stack = vec![root.to_path_buf()];
     while let Some(next) = stack.pop() {
         let entries = fs::read_dir(&next).map_err(|e| format!("{}: {e}", next.display()))?;
         for entry in entries.filter_map(Result::ok) {
@@ -254,12 +254,12 @@ pub fn files(dir: &Path) -> Result<Vec<String>, String> {
             if name == ".git" || name == "target" {
                 continue;
             }
-            let text = path.to_string_lossy().replace('\\', "/");
+            let relative = crate::relative(root, &path);
             if path.is_dir() {
-                out.push(format!("{text}/"));
+                out.push(format!("{relative}/"));
                 stack.push(path);
             } else {
-                out.push(text);
+                out.push(relative);
             }
         }
     }

@@ -1,26 +1,14 @@
 //! ARCHITECTURE.md is a map: at most 500 lines, undated, and every file, folder and
 //! `Type::name` it names exists (`allot_checks::map`).
 
-use allot_checks::{map, relative, repo_root};
+use allot_checks::{map, repo_root};
 
 #[test]
 fn the_map_is_short_and_names_what_exists() {
     let root = repo_root();
     let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let paths: Vec<String> = map::files(&root)
-        .expect("the tree can be listed")
-        .iter()
-        .map(|p| {
-            let folder = p.ends_with('/');
-            let rel = relative(&root, std::path::Path::new(p.trim_end_matches('/')));
-            if folder {
-                format!("{rel}/")
-            } else {
-                rel
-            }
-        })
-        .collect();
-    let names = map::Names::of_tree(&root).expect("the workspace's sources parse");
+    let paths = map::files(&root).expect("the tree can be listed");
+    let names = map::Names::of_tree(&root, &paths).expect("the workspace's sources parse");
     let breaches = map::breaches(&text, &paths, &names);
     assert!(
         breaches.is_empty(),
