@@ -319,19 +319,7 @@ impl<'s, 'q> Prepared<'s, 'q> {
         if !self.root_allowed(anchor) {
             return None;
         }
-        let state = self.state;
-        let mut providers: Vec<&'s Provider> = if anchor.children.is_empty() {
-            vec![anchor]
-        } else {
-            state
-                .subtree(anchor.id())
-                .into_iter()
-                .filter_map(|id| state.provider(id))
-                .collect()
-        };
-        let in_tree = providers.len();
-        let tied = self.tied_sharing(anchor.id(), &providers);
-        providers.extend(tied);
+        let (providers, in_tree) = self.anchor_providers(anchor);
         let width = self.classes.len();
         let mut capacity = Vec::with_capacity(providers.len() * width);
         for p in &providers {
@@ -407,9 +395,37 @@ impl<'s, 'q> Prepared<'s, 'q> {
         })
     }
 
+    /// The providers a candidate anchored at `anchor` may use: those of its tree, in
+    /// id order, then the sharing providers tied to it; and how many are of the tree.
+    pub fn anchor_providers(&self, anchor: &'s Provider) -> (Vec<&'s Provider>, usize) {
+        let state = self.state;
+        let mut providers: Vec<&'s Provider> = if anchor.children.is_empty() {
+            vec![anchor]
+        } else {
+            state
+                .subtree(anchor.id())
+                .into_iter()
+                .filter_map(|id| state.provider(id))
+                .collect()
+        };
+        let in_tree = providers.len();
+        let tied = self.tied_sharing(anchor.id(), &providers);
+        providers.extend(tied);
+        (providers, in_tree)
+    }
+
+    /// Whether some sharing provider has an inventory of requested class `k`.
+    pub fn shared_class(&self, k: usize) -> bool {
+        self.sharing.ids.iter().any(|id| {
+            self.state
+                .provider(*id)
+                .is_some_and(|p| p.inventories.contains_key(self.classes[k].as_str()))
+        })
+    }
+
     /// Whether `p` can serve the whole of suffixed group `g` (the anchor and
     /// capacity aside).
-    fn serves_whole_group(&self, g: &Group<'_>, p: &Provider) -> bool {
+    pub fn serves_whole_group(&self, g: &Group<'_>, p: &Provider) -> bool {
         let req = g.request;
         if !g.demands.is_empty() {
             match g.in_tree {

@@ -62,6 +62,7 @@ mod headroom;
 mod search;
 mod summary;
 mod validate;
+mod walk;
 mod weigh;
 
 use std::collections::{BTreeSet, HashSet};
@@ -76,7 +77,7 @@ use crate::state::State;
 pub use explain::{Explanation, GroupExplanation, STAGES};
 pub use headroom::Headroom;
 pub use summary::{ProviderSummary, SummaryResource};
-pub use weigh::{load, Sort, Weigh};
+pub use weigh::{load, Load, Sort, Weigh};
 
 use filter::Prepared;
 use search::{AnchorSearch, Budget, Tables};
@@ -287,6 +288,23 @@ impl State {
             seen: HashSet::new(),
             admit,
         };
+        // A weighed answer with a limit: the first of the order, walked to.
+        let walked = walk::applies(&prep, &query.weigh, query.limit).and_then(|sort| {
+            walk::Walk {
+                prep: &prep,
+                admit,
+                sort,
+                limit: query.limit.unwrap_or(usize::MAX),
+                max_candidates: bound,
+            }
+            .run(&mut budget)
+        });
+        if let Some(requests) = walked {
+            out.truncated = budget.exhausted;
+            out.summaries = self.summarised(&requests, query.nested_aware);
+            out.requests = requests;
+            return Ok(out);
+        }
         let (mut requests, bound_hit) = match options.random_seed {
             Some(seed) if !weighed => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
             _ => gen.in_order(cap, &mut budget),

@@ -1114,7 +1114,7 @@ fn weighing_only_reorders() {
                 reordered += 1;
             }
             // The keys are in order.
-            let keys: Vec<(usize, f64)> = all
+            let keys: Vec<(usize, Load)> = all
                 .requests
                 .iter()
                 .map(|r| {
@@ -1422,4 +1422,155 @@ fn explain_names_the_stage_that_emptied_the_answer() {
     // An unknown class is refused as the search refuses it.
     let q = query(vec![group("", &[("CUSTOM_NOPE", 1)])]);
     assert!(w.state.explain(&q, &options).is_err());
+}
+
+/// A random cloud for the weighed walk: [`random_world`]'s trees and sharing
+/// providers, and beside them flat roots with several classes, uneven usage (often
+/// equal loads, which the walk must break by creation order) and pending claims, some
+/// of which have expired by the time the questions are asked.
+fn weighed_world(rng: &mut Rng) -> World {
+    let mut w = random_world(rng);
+    let classes = ["VCPU", "DISK_GB", "VGPU"];
+    for i in 0..rng.below(12) {
+        let name = format!("flat{i}");
+        w.provider(&name, None);
+        for class in classes {
+            if rng.below(4) > 0 {
+                w.total(&name, class, 2 + rng.below(6) as u64);
+            }
+        }
+        if rng.below(3) == 0 {
+            w.traits(&name, &["CUSTOM_A"]);
+        }
+        if rng.below(3) == 0 {
+            w.aggregates(&name, &[Uuid::from_u128(0xa1 + rng.below(2) as u128)]);
+        }
+    }
+    // Usage in steps of one, so that equal loads are common.
+    let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
+    let mut claim = 0u128;
+    for name in &names {
+        let invs: Vec<String> = w
+            .state
+            .provider_by_name(name)
+            .unwrap()
+            .inventories
+            .keys()
+            .map(|c| c.as_str().to_owned())
+            .collect();
+        for class in invs {
+            if rng.below(3) == 0 {
+                w.allocate(name, &class, 1);
+            }
+            if rng.below(4) == 0 {
+                claim += 1;
+                let expires_at = [None, Some(5), Some(50)][rng.below(3)];
+                let ask = crate::ops::claims::NewClaim {
+                    allocations: vec![crate::ops::allocations::Requested {
+                        provider: World::uuid(name).into(),
+                        class: ResourceClass::requested(&class),
+                        used: 1,
+                    }],
+                    expires_at,
+                    ..crate::testing::pick_claim(claim)
+                };
+                if let Ok((_, changes)) = w.state.plan_create_claim(ask, 0) {
+                    w.state.apply(&changes);
+                }
+            }
+        }
+    }
+    w
+}
+
+/// The weighed walk (`super::walk`) answers exactly as the full order does: for
+/// random clouds (nested trees, sharing providers, allocations, pending claims live
+/// and expired at the moment asked) and random queries, every `limit` of a `pack` or
+/// `spread` answer is the first `limit` candidates of the unlimited answer, which
+/// orders every candidate; and a pick takes the first of them.
+#[test]
+fn the_weighed_walk_gives_the_first_of_the_full_order() {
+    use crate::ops::pick::{Affinity, Pick};
+    let mut rng = Rng::new(31);
+    let (mut walked, mut walked_several, mut picked) = (0, 0, 0);
+    for case in 0..2500 {
+        let w = weighed_world(&mut rng);
+        let mut q = random_query(&mut rng, &w);
+        if rng.below(2) == 0 {
+            // Often the shape of a flavour: one group, each class once.
+            q.groups.truncate(1);
+            q.groups[0].suffix = String::new();
+            q.groups[0].in_tree = None;
+            q.same_subtrees.clear();
+        }
+        q.now = [0, 10, 100][rng.below(3)];
+        for sort in [Sort::Pack, Sort::Spread] {
+            q.weigh = Weigh {
+                sort: Some(sort),
+                prefer: Vec::new(),
+            };
+            let all = run(&w, &q);
+            let firsts: Vec<String> = all.requests.iter().map(|r| show(&w, &all, &q, r)).collect();
+            let walks =
+                super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
+            for limit in [1, 2, 3, firsts.len().max(1)] {
+                let mut limited = q.clone();
+                limited.limit = Some(limit);
+                let some = run(&w, &limited);
+                let shown: Vec<String> = some
+                    .requests
+                    .iter()
+                    .map(|r| show(&w, &some, &limited, r))
+                    .collect();
+                let want = &firsts[..limit.min(firsts.len())];
+                assert_eq!(shown, want, "case {case}, {sort:?}, limit {limit}: {q:#?}");
+                if walks && !want.is_empty() {
+                    walked += 1;
+                    if limit > 1 && want.len() > 1 {
+                        walked_several += 1;
+                    }
+                }
+            }
+            // A pick takes the first of the order, at the moment it is made.
+            let pick = Pick {
+                query: q.clone(),
+                options: SearchOptions::default(),
+                claims: vec![crate::testing::pick_claim(1_000_000)],
+                affinity: Affinity::None,
+                partial: false,
+            };
+            match w.state.plan_pick(pick, q.now) {
+                Ok((placed, _)) => {
+                    let first = &all.requests[0];
+                    let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
+                        .allocations
+                        .iter()
+                        .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
+                        .collect();
+                    let mut want: Vec<(Uuid, String, u64)> = first
+                        .allocations
+                        .iter()
+                        .map(|&(id, k, amount)| {
+                            (
+                                w.state.provider(id).unwrap().uuid(),
+                                all.class_name(k).to_owned(),
+                                amount,
+                            )
+                        })
+                        .collect();
+                    got.sort();
+                    want.sort();
+                    assert_eq!(got, want, "case {case}, {sort:?}: the pick {q:#?}");
+                    picked += 1;
+                }
+                Err(_) => assert!(all.requests.is_empty(), "case {case}: refused"),
+            }
+        }
+    }
+    eprintln!("{walked} walked answers, {walked_several} of several, {picked} picks");
+    assert!(walked > 1500, "the cases exercise the walk ({walked})");
+    assert!(
+        walked_several > 500,
+        "several candidates ({walked_several})"
+    );
 }

@@ -1,0 +1,281 @@
+//! The weighed walk: the first candidates of a `pack` or `spread` order without
+//! generating and ordering every candidate of the cloud.
+//!
+//! A weighed answer with a `limit` (and every pick, which asks for one) wants the
+//! first few candidates of an order over all of them. Generating them all and sorting
+//! costs the whole cloud for every request, in the writer for a pick. The walk instead
+//! gives each anchor a *bound*: for `spread`, no candidate anchored there has a lower
+//! [`Load`]; for `pack`, none a higher one. It visits the anchors best bound first
+//! (equal bounds in creation order), searches each whole, keeps the best `limit`
+//! candidates found, and stops at the first anchor whose bound cannot beat the last
+//! of them.
+//!
+//! The answer is the full order's, exactly. A candidate's place in the full order is
+//! its key (its load, ranked by the sort), then its anchor's place in creation order,
+//! then its place in that anchor's search. An anchor's candidates all have keys at
+//! least `(bound, anchor, 0)`, and anchors are visited in that key's order, so when
+//! the last kept candidate's key is below the next anchor's, no candidate unvisited
+//! can come before it.
+//!
+//! The bound of an anchor is the mean, over the requested classes, of the least (for
+//! `pack`, the most) `used / capacity` among the providers that could give the class
+//! there: of its tree or a sharing provider tied to it, with room for the amount, and
+//! not kept out by a rule of the class's group that one provider decides alone. It is
+//! a true bound when every candidate has one term per class, which holds when every
+//! class is asked for by exactly one group; a query that asks for a class twice
+//! (`resources=VCPU:1&resources1=VCPU:1`) is ordered the full way.
+//!
+//! Also the full way: `prefer` (the trait count ranks before the load), `random`, an
+//! answer without a limit (it is every candidate), and a query that a candidate of
+//! sharing providers alone could answer (such a candidate can come from several
+//! anchors, and its place is that of the first in creation order, which a walk out of
+//! creation order does not know). A walk that would generate more candidates than the
+//! configured bound gives up, and the full way answers as it always has.
+//!
+//! What the walk costs: a bound per anchor (a few inventory reads), a heap, and the
+//! searches of the anchors visited; not a search per anchor, nor a sort of every
+//! candidate.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::model::{Provider, ProviderId};
+use crate::names::ResourceClass;
+
+use super::filter::{has_trait, in_any, InTree, Prepared};
+use super::search::{AnchorSearch, Budget, Tables};
+use super::weigh::{load, Load};
+use super::{Admit, AllocationRequest, Sort, Weigh};
+
+/// Whether the walk answers `weigh` for this query, and under which sort.
+pub(super) fn applies(
+    prep: &Prepared<'_, '_>,
+    weigh: &Weigh,
+    limit: Option<usize>,
+) -> Option<Sort> {
+    let sort = match weigh.sort {
+        Some(sort @ (Sort::Pack | Sort::Spread)) if weigh.prefer.is_empty() => sort,
+        _ => return None,
+    };
+    if limit? == 0 {
+        return None;
+    }
+    // Every class asked for exactly once, by one group, in a positive amount.
+    let mut asked = vec![0usize; prep.classes.len()];
+    for group in &prep.groups {
+        for &(k, amount) in &group.demands {
+            if amount == 0 {
+                return None;
+            }
+            asked[k] += 1;
+        }
+    }
+    if asked.iter().any(|&n| n != 1) {
+        return None;
+    }
+    // Some class that no sharing provider has: every candidate then uses a provider
+    // of its anchor's tree, and comes from that anchor alone.
+    (0..prep.classes.len())
+        .any(|k| !prep.shared_class(k))
+        .then_some(sort)
+}
+
+/// An anchor waiting in the walk's heap, ordered so that the best bound (then the
+/// first created) comes out first.
+struct Waiting {
+    bound: Load,
+    anchor: ProviderId,
+    sort: Sort,
+}
+
+impl Waiting {
+    fn key(&self, other: &Self) -> Ordering {
+        self.sort
+            .rank(&self.bound, &other.bound)
+            .then(self.anchor.cmp(&other.anchor))
+    }
+}
+
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // `BinaryHeap` pops the greatest: the best key is made the greatest.
+        other.key(self)
+    }
+}
+
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Waiting {}
+
+/// A candidate kept, with its key in the full order.
+struct Kept {
+    load: Load,
+    anchor: ProviderId,
+    index: usize,
+    request: AllocationRequest,
+}
+
+/// The walk over one prepared query.
+pub(super) struct Walk<'p, 's, 'q, 'a> {
+    pub prep: &'p Prepared<'s, 'q>,
+    pub admit: &'a Admit<'a>,
+    pub sort: Sort,
+    pub limit: usize,
+    /// Candidates the walk may generate before it gives up.
+    pub max_candidates: usize,
+}
+
+impl<'p, 's, 'q> Walk<'p, 's, 'q, '_> {
+    /// The first `limit` candidates of the order, in order; None when the walk gave
+    /// up (more than `max_candidates` generated), with `budget` as it was.
+    pub fn run(&self, budget: &mut Budget) -> Option<Vec<AllocationRequest>> {
+        let prep = self.prep;
+        let mut heap: BinaryHeap<Waiting> = prep
+            .anchors()
+            .filter_map(|anchor| {
+                Some(Waiting {
+                    bound: self.bound_at(anchor)?,
+                    anchor: anchor.id(),
+                    sort: self.sort,
+                })
+            })
+            .collect();
+        let mut mine = Budget {
+            steps_left: budget.steps_left,
+            exhausted: false,
+        };
+        let mut kept: Vec<Kept> = Vec::with_capacity(self.limit.min(1024) + 1);
+        let mut generated = 0usize;
+        let classes: Vec<ResourceClass> = prep.classes.iter().map(|c| (*c).clone()).collect();
+        let mut spare = Tables::default();
+        while let Some(next) = heap.pop() {
+            if kept.len() >= self.limit {
+                let last = kept.last().expect("a limit is at least 1");
+                let before = self
+                    .sort
+                    .rank(&last.load, &next.bound)
+                    .then(last.anchor.cmp(&next.anchor));
+                if before == Ordering::Less {
+                    break;
+                }
+            }
+            let Some(anchor) = prep.state.provider(next.anchor) else {
+                continue;
+            };
+            let Some(slots) = prep.slots_at(anchor) else {
+                continue;
+            };
+            let mut search = AnchorSearch::new(prep, slots, None, &mut spare);
+            let mut index = 0;
+            while let Some(request) = search.next(&mut mine) {
+                generated += 1;
+                if generated > self.max_candidates {
+                    return None;
+                }
+                index += 1;
+                if !(self.admit.candidate)(&request) {
+                    continue;
+                }
+                let found = Kept {
+                    load: load(prep.state, &classes, &request, prep.query.now),
+                    anchor: next.anchor,
+                    index,
+                    request,
+                };
+                self.keep(&mut kept, found);
+            }
+            search.recycle(&mut spare);
+            if mine.exhausted {
+                break;
+            }
+        }
+        *budget = mine;
+        Some(kept.into_iter().map(|k| k.request).collect())
+    }
+
+    /// Adds `found` to the best candidates kept, in order, if it is among the first
+    /// `limit`.
+    fn keep(&self, kept: &mut Vec<Kept>, found: Kept) {
+        let key = |k: &Kept| (k.anchor, k.index);
+        let at = kept.partition_point(|k| {
+            self.sort
+                .rank(&k.load, &found.load)
+                .then(key(k).cmp(&key(&found)))
+                == Ordering::Less
+        });
+        if at < self.limit {
+            kept.insert(at, found);
+            kept.truncate(self.limit);
+        }
+    }
+
+    /// The anchor's bound (see the module doc), or None when no candidate can be
+    /// anchored there (a class that no provider of it can give, or a rule the anchor
+    /// alone fails).
+    fn bound_at(&self, anchor: &'s Provider) -> Option<Load> {
+        let prep = self.prep;
+        if !(self.admit.anchor)(anchor.id()) || !prep.root_allowed(anchor) {
+            return None;
+        }
+        let (providers, in_tree) = prep.anchor_providers(anchor);
+        let mut terms: Vec<u128> = Vec::with_capacity(prep.classes.len());
+        for group in &prep.groups {
+            let req = group.request;
+            if !group.granular {
+                // The unsuffixed group's required traits are met by its providers
+                // together: at least by all the anchor's.
+                let covered = req.required.iter().all(|any| {
+                    any.iter()
+                        .any(|t| providers.iter().any(|p| has_trait(p, t)))
+                });
+                if !covered || in_any(anchor, &req.forbidden_aggregates) {
+                    return None;
+                }
+                if matches!(group.in_tree, InTree::Root(root) if root != anchor.id())
+                    || group.in_tree == InTree::Missing
+                {
+                    return None;
+                }
+            }
+            for &(k, amount) in &group.demands {
+                let usable = providers.iter().enumerate().filter(|&(i, p)| {
+                    if group.granular {
+                        prep.serves_whole_group(group, p)
+                    } else {
+                        (i < in_tree || group.in_tree == InTree::Anywhere)
+                            && !req.forbidden.iter().any(|t| has_trait(p, t))
+                            && !in_any(p, &req.forbidden_aggregates)
+                    }
+                });
+                let term = usable
+                    .filter_map(|(_, p)| self.term(p, k, amount))
+                    .reduce(|a, b| match self.sort.rank_terms(a, b) {
+                        Ordering::Greater => b,
+                        _ => a,
+                    })?;
+                terms.push(term);
+            }
+        }
+        Load::mean(terms)
+    }
+
+    /// Provider `p`'s term for requested class `k`, if it has room for `amount`.
+    fn term(&self, p: &Provider, k: usize, amount: u64) -> Option<u128> {
+        let inv = p.inventories.get(self.prep.classes[k].as_str())?;
+        let capacity = inv.capacity();
+        let used = self.prep.used(p, k);
+        let fits =
+            i128::from(amount) <= capacity - i128::from(used) && inv.units().admits(amount).is_ok();
+        fits.then(|| Load::term(used, capacity))
+    }
+}
