@@ -278,6 +278,22 @@ impl PendingIndex {
         }
     }
 
+    /// The first instant after `now` at which an entry of `class` that is live at
+    /// `now` stops counting ([`NEVER`] if none does): until then, [`PendingIndex::sum`]
+    /// of the class cannot fall.
+    pub fn next_expiry(&self, class: &str, now: Timestamp) -> Timestamp {
+        match self.totals().iter().find(|(c, _, _)| c.as_str() == class) {
+            None => NEVER,
+            Some(&(_, _, first_expiry)) if now < first_expiry => first_expiry,
+            Some(_) => self
+                .iter()
+                .filter(|e| e.class.as_str() == class && e.live(now))
+                .map(|e| e.expires_at)
+                .min()
+                .unwrap_or(NEVER),
+        }
+    }
+
     /// The entries, taken out (the index is empty after).
     fn take(&mut self) -> Vec<PendingAmount> {
         self.0

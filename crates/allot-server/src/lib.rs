@@ -120,9 +120,10 @@ impl AppState {
     /// without holding a thread, so that any number of writes can wait on one commit.
     pub async fn write<T: Send + 'static>(
         &self,
+        kind: allot_store::WriteKind,
         plan: impl FnOnce(&View, Timestamp) -> Plan<T> + Send + 'static,
     ) -> Result<T, ApiError> {
-        Ok(self.host.submit(plan).wait().await?)
+        Ok(self.host.submit_as(kind, plan).wait().await?)
     }
 }
 

@@ -210,6 +210,95 @@ pub struct WriterBusy {
     pub answer: Counter<f64, AtomicU64>,
     /// Freeing what the new version replaced, once no reader holds the old one.
     pub free: Counter<f64, AtomicU64>,
+    /// Planning and applying each write, by kind: the part of `plan` that one write
+    /// holds every other write for, so that a kind that holds them long is seen.
+    pub by_kind: [KindBusy; WriteKind::ALL.len()],
+}
+
+/// One kind of write's share of the writer (see [`WriterBusy::by_kind`]).
+#[derive(Debug, Clone, Default)]
+pub struct KindBusy {
+    /// Seconds spent planning writes of the kind and applying their changes.
+    pub seconds: Counter<f64, AtomicU64>,
+    /// How many were planned (refused ones included).
+    pub writes: Counter,
+}
+
+/// What a write does, for the writer's measures: the server names it when it hands
+/// the write over ([`Host::submit_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A provider created, updated or deleted.
+    Provider,
+    /// Inventories set or deleted.
+    Inventory,
+    /// Traits (of a provider, or the trait list).
+    Trait,
+    /// A provider's aggregates.
+    Aggregate,
+    /// Resource classes and their metadata.
+    Class,
+    /// Allocations written or deleted.
+    Allocation,
+    /// Pending claims made, confirmed or released.
+    Claim,
+    /// A pick-and-claim: the search, the choice and the claims.
+    Pick,
+    /// The sweep of ended claims.
+    Sweep,
+    /// A reshape.
+    Reshape,
+    /// Anything else (tools and tests).
+    Other,
+}
+
+impl WriteKind {
+    /// Every kind, in the order of [`WriterBusy::by_kind`].
+    pub const ALL: [WriteKind; 11] = [
+        WriteKind::Provider,
+        WriteKind::Inventory,
+        WriteKind::Trait,
+        WriteKind::Aggregate,
+        WriteKind::Class,
+        WriteKind::Allocation,
+        WriteKind::Claim,
+        WriteKind::Pick,
+        WriteKind::Sweep,
+        WriteKind::Reshape,
+        WriteKind::Other,
+    ];
+
+    /// The label `/metrics` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteKind::Provider => "provider",
+            WriteKind::Inventory => "inventory",
+            WriteKind::Trait => "trait",
+            WriteKind::Aggregate => "aggregate",
+            WriteKind::Class => "class",
+            WriteKind::Allocation => "allocation",
+            WriteKind::Claim => "claim",
+            WriteKind::Pick => "pick",
+            WriteKind::Sweep => "sweep",
+            WriteKind::Reshape => "reshape",
+            WriteKind::Other => "other",
+        }
+    }
+
+    /// Its place in [`WriteKind::ALL`].
+    fn index(self) -> usize {
+        WriteKind::ALL
+            .iter()
+            .position(|k| *k == self)
+            .expect("every kind is in ALL")
+    }
+}
+
+impl WriterBusy {
+    /// The share of `kind`.
+    pub fn of(&self, kind: WriteKind) -> &KindBusy {
+        &self.by_kind[kind.index()]
+    }
 }
 
 impl Default for WriterStats {
@@ -246,6 +335,7 @@ enum Message {
 /// A write waiting for the writer: its plan, type-erased (the answer goes into the
 /// plan's own slot), and where to send the outcome.
 struct Job {
+    kind: WriteKind,
     plan: Planner,
     done: Done,
 }
@@ -391,9 +481,18 @@ impl Host {
         &self,
         plan: impl FnOnce(&State, Timestamp) -> Plan<T> + Send + 'static,
     ) -> Pending<T> {
+        self.submit_as(WriteKind::Other, plan)
+    }
+
+    /// [`Host::submit`], the writer's time for it counted as `kind`'s.
+    pub fn submit_as<T: Send + 'static>(
+        &self,
+        kind: WriteKind,
+        plan: impl FnOnce(&State, Timestamp) -> Plan<T> + Send + 'static,
+    ) -> Pending<T> {
         let (tx, answer) = oneshot::channel();
         // The caller may have gone (a dropped request): nothing to tell.
-        self.enqueue(plan, move |outcome| drop(tx.send(outcome)));
+        self.enqueue(kind, plan, move |outcome| drop(tx.send(outcome)));
         Pending { answer }
     }
 
@@ -439,13 +538,16 @@ impl Host {
         plan: impl FnOnce(&State, Timestamp) -> Plan<T> + Send + 'static,
     ) -> Result<T, WriteError> {
         let (tx, answer) = mpsc::sync_channel(1);
-        self.enqueue(plan, move |outcome| drop(tx.send(outcome)));
+        self.enqueue(WriteKind::Other, plan, move |outcome| {
+            drop(tx.send(outcome))
+        });
         answer.recv().unwrap_or(Err(WriteError::Stopped))
     }
 
     /// Queues a write whose outcome goes to `deliver`.
     fn enqueue<T: Send + 'static>(
         &self,
+        kind: WriteKind,
         plan: impl FnOnce(&State, Timestamp) -> Plan<T> + Send + 'static,
         deliver: impl FnOnce(Result<T, WriteError>) + Send + 'static,
     ) {
@@ -453,6 +555,7 @@ impl Host {
         let slot = Arc::new(std::sync::Mutex::new(None));
         let filled = slot.clone();
         let job = Job {
+            kind,
             plan: Box::new(move |state, now| {
                 let (value, changes) = plan(state, now)?;
                 *filled.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
@@ -789,7 +892,7 @@ impl Writer {
                     state.apply(&commit.changes);
                 }
                 let jobs = batch.take().unwrap_or_default();
-                let (changes, ok) = plan_batch(&mut state, jobs, &mut planned, clock);
+                let (changes, ok) = plan_batch(&mut state, jobs, &mut planned, clock, stats);
                 sound = ok;
                 planning = planned_at.elapsed();
                 if !ok {
@@ -868,14 +971,21 @@ fn plan_batch(
     jobs: Vec<Job>,
     planned: &mut Vec<Done>,
     clock: &Clock,
+    stats: &WriterStats,
 ) -> (Vec<Change>, bool) {
     let mut changes: Vec<Change> = Vec::new();
     for job in jobs {
         let now = clock();
+        let share = stats.busy.of(job.kind);
+        share.writes.inc();
+        let started = Instant::now();
+        let counted = Counted { share, started };
         // A panic in the rules is a bug; it fails that write, not the writer.
         match catch_unwind(AssertUnwindSafe(|| (job.plan)(state, now))) {
             Ok(Ok(mine)) => {
-                if catch_unwind(AssertUnwindSafe(|| state.apply(&mine))).is_err() {
+                let applied = catch_unwind(AssertUnwindSafe(|| state.apply(&mine)));
+                drop(counted);
+                if applied.is_err() {
                     tracing::error!("applying a write panicked; its batch fails");
                     planned.push(job.done);
                     return (Vec::new(), false);
@@ -891,4 +1001,19 @@ fn plan_batch(
         }
     }
     (changes, true)
+}
+
+/// Adds the time since `started` to a kind's share when dropped: on every way out of
+/// a write's planning.
+struct Counted<'a> {
+    share: &'a KindBusy,
+    started: Instant,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.share
+            .seconds
+            .inc_by(self.started.elapsed().as_secs_f64());
+    }
 }

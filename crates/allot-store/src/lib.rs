@@ -24,7 +24,9 @@ mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
 pub use engine::sqlite::{vacuum as vacuum_sqlite, RunningSave, Vacuumed};
-pub use host::{Clock, Host, Loaded, Pending, ViewSaveStats, WriteError, WriterStats};
+pub use host::{
+    Clock, Host, KindBusy, Loaded, Pending, ViewSaveStats, WriteError, WriteKind, WriterStats,
+};
 
 /// How often, by default, the host saves the view beside an SQLite file while it
 /// runs, when anything was written since the last save ([`Store::save_view_every`]).

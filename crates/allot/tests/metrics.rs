@@ -222,6 +222,24 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
             let key = format!("allot_writer_busy_seconds_total{{phase=\"{phase}\"}}");
             assert!(s.get(&key).is_some_and(|v| *v > 0.0), "{key}: {text}");
         }
+        // And by kind of write: each write above counted as its kind, refused ones
+        // too, with the time it held the writer.
+        for (kind, writes) in [
+            ("provider", 2.0),
+            ("inventory", 2.0),
+            ("allocation", 2.0),
+            ("claim", 1.0),
+            ("pick", 0.0),
+        ] {
+            let count = format!("allot_writer_writes_total{{kind=\"{kind}\"}}");
+            assert_eq!(s.get(&count), Some(&writes), "{count}: {text}");
+            let seconds = format!("allot_writer_write_seconds_total{{kind=\"{kind}\"}}");
+            let spent = s.get(&seconds).copied();
+            assert!(
+                spent.is_some_and(|v| (v > 0.0) == (writes > 0.0)),
+                "{seconds}: {text}"
+            );
+        }
         let store = s["allot_writer_busy_seconds_total{phase=\"store\"}"];
         let commits = s["allot_commit_duration_seconds_sum"];
         assert!((store - commits).abs() <= 1e-6 * commits.max(1.0), "{text}");

@@ -279,14 +279,18 @@ impl<'s, 'q> Prepared<'s, 'q> {
     /// when the unsuffixed group is pinned to a tree (it cannot use sharing providers
     /// then).
     pub fn anchors(&self) -> Box<dyn Iterator<Item = &'s Provider> + 's> {
-        let pinned = self.groups.iter().find_map(|g| match g.in_tree {
-            InTree::Root(root) if !g.granular && !g.demands.is_empty() => Some(root),
-            _ => None,
-        });
-        match pinned {
+        match self.pinned() {
             Some(root) => Box::new(self.state.provider(root).into_iter()),
             None => Box::new(self.state.providers().filter(|p| p.row.parent.is_none())),
         }
+    }
+
+    /// The one root the unsuffixed group is pinned to by `in_tree`, if it is.
+    pub fn pinned(&self) -> Option<ProviderId> {
+        self.groups.iter().find_map(|g| match g.in_tree {
+            InTree::Root(root) if !g.granular && !g.demands.is_empty() => Some(root),
+            _ => None,
+        })
     }
 
     /// Whether a root passes `root_required`.

@@ -59,6 +59,7 @@
 mod explain;
 mod filter;
 mod headroom;
+mod order;
 mod search;
 mod summary;
 mod validate;
@@ -78,6 +79,8 @@ pub use explain::{Explanation, GroupExplanation, STAGES};
 pub use headroom::Headroom;
 pub use summary::{ProviderSummary, SummaryResource};
 pub use weigh::{load, Load, Sort, Weigh};
+
+pub(crate) use order::Orders;
 
 use filter::Prepared;
 use search::{AnchorSearch, Budget, Tables};
@@ -248,6 +251,27 @@ impl State {
         options: &SearchOptions,
         admit: &Admit<'_>,
     ) -> Result<Candidates> {
+        self.candidates_with(query, options, admit, false)
+    }
+
+    /// [`State::candidates_admitted`] for a pick, in the writer: a `spread` walk
+    /// follows the order kept for the query's shape (`order`'s module doc).
+    pub(crate) fn candidates_for_pick(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+        admit: &Admit<'_>,
+    ) -> Result<Candidates> {
+        self.candidates_with(query, options, admit, true)
+    }
+
+    fn candidates_with(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+        admit: &Admit<'_>,
+        kept_order: bool,
+    ) -> Result<Candidates> {
         if let Some(refusal) = validate::first_refusal(self, query) {
             return match refusal {
                 validate::Refusal::Empty => Ok(Candidates::default()),
@@ -290,14 +314,13 @@ impl State {
         };
         // A weighed answer with a limit: the first of the order, walked to.
         let walked = walk::applies(&prep, &query.weigh, query.limit).and_then(|sort| {
-            walk::Walk {
-                prep: &prep,
-                admit,
-                sort,
-                limit: query.limit.unwrap_or(usize::MAX),
-                max_candidates: bound,
+            let limit = query.limit.unwrap_or(usize::MAX);
+            let walk = walk::Walk::new(&prep, admit, sort, limit, bound);
+            if kept_order && sort == Sort::Spread && prep.pinned().is_none() {
+                walk.run_kept(self, &mut budget)
+            } else {
+                walk.run(&mut budget)
             }
-            .run(&mut budget)
         });
         if let Some(requests) = walked {
             out.truncated = budget.exhausted;

@@ -1574,3 +1574,153 @@ fn the_weighed_walk_gives_the_first_of_the_full_order() {
         "several candidates ({walked_several})"
     );
 }
+
+/// Picks follow an order kept from one pick to the next (`super::order`): through
+/// picks committed and picks thrown away, allocations made and deleted, claims
+/// released and expiring, inventories and traits changed, and time passing, every
+/// `spread` pick takes the first candidate of the full order at that moment.
+#[test]
+fn picks_on_a_kept_order_take_the_first_of_the_full_order() {
+    use crate::ops::pick::{Affinity, Pick};
+    let mut rng = Rng::new(43);
+    let (mut picks, mut kept_used) = (0, 0);
+    for case in 0..400 {
+        let mut w = weighed_world(&mut rng);
+        let mut q = random_query(&mut rng, &w);
+        q.groups.truncate(1);
+        q.groups[0].suffix = String::new();
+        q.groups[0].in_tree = None;
+        q.same_subtrees.clear();
+        q.weigh = Weigh {
+            sort: Some(Sort::Spread),
+            prefer: Vec::new(),
+        };
+        let mut now = 0;
+        for step in 0..25 {
+            q.now = now;
+            let mut unlimited = q.clone();
+            unlimited.limit = None;
+            let all = run(&w, &unlimited);
+            let pick = Pick {
+                query: q.clone(),
+                options: SearchOptions::default(),
+                claims: vec![crate::testing::pick_claim(10_000 + step)],
+                affinity: Affinity::None,
+                partial: false,
+            };
+            let walks =
+                super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
+            match w.state.plan_pick(pick, now) {
+                Ok((placed, changes)) => {
+                    let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
+                        .allocations
+                        .iter()
+                        .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
+                        .collect();
+                    let mut want: Vec<(Uuid, String, u64)> = all.requests[0]
+                        .allocations
+                        .iter()
+                        .map(|&(id, k, amount)| {
+                            let uuid = w.state.provider(id).unwrap().uuid();
+                            (uuid, all.class_name(k).to_owned(), amount)
+                        })
+                        .collect();
+                    got.sort();
+                    want.sort();
+                    assert_eq!(got, want, "case {case} step {step}: {q:#?}");
+                    picks += 1;
+                    kept_used += usize::from(walks);
+                    // Most picks are committed; some are thrown away (refused later
+                    // in their batch, or their commit failed).
+                    if rng.below(4) > 0 {
+                        w.state.apply(&changes);
+                    }
+                }
+                Err(_) => assert!(all.requests.is_empty(), "case {case} step {step}"),
+            }
+            change_something(&mut w, &mut rng, now);
+            now += [0, 1, 3, 20][rng.below(4)];
+        }
+    }
+    eprintln!("{picks} picks, {kept_used} on kept orders");
+    assert!(
+        kept_used > 3000,
+        "the cases exercise kept orders ({kept_used})"
+    );
+}
+
+/// One random change of the kinds a kept order must follow.
+fn change_something(w: &mut World, rng: &mut Rng, now: Timestamp) {
+    let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
+    let name = names[rng.below(names.len())].clone();
+    let classes = ["VCPU", "DISK_GB", "VGPU"];
+    match rng.below(8) {
+        0 | 1 => {
+            let class = classes[rng.below(3)];
+            if w.state
+                .provider_by_name(&name)
+                .unwrap()
+                .inventories
+                .contains_key(class)
+            {
+                w.allocate(&name, class, 1);
+            }
+        }
+        2 => {
+            let consumers: Vec<Uuid> = w.state.consumers().map(|c| c.row.uuid).collect();
+            if !consumers.is_empty() {
+                let uuid = consumers[rng.below(consumers.len())];
+                w.state.apply(&[Change::DeleteConsumer(uuid)]);
+            }
+        }
+        3 => {
+            let live: Vec<Uuid> = w
+                .state
+                .claims()
+                .filter(|c| c.live(now))
+                .map(|c| c.uuid)
+                .collect();
+            if !live.is_empty() {
+                let uuid = live[rng.below(live.len())];
+                if let Ok((_, changes)) = w.state.plan_release_claim(&uuid, now) {
+                    w.state.apply(&changes);
+                }
+            }
+        }
+        4 => {
+            let id = w.id(&name);
+            let inventories: Vec<(ResourceClass, Inventory)> = w
+                .state
+                .provider(id)
+                .unwrap()
+                .inventories
+                .iter()
+                .map(|(c, i)| {
+                    (
+                        c.clone(),
+                        Inventory::with_total(i.total + 2 - rng.below(3) as u64),
+                    )
+                })
+                .collect();
+            w.state.apply(&[Change::SetInventories(id, inventories)]);
+        }
+        5 => {
+            let sharing = w
+                .state
+                .provider_by_name(&name)
+                .unwrap()
+                .traits
+                .contains(SHARING_TRAIT);
+            let mut traits = if rng.below(2) == 0 {
+                vec!["CUSTOM_A"]
+            } else {
+                vec![]
+            };
+            if sharing {
+                traits.push(SHARING_TRAIT);
+            }
+            w.traits(&name, &traits);
+        }
+        _ => {}
+    }
+}

@@ -36,10 +36,11 @@
 //! searches of the anchors visited; not a search per anchor, nor a sort of every
 //! candidate.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::model::{Provider, ProviderId};
+use crate::model::{Provider, ProviderId, Timestamp, NEVER};
 use crate::names::ResourceClass;
 
 use super::filter::{has_trait, in_any, InTree, Prepared};
@@ -125,6 +126,9 @@ struct Kept {
     request: AllocationRequest,
 }
 
+/// The walk gave up: it generated more candidates than the configured bound.
+pub(super) struct GaveUp;
+
 /// The walk over one prepared query.
 pub(super) struct Walk<'p, 's, 'q, 'a> {
     pub prep: &'p Prepared<'s, 'q>,
@@ -133,15 +137,71 @@ pub(super) struct Walk<'p, 's, 'q, 'a> {
     pub limit: usize,
     /// Candidates the walk may generate before it gives up.
     pub max_candidates: usize,
+    /// The first instant after the query's `now` at which a pending claim that a
+    /// bound computed so far counted stops counting (see `super::order`).
+    pub next_expiry: Cell<Timestamp>,
 }
 
-impl<'p, 's, 'q> Walk<'p, 's, 'q, '_> {
-    /// The first `limit` candidates of the order, in order; None when the walk gave
-    /// up (more than `max_candidates` generated), with `budget` as it was.
+/// What a walk carries from anchor to anchor.
+pub(super) struct Progress {
+    kept: Vec<Kept>,
+    generated: usize,
+    budget: Budget,
+    spare: Tables,
+    classes: Vec<ResourceClass>,
+}
+
+impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
+    /// A walk of `sort` for the first `limit` candidates.
+    pub fn new(
+        prep: &'p Prepared<'s, 'q>,
+        admit: &'a Admit<'a>,
+        sort: Sort,
+        limit: usize,
+        max_candidates: usize,
+    ) -> Self {
+        Walk {
+            prep,
+            admit,
+            sort,
+            limit,
+            max_candidates,
+            next_expiry: Cell::new(NEVER),
+        }
+    }
+
+    /// What a walk starts with, its steps taken from `budget`.
+    pub fn start(&self, budget: &Budget) -> Progress {
+        Progress {
+            kept: Vec::with_capacity(self.limit.min(1024) + 1),
+            generated: 0,
+            budget: Budget {
+                steps_left: budget.steps_left,
+                exhausted: false,
+            },
+            spare: Tables::default(),
+            classes: self.prep.classes.iter().map(|c| (*c).clone()).collect(),
+        }
+    }
+
+    /// Whether the search's step budget ran out.
+    pub fn exhausted(&self, progress: &Progress) -> bool {
+        progress.budget.exhausted
+    }
+
+    /// The candidates kept, in order, and the steps left to `budget`.
+    pub fn finish(&self, progress: Progress, budget: &mut Budget) -> Vec<AllocationRequest> {
+        *budget = progress.budget;
+        progress.kept.into_iter().map(|k| k.request).collect()
+    }
+
+    /// The first `limit` candidates of the order, in order, bounds computed for every
+    /// anchor; None when the walk gave up, with `budget` as it was.
     pub fn run(&self, budget: &mut Budget) -> Option<Vec<AllocationRequest>> {
-        let prep = self.prep;
-        let mut heap: BinaryHeap<Waiting> = prep
+        let mut heap: BinaryHeap<Waiting> = self
+            .prep
             .anchors()
+            .filter(|anchor| (self.admit.anchor)(anchor.id()))
             .filter_map(|anchor| {
                 Some(Waiting {
                     bound: self.bound_at(anchor)?,
@@ -150,57 +210,62 @@ impl<'p, 's, 'q> Walk<'p, 's, 'q, '_> {
                 })
             })
             .collect();
-        let mut mine = Budget {
-            steps_left: budget.steps_left,
-            exhausted: false,
-        };
-        let mut kept: Vec<Kept> = Vec::with_capacity(self.limit.min(1024) + 1);
-        let mut generated = 0usize;
-        let classes: Vec<ResourceClass> = prep.classes.iter().map(|c| (*c).clone()).collect();
-        let mut spare = Tables::default();
+        let mut progress = self.start(budget);
         while let Some(next) = heap.pop() {
-            if kept.len() >= self.limit {
-                let last = kept.last().expect("a limit is at least 1");
-                let before = self
-                    .sort
-                    .rank(&last.load, &next.bound)
-                    .then(last.anchor.cmp(&next.anchor));
-                if before == Ordering::Less {
-                    break;
-                }
+            if self.done(&progress, &next.bound, next.anchor) {
+                break;
             }
-            let Some(anchor) = prep.state.provider(next.anchor) else {
-                continue;
-            };
-            let Some(slots) = prep.slots_at(anchor) else {
-                continue;
-            };
-            let mut search = AnchorSearch::new(prep, slots, None, &mut spare);
-            let mut index = 0;
-            while let Some(request) = search.next(&mut mine) {
-                generated += 1;
-                if generated > self.max_candidates {
-                    return None;
-                }
-                index += 1;
-                if !(self.admit.candidate)(&request) {
-                    continue;
-                }
-                let found = Kept {
-                    load: load(prep.state, &classes, &request, prep.query.now),
-                    anchor: next.anchor,
-                    index,
-                    request,
-                };
-                self.keep(&mut kept, found);
-            }
-            search.recycle(&mut spare);
-            if mine.exhausted {
+            self.visit(next.anchor, &mut progress).ok()?;
+            if progress.budget.exhausted {
                 break;
             }
         }
-        *budget = mine;
-        Some(kept.into_iter().map(|k| k.request).collect())
+        Some(self.finish(progress, budget))
+    }
+
+    /// Whether no candidate of an anchor whose bound is `bound` (or of any after it)
+    /// can be among the first `limit`.
+    pub fn done(&self, progress: &Progress, bound: &Load, anchor: ProviderId) -> bool {
+        progress.kept.len() >= self.limit
+            && progress.kept.last().is_some_and(|last| {
+                self.sort
+                    .rank(&last.load, bound)
+                    .then(last.anchor.cmp(&anchor))
+                    == Ordering::Less
+            })
+    }
+
+    /// Searches one anchor (if the pick's rule admits it) and keeps what is among the
+    /// first `limit` so far.
+    pub fn visit(&self, anchor: ProviderId, progress: &mut Progress) -> Result<(), GaveUp> {
+        let prep = self.prep;
+        if !(self.admit.anchor)(anchor) {
+            return Ok(());
+        }
+        let Some(slots) = prep.state.provider(anchor).and_then(|p| prep.slots_at(p)) else {
+            return Ok(());
+        };
+        let mut search = AnchorSearch::new(prep, slots, None, &mut progress.spare);
+        let mut index = 0;
+        while let Some(request) = search.next(&mut progress.budget) {
+            progress.generated += 1;
+            if progress.generated > self.max_candidates {
+                return Err(GaveUp);
+            }
+            index += 1;
+            if !(self.admit.candidate)(&request) {
+                continue;
+            }
+            let found = Kept {
+                load: load(prep.state, &progress.classes, &request, prep.query.now),
+                anchor,
+                index,
+                request,
+            };
+            self.keep(&mut progress.kept, found);
+        }
+        search.recycle(&mut progress.spare);
+        Ok(())
     }
 
     /// Adds `found` to the best candidates kept, in order, if it is among the first
@@ -221,10 +286,11 @@ impl<'p, 's, 'q> Walk<'p, 's, 'q, '_> {
 
     /// The anchor's bound (see the module doc), or None when no candidate can be
     /// anchored there (a class that no provider of it can give, or a rule the anchor
-    /// alone fails).
-    fn bound_at(&self, anchor: &'s Provider) -> Option<Load> {
+    /// alone fails). The pick's rule on anchors is not read: a kept order serves
+    /// every pick of its shape.
+    pub fn bound_at(&self, anchor: &'s Provider) -> Option<Load> {
         let prep = self.prep;
-        if !(self.admit.anchor)(anchor.id()) || !prep.root_allowed(anchor) {
+        if !prep.root_allowed(anchor) {
             return None;
         }
         let (providers, in_tree) = prep.anchor_providers(anchor);
@@ -271,9 +337,14 @@ impl<'p, 's, 'q> Walk<'p, 's, 'q, '_> {
 
     /// Provider `p`'s term for requested class `k`, if it has room for `amount`.
     fn term(&self, p: &Provider, k: usize, amount: u64) -> Option<u128> {
-        let inv = p.inventories.get(self.prep.classes[k].as_str())?;
+        let class = self.prep.classes[k].as_str();
+        let inv = p.inventories.get(class)?;
         let capacity = inv.capacity();
         let used = self.prep.used(p, k);
+        if !p.pending.is_empty() {
+            let expiry = p.pending.next_expiry(class, self.prep.query.now);
+            self.next_expiry.set(self.next_expiry.get().min(expiry));
+        }
         let fits =
             i128::from(amount) <= capacity - i128::from(used) && inv.units().admits(amount).is_ok();
         fits.then(|| Load::term(used, capacity))

@@ -145,7 +145,7 @@ impl State {
                     anchor: &anchor,
                     candidate: &candidate,
                 };
-                scratch.candidates_admitted(query, &pick.options, &admit)?
+                scratch.candidates_for_pick(query, &pick.options, &admit)?
             };
             let Some(chosen) = found.requests.first() else {
                 out.placed.unplaced.push(claim.consumer);

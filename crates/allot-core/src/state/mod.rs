@@ -23,6 +23,7 @@ use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
 mod consumers;
+pub(crate) mod history;
 mod interned;
 mod lookups;
 
@@ -73,6 +74,12 @@ pub struct State {
     /// interner for all the versions of a view: interning is the same whichever
     /// version asks, and only the writer (one at a time) applies changes.
     interned: Arc<Mutex<Interned>>,
+    /// What the last changes did (see [`history`]): how a kept order learns what
+    /// changed since it was made.
+    pub(crate) history: history::History,
+    /// The weighed walk's kept orders (`crate::candidates::order`), shared by every
+    /// version of a view like `interned`: each says which version it is true for.
+    pub(crate) orders: Arc<Mutex<crate::candidates::Orders>>,
 }
 
 pub use crate::model::ProviderUsage;
@@ -133,9 +140,11 @@ impl State {
     /// Folds committed changes into the view. Changes come from a plan made against
     /// this same state, so they are consistent with it; applying them cannot fail.
     pub fn apply(&mut self, changes: &[Change]) {
+        let effect = self.effect_of(changes);
         for change in changes {
             self.apply_one(change);
         }
+        self.history.record(effect);
     }
 
     /// For stores loading a view: folds in one change, as [`State::apply`] does, but

@@ -3,6 +3,7 @@
 //! checked nor changed; from 1.19 the body carries the provider's generation, and
 //! both answers report it.
 
+use allot_store::WriteKind;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -66,7 +67,9 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
         generation,
     } = AggregatesUpdate::read(&body, ctx.version.0)?;
     let new_generation = app
-        .write(move |view, now| view.set_aggregates(&uuid, &aggregates, generation, now))
+        .write(WriteKind::Aggregate, move |view, now| {
+            view.set_aggregates(&uuid, &aggregates, generation, now)
+        })
         .await?;
     // Placement answers with the list as it was sent.
     Ok(answer(&ctx, &app, given, new_generation))

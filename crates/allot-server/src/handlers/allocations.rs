@@ -18,6 +18,7 @@
 use allot_core::names::canonical_uuid;
 use allot_core::ops::allocations::{Endpoint, UNKNOWN_CONSUMER_TYPE};
 use allot_core::{Consumer, Provider, ResourceClass, State as View, Timestamp};
+use allot_store::WriteKind;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -65,8 +66,10 @@ pub async fn replace(
     authorize(&ctx, app.config.settings.policy, UPDATE)?;
     let consumer = consumer_uuid(&raw)?;
     let writes = [read_put(&body, consumer, ctx.version.0)?];
-    app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Put, now))
-        .await?;
+    app.write(WriteKind::Allocation, move |view, now| {
+        view.plan_allocations(&writes, Endpoint::Put, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -77,8 +80,10 @@ pub async fn create_many(ctx: Ctx, State(app): State<AppState>, body: JsonBody) 
     body.require_json()?;
     authorize(&ctx, app.config.settings.policy, MANAGE)?;
     let writes = read_post(&body, ctx.version.0)?;
-    app.write(move |view, now| view.plan_allocations(&writes, Endpoint::Post, now))
-        .await?;
+    app.write(WriteKind::Allocation, move |view, now| {
+        view.plan_allocations(&writes, Endpoint::Post, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -88,8 +93,10 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<Strin
     // Placement looks the consumer up by the text of the path.
     let consumer = canonical_uuid(&raw)
         .ok_or_else(|| ApiError::not_found(format!("No allocations for consumer '{raw}'")))?;
-    app.write(move |view, _| view.delete_allocations(&consumer))
-        .await?;
+    app.write(WriteKind::Allocation, move |view, _| {
+        view.delete_allocations(&consumer)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 

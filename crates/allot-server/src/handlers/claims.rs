@@ -18,6 +18,7 @@
 use allot_core::ops::claims::{NewClaim, Swept};
 use allot_core::ops::pick::Pick;
 use allot_core::{Error, Uuid};
+use allot_store::WriteKind;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -74,7 +75,7 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
         return create_picked(&app, new, expires_at, pick).await;
     }
     let (claim, now) = app
-        .write(move |view, now| {
+        .write(WriteKind::Claim, move |view, now| {
             let expires_at = expires_at(now)?;
             let (claim, changes) = view.plan_create_claim(NewClaim { expires_at, ..new }, now)?;
             Ok(((claim, now), changes))
@@ -134,7 +135,7 @@ async fn create_picked(
         .collect();
     let options = app.config.settings.search_options();
     let (placed, now) = app
-        .write(move |view, now| {
+        .write(WriteKind::Pick, move |view, now| {
             let expires_at = expires_at(now)?;
             let claims = claims
                 .into_iter()
@@ -227,7 +228,7 @@ pub async fn confirm(
     let replace = read_confirm(&body)?;
     let uuid = claim_in_path(&raw)?;
     let (claim, now) = app
-        .write(move |view, now| {
+        .write(WriteKind::Claim, move |view, now| {
             let (claim, changes) = view.plan_confirm_claim(&uuid, replace, now)?;
             Ok(((claim, now), changes))
         })
@@ -240,8 +241,10 @@ pub async fn confirm(
 pub async fn release(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>) -> ApiResult {
     authorize(&ctx, app.config.settings.policy, Action::ClaimsRelease)?;
     let uuid = claim_in_path(&raw)?;
-    app.write(move |view, now| view.plan_release_claim(&uuid, now))
-        .await?;
+    app.write(WriteKind::Claim, move |view, now| {
+        view.plan_release_claim(&uuid, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -254,8 +257,10 @@ pub async fn release_consumer(
 ) -> ApiResult {
     authorize(&ctx, app.config.settings.policy, Action::ClaimsRelease)?;
     let consumer = read_release_query(raw.as_deref())?;
-    app.write(move |view, now| view.plan_release_consumer_claims(&consumer, now))
-        .await?;
+    app.write(WriteKind::Claim, move |view, now| {
+        view.plan_release_consumer_claims(&consumer, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -322,7 +327,9 @@ pub async fn sweep_claims(app: &AppState) -> Result<Swept, ApiError> {
     let mut total = Swept::default();
     loop {
         let swept = app
-            .write(move |view, now| view.plan_sweep_claims(now, retention, SWEEP_BATCH))
+            .write(WriteKind::Sweep, move |view, now| {
+                view.plan_sweep_claims(now, retention, SWEEP_BATCH)
+            })
             .await?;
         total.expired += swept.expired;
         total.purged += swept.purged;

@@ -7,6 +7,7 @@
 use allot_core::ops::inventories::ReservedRule;
 use allot_core::ops::Plan;
 use allot_core::{Inventory, ResourceClass, State as View, Timestamp, Uuid};
+use allot_store::WriteKind;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -101,7 +102,7 @@ async fn write(
     app: &AppState,
     plan: impl FnOnce(&View, Timestamp) -> Plan<u64> + Send + 'static,
 ) -> Result<(u64, Timestamp), ApiError> {
-    app.write(move |view, now| {
+    app.write(WriteKind::Inventory, move |view, now| {
         let (generation, changes) = plan(view, now)?;
         Ok(((generation, now), changes))
     })
@@ -227,8 +228,10 @@ pub async fn delete(
     authorize(&ctx, app.config.settings.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
     let class = ResourceClass::requested(&class);
-    app.write(move |view, now| view.delete_inventory(&uuid, &class, now))
-        .await?;
+    app.write(WriteKind::Inventory, move |view, now| {
+        view.delete_inventory(&uuid, &class, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -240,8 +243,10 @@ pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPat
     }
     authorize(&ctx, app.config.settings.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
-    app.write(move |view, now| view.delete_inventories(&uuid, now))
-        .await?;
+    app.write(WriteKind::Inventory, move |view, now| {
+        view.delete_inventories(&uuid, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 

@@ -2,6 +2,7 @@
 //! under a generation check, or all removed.
 
 use allot_core::{State as View, Timestamp, TraitName};
+use allot_store::WriteKind;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -81,7 +82,9 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
     let TraitsUpdate { traits, generation } = TraitsUpdate::read(&body)?;
     let uuid = path.uuid(no_provider)?;
     let result = app
-        .write(move |view, now| view.set_provider_traits(&uuid, &traits, generation, now))
+        .write(WriteKind::Trait, move |view, now| {
+            view.set_provider_traits(&uuid, &traits, generation, now)
+        })
         .await?;
     Ok(answer(&ctx, &app, result.traits, result.generation))
 }
@@ -95,7 +98,9 @@ pub async fn clear(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) ->
         Action::ProviderTraitsDelete,
     )?;
     let uuid = path.uuid(no_provider)?;
-    app.write(move |view, now| view.clear_provider_traits(&uuid, now))
-        .await?;
+    app.write(WriteKind::Trait, move |view, now| {
+        view.clear_provider_traits(&uuid, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

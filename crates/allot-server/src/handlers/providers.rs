@@ -4,6 +4,7 @@
 use allot_core::ops::providers::ProviderInfo;
 use allot_core::query::ProviderQuery;
 use allot_core::Uuid;
+use allot_store::WriteKind;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -70,7 +71,9 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     let NewProvider { name, uuid, parent } = NewProvider::read(&body, ctx.version.0)?;
     let uuid = uuid.unwrap_or_else(Uuid::new_v4);
     let info = app
-        .write(move |view, now| view.create_provider(uuid, &name, parent, now))
+        .write(WriteKind::Provider, move |view, now| {
+            view.create_provider(uuid, &name, parent, now)
+        })
         .await?;
     let url = provider_url(&info.uuid);
     if !ctx.version.at_least(20) {
@@ -95,7 +98,7 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
     let ProviderUpdate { name, parent } = ProviderUpdate::read(&body, ctx.version.0)?;
     let allow_reparenting = ctx.version.at_least(37);
     let (info, previous_update) = app
-        .write(move |view, now| {
+        .write(WriteKind::Provider, move |view, now| {
             view.update_provider(&target, &name, parent, allow_reparenting, now)
         })
         .await?;
@@ -108,8 +111,10 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -
     path.raw()?;
     authorize(&ctx, app.config.settings.policy, Action::ProvidersDelete)?;
     let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
-    app.write(move |view, now| view.delete_provider(&target, now))
-        .await?;
+    app.write(WriteKind::Provider, move |view, now| {
+        view.delete_provider(&target, now)
+    })
+    .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 

@@ -10,6 +10,7 @@
 //! The body is read by `crate::request::reshaper`.
 
 use allot_core::ops::reshaper::MissingProvider;
+use allot_store::WriteKind;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -39,7 +40,9 @@ pub async fn reshape(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> A
         consumers,
     } = Reshape::read(&body, ctx.version.0)?;
     let answer = app
-        .write(move |view, now| view.reshape(&providers, &consumers, now))
+        .write(WriteKind::Reshape, move |view, now| {
+            view.reshape(&providers, &consumers, now)
+        })
         .await?;
     if let Err(MissingProvider(message)) = answer {
         return Err(ApiError::provider_not_found(message));

@@ -5,6 +5,7 @@
 
 use allot_core::ops::classes::Ensured;
 use allot_core::ResourceClass;
+use allot_store::WriteKind;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 
@@ -61,8 +62,10 @@ pub async fn create(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
     authorize(&ctx, app.config.settings.policy, Action::ClassesCreate)?;
     let class = custom_class(value)?;
     let location = url(class.as_str());
-    app.write(move |view, now| view.create_class(class, now))
-        .await?;
+    app.write(WriteKind::Class, move |view, now| {
+        view.create_class(class, now)
+    })
+    .await?;
     Ok(http::location(http::empty(StatusCode::CREATED), &location))
 }
 
@@ -98,7 +101,9 @@ pub async fn update(
         authorize(&ctx, app.config.settings.policy, Action::ClassesUpdate)?;
         let class = custom_class_in_path(&name)?;
         let ensured = app
-            .write(move |view, now| view.ensure_class(class, now))
+            .write(WriteKind::Class, move |view, now| {
+                view.ensure_class(class, now)
+            })
             .await?;
         let status = match ensured {
             Ensured::Created => StatusCode::CREATED,
@@ -111,7 +116,9 @@ pub async fn update(
     let new = custom_class(value)?;
     let old = class_in_path(&name)?;
     let renamed = app
-        .write(move |view, now| view.rename_class(&old, new, now))
+        .write(WriteKind::Class, move |view, now| {
+            view.rename_class(&old, new, now)
+        })
         .await?;
     Ok(http::json(StatusCode::OK, &serialize(renamed.as_str())))
 }
@@ -121,7 +128,8 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<Stri
     ctx.require(2)?;
     authorize(&ctx, app.config.settings.policy, Action::ClassesDelete)?;
     let name = class_in_path(&name)?;
-    app.write(move |view, _| view.delete_class(&name)).await?;
+    app.write(WriteKind::Class, move |view, _| view.delete_class(&name))
+        .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
@@ -162,7 +170,9 @@ pub async fn update_metadata(
     let metadata = metadata(value)?;
     let class = class_in_path(&name)?;
     let set = app
-        .write(move |view, _| view.set_class_metadata(&class, metadata))
+        .write(WriteKind::Class, move |view, _| {
+            view.set_class_metadata(&class, metadata)
+        })
         .await?;
     Ok(http::json(
         StatusCode::OK,

@@ -2,6 +2,7 @@
 
 use allot_core::ops::traits::{parse_custom_trait, Ensured};
 use allot_core::TraitName;
+use allot_store::WriteKind;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 
@@ -67,7 +68,9 @@ pub async fn put(ctx: Ctx, State(app): State<AppState>, Path(name): Path<String>
     let parsed = parse_custom_trait(&name)?;
     let created_trait = parsed.clone();
     let ensured = app
-        .write(move |view, now| view.ensure_trait(parsed, now))
+        .write(WriteKind::Trait, move |view, now| {
+            view.ensure_trait(parsed, now)
+        })
         .await?;
     let status = match ensured {
         Ensured::Created => StatusCode::CREATED,
@@ -93,6 +96,7 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, Path(name): Path<Stri
     // A name that is not well formed names no trait: the same 404 as an unknown one.
     let name = TraitName::parse(&name)
         .ok_or_else(|| ApiError::not_found(format!("No such trait(s): {name}.")))?;
-    app.write(move |view, _| view.delete_trait(&name)).await?;
+    app.write(WriteKind::Trait, move |view, _| view.delete_trait(&name))
+        .await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
