@@ -362,16 +362,17 @@ fn headroom_counts_what_picks_then_take() {
 }
 
 #[test]
-fn a_weighed_mass_start_is_bounded() {
+fn a_mass_start_weighed_otherwise_than_by_spread_is_bounded() {
     let (_dir, server, _) = cloud(2, 8);
     let client = server.client();
     let consumers: Vec<Value> = (0..101)
         .map(|_| json!({"consumer_uuid": Uuid::new_v4()}))
         .collect();
     for body in [
-        json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1",
-               "sort": "spread", "consumers": consumers, "partial": true}),
         json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1&sort=pack",
+               "consumers": consumers, "partial": true}),
+        json!({"project_id": "p", "user_id": "u",
+               "request": "resources=VCPU:1&sort=spread&prefer=HW_CPU_X86_AVX2",
                "consumers": consumers, "partial": true}),
     ] {
         let (status, reply) = post_claims(&client, body);
@@ -379,14 +380,34 @@ fn a_weighed_mass_start_is_bounded() {
         let detail = reply["errors"][0]["detail"].as_str().unwrap();
         assert!(detail.contains("at most 100 instances"), "{detail}");
     }
-    // Unweighed, the same 101 are placed as far as they fit.
-    let (status, placed) = post_claims(
-        &client,
-        json!({"project_id": "p", "user_id": "u", "request": "resources=VCPU:1",
-               "consumers": consumers, "partial": true}),
-    );
-    assert_eq!(status, 201, "{placed}");
-    assert_eq!(placed["claims"].as_array().unwrap().len(), 16);
+    // By spread, and unweighed, the same 101 are placed as far as they fit, spread
+    // evenly over the two hosts in the first case.
+    for (sort, per_host) in [(json!("spread"), Some(8)), (Value::Null, None)] {
+        let mut body = json!({"project_id": "p", "user_id": "u",
+            "request": "resources=VCPU:1", "consumers": consumers, "partial": true});
+        if !sort.is_null() {
+            body["sort"] = sort;
+        }
+        let (status, placed) = post_claims(&client, body);
+        assert_eq!(status, 201, "{placed}");
+        let claims = placed["claims"].as_array().unwrap();
+        assert_eq!(claims.len(), 16);
+        if let Some(per_host) = per_host {
+            let mut hosts: std::collections::BTreeMap<String, usize> = Default::default();
+            for claim in claims {
+                *hosts.entry(provider_of(claim)).or_default() += 1;
+            }
+            assert_eq!(
+                hosts.values().copied().collect::<Vec<_>>(),
+                vec![per_host; 2]
+            );
+        }
+        for claim in claims {
+            let uuid = claim["uuid"].as_str().unwrap();
+            let (status, _) = client.call("DELETE", &format!("/claims/{uuid}"), None);
+            assert!((200..300).contains(&status), "{status}");
+        }
+    }
 }
 
 #[test]

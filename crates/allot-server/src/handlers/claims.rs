@@ -15,6 +15,7 @@
 //! [`sweep_claims`] is the sweeper's pass; `allot serve` runs it on an interval
 //! ([`spawn_sweeper`]), and tests call it directly.
 
+use allot_core::candidates::Sort;
 use allot_core::ops::claims::{NewClaim, Swept};
 use allot_core::ops::pick::Pick;
 use allot_core::{Error, Uuid};
@@ -35,9 +36,11 @@ use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
 use crate::{http, request, wire, AppState};
 
-/// The most instances one weighed pick (`sort` or `prefer`) places: each is a search
-/// and an order of the whole candidate set, in the writer (about 20 ms each at 10,000
-/// hosts; see docs/performance.md).
+/// The most instances one pick weighed otherwise than by `sort=spread` alone places
+/// (`pack`, `random`, `prefer`): each instance computes a bound for every anchor, or
+/// orders every candidate, in the writer (milliseconds each at 10,000 hosts; see
+/// docs/performance.md). A `spread` pick follows an order kept from pick to pick and
+/// places up to the schema's bound, as an unweighed one does.
 pub const MAX_WEIGHED_INSTANCES: usize = 100;
 
 /// The most changes one sweep pass makes (one batch of the host): a sweep after a
@@ -104,18 +107,21 @@ async fn create_picked(
     let seed = Uuid::new_v4().as_u64_pair().0;
     let query = request::candidates::parse(crate::microversion::MAX, Some(&pick.query), 0, seed)
         .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))?;
-    // A weighed pick orders every candidate again for each instance (the loads change
-    // as the instances land), all in the writer: bounded, so that one request cannot
-    // hold every other write for long.
+    // A pick weighed otherwise than by spread alone weighs every anchor or candidate
+    // again for each instance (the loads change as the instances land), all in the
+    // writer: bounded, so that one request cannot hold every other write for long.
+    let kept_order = query.weigh.sort == Some(Sort::Spread) && query.weigh.prefer.is_empty();
     if query.weigh.is_set()
+        && !kept_order
         && pick
             .instances
             .as_ref()
             .is_some_and(|i| i.len() > MAX_WEIGHED_INSTANCES)
     {
         return Err(ApiError::bad_request(format!(
-            "A pick with sort or prefer places at most {MAX_WEIGHED_INSTANCES} instances \
-             in one request; send several, or leave the order to the search."
+            "A pick with sort=pack, sort=random or prefer places at most \
+             {MAX_WEIGHED_INSTANCES} instances in one request; send several, use \
+             sort=spread, or leave the order to the search."
         )));
     }
     let single = pick.instances.is_none();
