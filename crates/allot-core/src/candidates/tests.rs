@@ -1724,3 +1724,73 @@ fn change_something(w: &mut World, rng: &mut Rng, now: Timestamp) {
         _ => {}
     }
 }
+
+/// A mass start in one pick places each instance where it would go on its own, on
+/// the view the earlier instances left: for random clouds and shapes, unweighed and
+/// by `spread`, a pick of several instances takes, instance by instance, what single
+/// picks made one after another take (the one-request pick skips the anchors that
+/// earlier instances proved empty, and follows a kept order).
+#[test]
+fn a_mass_start_places_as_single_picks_one_after_another() {
+    use crate::ops::pick::{Affinity, Pick};
+    let mut rng = Rng::new(59);
+    let mut placed_several = 0;
+    for case in 0..1000 {
+        let w = weighed_world(&mut rng);
+        let mut q = random_query(&mut rng, &w);
+        if rng.below(2) == 0 {
+            q.weigh.sort = Some(Sort::Spread);
+        }
+        let n = 1 + rng.below(6) as u128;
+        let claims: Vec<_> = (0..n)
+            .map(|i| crate::testing::pick_claim(500_000 + i))
+            .collect();
+        let together = w.state.plan_pick(
+            Pick {
+                query: q.clone(),
+                options: SearchOptions::default(),
+                claims: claims.clone(),
+                affinity: Affinity::None,
+                partial: true,
+            },
+            0,
+        );
+        let mut state = w.state.clone();
+        let mut one_by_one = Vec::new();
+        for claim in claims {
+            let single = Pick {
+                query: q.clone(),
+                options: SearchOptions::default(),
+                claims: vec![claim],
+                affinity: Affinity::None,
+                partial: true,
+            };
+            match state.plan_pick(single, 0) {
+                Ok((placed, changes)) => {
+                    state.apply(&changes);
+                    one_by_one.push(placed.claims[0].allocations.clone());
+                }
+                Err(_) => break,
+            }
+        }
+        match together {
+            Ok((placed, _)) => {
+                let got: Vec<_> = placed
+                    .claims
+                    .iter()
+                    .map(|c| c.allocations.clone())
+                    .collect();
+                assert_eq!(got, one_by_one, "case {case}: {q:#?}");
+                placed_several += usize::from(got.len() > 1);
+            }
+            Err(e) => assert!(
+                one_by_one.is_empty(),
+                "case {case}: {e} {one_by_one:?} {q:#?}"
+            ),
+        }
+    }
+    assert!(
+        placed_several > 150,
+        "several instances placed ({placed_several})"
+    );
+}

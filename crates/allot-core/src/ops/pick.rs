@@ -120,14 +120,21 @@ impl State {
         let mut scratch = self.clone();
         let mut out = Outcome::default();
         let mut roots: BTreeSet<ProviderId> = BTreeSet::new();
+        // In the search's own order, the next instance's candidate is anchored no
+        // earlier than the last one's: the anchors before it had nothing to admit,
+        // and the instances placed since only took more and kept more roots out. So
+        // they are not searched again (a mass start stays linear in its instances).
+        let in_order = !query.weigh.is_set() && pick.options.random_seed.is_none();
+        let mut floor = ProviderId(0);
         for claim in &pick.claims {
             let found = {
                 let view = &scratch;
-                // The roots the rule keeps out are not searched at all (so a mass
-                // start stays linear in its instances); the candidates found are
-                // checked too, as one anchored elsewhere may stand on such a root.
+                // The roots the rule keeps out are not searched at all; the
+                // candidates found are checked too, as one anchored elsewhere may
+                // stand on such a root.
                 let anchor = |a: ProviderId| match (affinity, only) {
                     (_, Some(only)) => a == only,
+                    _ if a < floor => false,
                     (Affinity::DifferentRoots, None) => !roots.contains(&a),
                     _ => true,
                 };
@@ -164,6 +171,10 @@ impl State {
                 .collect();
             if let Some(root) = root_of(&scratch, chosen) {
                 roots.insert(root);
+                if in_order {
+                    // A candidate's root, when it has one, is its anchor.
+                    floor = root;
+                }
             }
             let (made, changes) = scratch.plan_create_claim(
                 NewClaim {

@@ -6,6 +6,14 @@
 //!   `limit=10`), picks one at random and claims it for a fresh consumer: reads and
 //!   writes race as they do under real schedulers, so some claims are refused.
 //!
+//! - `pick`: each client asks the server to choose and claim in one step
+//!   (pick-and-claim, `POST /claims` with `small`), weighed by `--sort` (`spread` by
+//!   default; `none` for the search's own order): the server's choice, back to back.
+//!
+//! `--pickers N` adds N clients that send such picks beside the main mode, paced at
+//! `--pick-rate` a second in all (a storm beside the schedulers that let the server
+//! choose); their picks are counted and timed apart, for a project of their own.
+//!
 //! `--readers N` adds N clients that repeat one of the shape's candidate queries
 //! (`--reader-query`, `nolimit` by default) for the whole run: a mixed load, to see
 //! how much a large reader costs the writers. Their queries are counted and timed
@@ -42,7 +50,7 @@ use uuid::Uuid;
 
 use super::held::{self, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
-use super::shapes::{named, Shape, PROJECT, USER};
+use super::shapes::{named, Shape, FLAVOUR, PROJECT, USER};
 use super::Endpoint;
 
 /// How long one request may stay unanswered before the client gives up on it.
@@ -75,6 +83,16 @@ pub struct ClaimsArgs {
     /// The shape's query the readers repeat (flat: small, nolimit, member_of, gold).
     #[arg(long, default_value = "nolimit")]
     reader_query: String,
+    /// The server's weighing of `pick` and of the pickers (`pack`, `spread`,
+    /// `random`; `none` for the search's own order).
+    #[arg(long, default_value = "spread")]
+    sort: String,
+    /// Extra clients that send picks beside the main mode, paced (`--pick-rate`).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pickers: u32,
+    /// The pickers' picks a second, in all.
+    #[arg(long, default_value_t = 1000.0)]
+    pick_rate: f64,
     #[command(flatten)]
     endpoint: Endpoint,
     /// Another node of the same deployment (repeatable): client K speaks to the
@@ -97,6 +115,8 @@ enum Mode {
     Storm,
     /// GET candidates, pick one, PUT it.
     Schedule,
+    /// POST a pick-and-claim of `small`: the server chooses.
+    Pick,
 }
 
 impl Mode {
@@ -104,6 +124,7 @@ impl Mode {
         match self {
             Mode::Storm => "storm",
             Mode::Schedule => "schedule",
+            Mode::Pick => "pick",
         }
     }
 }
@@ -356,6 +377,69 @@ async fn claim(
     }
 }
 
+/// The body of a pick-and-claim of `small` for a fresh consumer, weighed by `sort`.
+fn pick_body(claim_as: &ClaimAs, sort: &str) -> Value {
+    let mut body = json!({
+        "request": FLAVOUR,
+        "consumer_uuid": Uuid::new_v4(),
+        "project_id": &*claim_as.project,
+        "user_id": USER,
+    });
+    if sort != "none" {
+        body["sort"] = json!(sort);
+    }
+    body
+}
+
+/// Sends one pick-and-claim and records its outcome; `true` when the server decided
+/// it (201 or 409).
+async fn pick(client: &Client, claim_as: &ClaimAs, sort: &str, tally: &mut Tally) -> bool {
+    let body = pick_body(claim_as, sort);
+    tally.attempts += 1;
+    match send(client, Method::POST, "/claims", Some(&body)).await {
+        Ok(response) if response.status == StatusCode::CREATED => {
+            let claim: Value = serde_json::from_slice(&response.body).unwrap_or_default();
+            tally.ledger.accept(&claim["allocations"]);
+            true
+        }
+        Ok(response) if response.status == StatusCode::CONFLICT => {
+            tally.refused_capacity += 1;
+            true
+        }
+        Ok(response) => {
+            tally.error(format!("POST {}", response.status.as_u16()));
+            false
+        }
+        Err(why) => {
+            // Where it went is unknown: the read-back cannot bound it, and fails.
+            tally.error(why);
+            false
+        }
+    }
+}
+
+/// One picker until the deadline: a pick every `every`, on a schedule of its own
+/// (a late pick is sent at once, not skipped, and the next keeps the schedule).
+async fn picker_loop(
+    client: Client,
+    claim_as: ClaimAs,
+    sort: String,
+    every: Duration,
+    deadline: Instant,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut next = Instant::now();
+    while next < deadline {
+        tokio::time::sleep_until(next.into()).await;
+        let started = Instant::now();
+        if pick(&client, &claim_as, &sort, &mut tally).await {
+            tally.latencies.push(started.elapsed());
+        }
+        next += every;
+    }
+    tally
+}
+
 /// One client until the deadline.
 async fn client_loop(
     client: Client,
@@ -363,6 +447,7 @@ async fn client_loop(
     roots: u64,
     mut rng: Rng,
     claim_as: ClaimAs,
+    sort: String,
     deadline: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
@@ -375,6 +460,11 @@ async fn client_loop(
                 let allocations =
                     json!({root.to_string(): {"resources": {"VCPU": 1, "MEMORY_MB": 512}}});
                 if claim(&client, &allocations, &claim_as, &mut tally).await {
+                    tally.latencies.push(started.elapsed());
+                }
+            }
+            Mode::Pick => {
+                if pick(&client, &claim_as, &sort, &mut tally).await {
                     tally.latencies.push(started.elapsed());
                 }
             }
@@ -435,7 +525,16 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     for client in &clients {
         check_seeded(client).await?;
     }
-    let (tally, reader_tally, wall) = run_clients(&args, &clients, &reader_path, &claim_as).await?;
+    if !(args.pick_rate.is_finite() && args.pick_rate > 0.0) {
+        bail!("--pick-rate {}: a positive rate", args.pick_rate);
+    }
+    // The pickers' claims go to a project of their own, read back apart.
+    let pickers_as = ClaimAs {
+        minor,
+        project: format!("{}-pickers", claim_as.project).into(),
+    };
+    let (tally, reader_tally, picker_tally, wall) =
+        run_clients(&args, &clients, &reader_path, &claim_as, &pickers_as).await?;
     let rss = read_rss_sum(&args.pid)?;
     // Every client has its answers: a single node shows its writes at once, other
     // nodes follow the shared log and get a moment to catch up.
@@ -449,9 +548,25 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         &claim_as.project,
         &tally.ledger,
         patience,
-        held::Holding::Allocations,
+        match args.mode {
+            Mode::Pick => held::Holding::Claims,
+            Mode::Storm | Mode::Schedule => held::Holding::Allocations,
+        },
     )
     .await;
+    let pickers_held = if args.pickers > 0 {
+        held::verify(
+            &clients[0],
+            &pickers_as.project,
+            &picker_tally.ledger,
+            patience,
+            held::Holding::Claims,
+        )
+        .await
+        .map(drop)
+    } else {
+        Ok(())
+    };
 
     let report = Report::new(&tally, wall);
     let bases = clients
@@ -462,6 +577,24 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     report.print(&args, &bases, &tally);
     if args.readers > 0 {
         reader_tally.print(&args);
+    }
+    let picker_report = Report::new(&picker_tally, wall);
+    if args.pickers > 0 {
+        println!(
+            "pickers: {} at {}/s in all (sort {}): {:.1} picks/s, p50 {:.3} ms, p99 {:.3} ms, \
+             409 {}, errors {}",
+            args.pickers,
+            args.pick_rate,
+            args.sort,
+            picker_report.per_second,
+            ms(picker_report.p50),
+            ms(picker_report.p99),
+            picker_tally.refused_capacity,
+            picker_tally.errors.total()
+        );
+        if let Err(why) = &pickers_held {
+            println!("  pickers NOT HELD: {why:#}");
+        }
     }
     if let Some((current, peak)) = rss {
         println!(
@@ -492,11 +625,27 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         } else {
             Value::Null
         };
+        value["pickers"] = if args.pickers > 0 {
+            json!({
+                "clients": args.pickers,
+                "rate": args.pick_rate,
+                "sort": args.sort,
+                "per_second": picker_report.per_second,
+                "accepted": picker_tally.ledger.accepted,
+                "refused": picker_tally.refused_capacity,
+                "errors": picker_tally.errors,
+                "p50_ms": ms(picker_report.p50),
+                "p99_ms": ms(picker_report.p99),
+                "held": pickers_held.is_ok(),
+            })
+        } else {
+            Value::Null
+        };
         std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }
     // Last, so that the figures are out before the run fails on them.
-    held.map(drop)
+    held.map(drop).and(pickers_held)
 }
 
 /// The readers' candidate query, `--reader-query` of the shape, checked even without
@@ -550,7 +699,8 @@ async fn run_clients(
     clients: &[Client],
     reader_path: &str,
     claim_as: &ClaimAs,
-) -> anyhow::Result<(Tally, ReaderTally, Duration)> {
+    pickers_as: &ClaimAs,
+) -> anyhow::Result<(Tally, ReaderTally, Tally, Duration)> {
     let node = |k: u32| clients[k as usize % clients.len()].clone();
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
@@ -566,6 +716,19 @@ async fn run_clients(
                 args.roots,
                 rng,
                 claim_as.clone(),
+                args.sort.clone(),
+                deadline,
+            ))
+        })
+        .collect();
+    let every = Duration::from_secs_f64(f64::from(args.pickers.max(1)) / args.pick_rate);
+    let pickers: Vec<_> = (0..args.pickers)
+        .map(|k| {
+            tokio::spawn(picker_loop(
+                node(k),
+                pickers_as.clone(),
+                args.sort.clone(),
+                every,
                 deadline,
             ))
         })
@@ -579,7 +742,11 @@ async fn run_clients(
     for reader in readers {
         reader_tally.merge(reader.await.context("a reader panicked")?);
     }
-    Ok((tally, reader_tally, wall))
+    let mut picker_tally = Tally::default();
+    for picker in pickers {
+        picker_tally.merge(picker.await.context("a picker panicked")?);
+    }
+    Ok((tally, reader_tally, picker_tally, wall))
 }
 
 /// The figures derived from a run.
@@ -622,6 +789,7 @@ impl Report {
         let unit = match args.mode {
             Mode::Storm => "claims/s",
             Mode::Schedule => "loops/s",
+            Mode::Pick => "picks/s",
         };
         println!(
             "claims {} on flat ({} roots), {} clients for {} s against {base}",
@@ -670,6 +838,7 @@ impl Report {
     fn json(&self, args: &ClaimsArgs, base: &str, tally: &Tally) -> Value {
         json!({
             "mode": args.mode.name(),
+            "sort": matches!(args.mode, Mode::Pick).then_some(&args.sort),
             "shape": args.shape.name(),
             "roots": args.roots,
             "concurrency": args.concurrency,

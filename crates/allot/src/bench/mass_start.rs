@@ -38,12 +38,8 @@ use super::claims::{
 };
 use super::held::{self, Holding, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
-use super::shapes::{PROJECT, USER};
+use super::shapes::{FLAVOUR, PROJECT, USER};
 use super::Endpoint;
-
-/// The flavour: `small` of the flat shape, without its `limit`.
-const FLAVOUR: &str =
-    "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED";
 
 /// How often one instance may be retried (Nova's way) before it is given up: a
 /// bound so that the run ends, far above what a healthy run needs.

@@ -20,6 +20,11 @@ pub fn named(name: &str) -> Uuid {
     Uuid::new_v5(&NAMESPACE, name.as_bytes())
 }
 
+/// The flavour started by the mass start and by picks: `small` of the flat shape,
+/// without its `limit`.
+pub const FLAVOUR: &str =
+    "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED";
+
 /// Number of racks (aggregates) in `flat`.
 const RACKS: usize = 50;
 /// Number of shared storage providers in `flat`.
