@@ -12,12 +12,20 @@
 //! order does not depend on usage (usage only prunes), so a candidate that was first
 //! and still fits is first again: it is taken as many times as it fits, in one step.
 //! One anchor search per distinct candidate taken, not one per instance.
+//!
+//! The common shape (one unsuffixed group, no aggregates, no `in_tree`, no
+//! `same_subtree`) needs no search at all ([`Simple`]): each class is one slot, the
+//! slots of different classes never compete for the same amount, so the search's
+//! first candidate gives each class the first of its providers (the tree's, then the
+//! sharing ones tied to it) that has room, and the required traits are met by the
+//! providers every candidate must use. Counted that way where those providers have
+//! the traits; searched as above where they do not.
 
 use crate::error::Result;
-use crate::model::ProviderId;
+use crate::model::{Provider, ProviderId};
 use crate::state::State;
 
-use super::filter::{Extra, Prepared};
+use super::filter::{has_trait, Extra, Prepared};
 use super::search::{AnchorSearch, Budget, Tables};
 use super::{validate, AllocationRequest, CandidateQuery, SearchOptions};
 
@@ -53,7 +61,17 @@ impl State {
             exhausted: false,
         };
         let mut spare = Tables::default();
+        let simple = Simple::of(&prepared);
         for anchor in anchors {
+            if let Some(simple) = &simple {
+                if let Some(placed) = simple.count(&prepared, anchor, &mut extra) {
+                    if placed > 0 {
+                        out.total = out.total.saturating_add(placed);
+                        out.by_anchor.push((anchor, placed));
+                    }
+                    continue;
+                }
+            }
             let mut placed = 0u64;
             while let Some(taken) = next_pick(
                 &prepared.with_extra(&extra),
@@ -176,4 +194,139 @@ struct Taken {
     copies: u64,
     /// Whether they leave the anchor without a candidate.
     last: bool,
+}
+
+/// The common shape, counted without a search (see the module doc): one unsuffixed
+/// group of `demands`, whose classes are all distinct.
+struct Simple {
+    /// `(class index, amount)`, one per class.
+    demands: Vec<(usize, u64)>,
+}
+
+impl Simple {
+    /// The shape, if `prep` has it.
+    fn of(prep: &Prepared<'_, '_>) -> Option<Simple> {
+        let [group] = &prep.groups[..] else {
+            return None;
+        };
+        let req = group.request;
+        let simple = !group.granular
+            && !prep.one_provider_per_tree
+            && prep.same_subtrees.is_empty()
+            && req.member_of.is_empty()
+            && req.forbidden_aggregates.is_empty()
+            && req.in_tree.is_none()
+            && !group.demands.is_empty()
+            && group.demands.iter().all(|&(_, amount)| amount > 0);
+        simple.then(|| Simple {
+            demands: group.demands.clone(),
+        })
+    }
+
+    /// How many picks `anchor` takes, the pools' share counted into `extra`; None
+    /// when the shape's traits need the search there.
+    fn count(&self, prep: &Prepared<'_, '_>, anchor: ProviderId, extra: &mut Extra) -> Option<u64> {
+        let root = prep.state.provider(anchor)?;
+        if !prep.root_allowed(root) {
+            return Some(0);
+        }
+        let req = prep.groups[0].request;
+        let (providers, _) = prep.anchor_providers(root);
+        // For each class, the providers it may use, in the search's order, with the
+        // room each has before this anchor's picks: `(provider, class, room)`.
+        let mut options: Vec<Vec<(usize, usize, i128)>> = Vec::with_capacity(self.demands.len());
+        for &(k, amount) in &self.demands {
+            let class = prep.classes[k].as_str();
+            let mine: Vec<(usize, usize, i128)> = providers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let inv = p.inventories.get(class)?;
+                    let usable = inv.units().admits(amount).is_ok()
+                        && !req.forbidden.iter().any(|t| has_trait(p, t));
+                    usable.then(|| (i, k, inv.capacity() - i128::from(prep.used(p, k))))
+                })
+                .collect();
+            if mine.is_empty() {
+                return Some(0);
+            }
+            options.push(mine);
+        }
+        // Every candidate uses the providers that are a class's only option; if they
+        // have the required traits, every candidate has them. If not even all the
+        // options have them, no candidate does.
+        let covered = |among: &dyn Fn(usize) -> bool| {
+            req.required.iter().all(|any| {
+                any.iter().any(|t| {
+                    options
+                        .iter()
+                        .flatten()
+                        .any(|&(i, _, _)| among(i) && has_trait(providers[i], t))
+                })
+            })
+        };
+        let sure = |i: usize| options.iter().any(|o| o.len() == 1 && o[0].0 == i);
+        if !covered(&sure) {
+            return if covered(&|_| true) { None } else { Some(0) };
+        }
+        // What this anchor's picks take, by option; a pool's share is also what
+        // later anchors find taken (`extra`).
+        let taken_before = |i: usize, k: usize, extra: &Extra| {
+            if prep.is_sharing(providers[i].id()) {
+                extra.get(&(providers[i].id(), k)).copied().unwrap_or(0)
+            } else {
+                0
+            }
+        };
+        let mut taken: Vec<Vec<u64>> = options
+            .iter()
+            .map(|o| {
+                o.iter()
+                    .map(|&(i, k, _)| taken_before(i, k, extra))
+                    .collect()
+            })
+            .collect();
+        let mut placed = 0u64;
+        let mut chosen: Vec<usize> = vec![0; self.demands.len()];
+        loop {
+            // Each class's first provider with room, and how many copies it has room
+            // for.
+            let mut copies = u64::MAX;
+            for (c, (&(_, amount), class_options)) in self.demands.iter().zip(&options).enumerate()
+            {
+                let Some((at, room)) = class_options.iter().enumerate().find_map(|(j, o)| {
+                    let room = o.2 - i128::from(taken[c][j]);
+                    (room >= i128::from(amount)).then_some((j, room))
+                }) else {
+                    self.settle(prep, &providers, &options, &taken, extra);
+                    return Some(placed);
+                };
+                copies = copies.min(u64::try_from(room / i128::from(amount)).unwrap_or(u64::MAX));
+                chosen[c] = at;
+            }
+            for (c, &(_, amount)) in self.demands.iter().enumerate() {
+                let at = chosen[c];
+                taken[c][at] = taken[c][at].saturating_add(amount.saturating_mul(copies));
+            }
+            placed = placed.saturating_add(copies);
+        }
+    }
+
+    /// Writes the pools' new totals taken into `extra`, for the anchors after.
+    fn settle(
+        &self,
+        prep: &Prepared<'_, '_>,
+        providers: &[&Provider],
+        options: &[Vec<(usize, usize, i128)>],
+        taken: &[Vec<u64>],
+        extra: &mut Extra,
+    ) {
+        for (class_options, class_taken) in options.iter().zip(taken) {
+            for (&(i, k, _), &n) in class_options.iter().zip(class_taken) {
+                if n > 0 && prep.is_sharing(providers[i].id()) {
+                    extra.insert((providers[i].id(), k), n);
+                }
+            }
+        }
+    }
 }

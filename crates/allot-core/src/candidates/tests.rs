@@ -1794,3 +1794,26 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
         "several instances placed ({placed_several})"
     );
 }
+
+/// Headroom takes, at each root, what a pick would: the tree's own provider before a
+/// shared pool, so that the pool's room is left to the roots that have nothing else.
+#[test]
+fn headroom_leaves_a_pool_to_the_roots_that_need_it() {
+    let agg = Uuid::from_u128(0xa1);
+    let mut w = World::new();
+    w.provider("a", None)
+        .total("a", "VCPU", 1)
+        .total("a", "DISK_GB", 1)
+        .aggregates("a", &[agg]);
+    w.provider("b", None)
+        .total("b", "VCPU", 10)
+        .aggregates("b", &[agg]);
+    w.provider("s", None)
+        .total("s", "DISK_GB", 2)
+        .traits("s", &[SHARING_TRAIT])
+        .aggregates("s", &[agg]);
+    let q = query(vec![group("", &[("VCPU", 1), ("DISK_GB", 1)])]);
+    let headroom = w.state.headroom(&q, &SearchOptions::default()).unwrap();
+    assert_eq!(headroom.total, 3);
+    assert_eq!(headroom.by_anchor, vec![(w.id("a"), 1), (w.id("b"), 2)]);
+}
