@@ -22,7 +22,7 @@
 //! the traits; searched as above where they do not.
 
 use crate::error::Result;
-use crate::model::{Provider, ProviderId};
+use crate::model::ProviderId;
 use crate::state::State;
 
 use super::filter::{has_trait, Extra, Prepared};
@@ -62,9 +62,10 @@ impl State {
         };
         let mut spare = Tables::default();
         let simple = Simple::of(&prepared);
+        let mut buffers = Buffers::default();
         for anchor in anchors {
             if let Some(simple) = &simple {
-                if let Some(placed) = simple.count(&prepared, anchor, &mut extra) {
+                if let Some(placed) = simple.count(&prepared, anchor, &mut extra, &mut buffers) {
                     if placed > 0 {
                         out.total = out.total.saturating_add(placed);
                         out.by_anchor.push((anchor, placed));
@@ -203,6 +204,22 @@ struct Simple {
     demands: Vec<(usize, u64)>,
 }
 
+/// What [`Simple::count`] works in, kept from anchor to anchor (a cloud has tens of
+/// thousands, and allocating these for each was a fifth of the count's time).
+#[derive(Default)]
+struct Buffers {
+    /// The options of every class, class after class: `(provider index, room)`,
+    /// the room before this anchor's picks.
+    options: Vec<(usize, i128)>,
+    /// Class `c`'s options are `options[starts[c]..starts[c + 1]]`.
+    starts: Vec<usize>,
+    /// What this anchor's picks (and, for a pool, the anchors' before) take of
+    /// each option.
+    taken: Vec<u64>,
+    /// The option each class takes in the current pick.
+    chosen: Vec<usize>,
+}
+
 impl Simple {
     /// The shape, if `prep` has it.
     fn of(prep: &Prepared<'_, '_>) -> Option<Simple> {
@@ -225,108 +242,97 @@ impl Simple {
 
     /// How many picks `anchor` takes, the pools' share counted into `extra`; None
     /// when the shape's traits need the search there.
-    fn count(&self, prep: &Prepared<'_, '_>, anchor: ProviderId, extra: &mut Extra) -> Option<u64> {
+    fn count(
+        &self,
+        prep: &Prepared<'_, '_>,
+        anchor: ProviderId,
+        extra: &mut Extra,
+        b: &mut Buffers,
+    ) -> Option<u64> {
         let root = prep.state.provider(anchor)?;
         if !prep.root_allowed(root) {
             return Some(0);
         }
         let req = prep.groups[0].request;
         let (providers, _) = prep.anchor_providers(root);
-        // For each class, the providers it may use, in the search's order, with the
-        // room each has before this anchor's picks: `(provider, class, room)`.
-        let mut options: Vec<Vec<(usize, usize, i128)>> = Vec::with_capacity(self.demands.len());
+        b.options.clear();
+        b.starts.clear();
+        b.taken.clear();
         for &(k, amount) in &self.demands {
+            b.starts.push(b.options.len());
             let class = prep.classes[k].as_str();
-            let mine: Vec<(usize, usize, i128)> = providers
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| {
-                    let inv = p.inventories.get(class)?;
-                    let usable = inv.units().admits(amount).is_ok()
-                        && !req.forbidden.iter().any(|t| has_trait(p, t));
-                    usable.then(|| (i, k, inv.capacity() - i128::from(prep.used(p, k))))
-                })
-                .collect();
-            if mine.is_empty() {
+            for (i, p) in providers.iter().enumerate() {
+                let Some(inv) = p.inventories.get(class) else {
+                    continue;
+                };
+                if inv.units().admits(amount).is_err()
+                    || req.forbidden.iter().any(|t| has_trait(p, t))
+                {
+                    continue;
+                }
+                b.options
+                    .push((i, inv.capacity() - i128::from(prep.used(p, k))));
+                b.taken.push(if prep.is_sharing(p.id()) {
+                    extra.get(&(p.id(), k)).copied().unwrap_or(0)
+                } else {
+                    0
+                });
+            }
+            if b.options.len() == b.starts[b.starts.len() - 1] {
                 return Some(0);
             }
-            options.push(mine);
         }
+        b.starts.push(b.options.len());
+        let n = self.demands.len();
         // Every candidate uses the providers that are a class's only option; if they
         // have the required traits, every candidate has them. If not even all the
         // options have them, no candidate does.
-        let covered = |among: &dyn Fn(usize) -> bool| {
-            req.required.iter().all(|any| {
-                any.iter().any(|t| {
-                    options
-                        .iter()
-                        .flatten()
-                        .any(|&(i, _, _)| among(i) && has_trait(providers[i], t))
+        if !req.required.is_empty() {
+            let sure = |t: &_| {
+                (0..n).any(|c| {
+                    let (from, to) = (b.starts[c], b.starts[c + 1]);
+                    to - from == 1 && has_trait(providers[b.options[from].0], t)
                 })
-            })
-        };
-        let sure = |i: usize| options.iter().any(|o| o.len() == 1 && o[0].0 == i);
-        if !covered(&sure) {
-            return if covered(&|_| true) { None } else { Some(0) };
-        }
-        // What this anchor's picks take, by option; a pool's share is also what
-        // later anchors find taken (`extra`).
-        let taken_before = |i: usize, k: usize, extra: &Extra| {
-            if prep.is_sharing(providers[i].id()) {
-                extra.get(&(providers[i].id(), k)).copied().unwrap_or(0)
-            } else {
-                0
+            };
+            if !req.required.iter().all(|any| any.iter().any(sure)) {
+                let anywhere = |t: &_| b.options.iter().any(|&(i, _)| has_trait(providers[i], t));
+                let possible = req.required.iter().all(|any| any.iter().any(anywhere));
+                return if possible { None } else { Some(0) };
             }
-        };
-        let mut taken: Vec<Vec<u64>> = options
-            .iter()
-            .map(|o| {
-                o.iter()
-                    .map(|&(i, k, _)| taken_before(i, k, extra))
-                    .collect()
-            })
-            .collect();
+        }
+        b.chosen.clear();
+        b.chosen.resize(n, 0);
         let mut placed = 0u64;
-        let mut chosen: Vec<usize> = vec![0; self.demands.len()];
         loop {
-            // Each class's first provider with room, and how many copies it has room
+            // Each class's first option with room, and how many copies it has room
             // for.
             let mut copies = u64::MAX;
-            for (c, (&(_, amount), class_options)) in self.demands.iter().zip(&options).enumerate()
-            {
-                let Some((at, room)) = class_options.iter().enumerate().find_map(|(j, o)| {
-                    let room = o.2 - i128::from(taken[c][j]);
-                    (room >= i128::from(amount)).then_some((j, room))
-                }) else {
-                    self.settle(prep, &providers, &options, &taken, extra);
+            for (c, &(_, amount)) in self.demands.iter().enumerate() {
+                let found = (b.starts[c]..b.starts[c + 1]).find_map(|o| {
+                    let room = b.options[o].1 - i128::from(b.taken[o]);
+                    (room >= i128::from(amount)).then_some((o, room))
+                });
+                let Some((o, room)) = found else {
+                    // Done here: the pools' totals for the anchors after.
+                    for c in 0..n {
+                        let k = self.demands[c].0;
+                        for o in b.starts[c]..b.starts[c + 1] {
+                            let id = providers[b.options[o].0].id();
+                            if b.taken[o] > 0 && prep.is_sharing(id) {
+                                extra.insert((id, k), b.taken[o]);
+                            }
+                        }
+                    }
                     return Some(placed);
                 };
                 copies = copies.min(u64::try_from(room / i128::from(amount)).unwrap_or(u64::MAX));
-                chosen[c] = at;
+                b.chosen[c] = o;
             }
             for (c, &(_, amount)) in self.demands.iter().enumerate() {
-                let at = chosen[c];
-                taken[c][at] = taken[c][at].saturating_add(amount.saturating_mul(copies));
+                let o = b.chosen[c];
+                b.taken[o] = b.taken[o].saturating_add(amount.saturating_mul(copies));
             }
             placed = placed.saturating_add(copies);
-        }
-    }
-
-    /// Writes the pools' new totals taken into `extra`, for the anchors after.
-    fn settle(
-        &self,
-        prep: &Prepared<'_, '_>,
-        providers: &[&Provider],
-        options: &[Vec<(usize, usize, i128)>],
-        taken: &[Vec<u64>],
-        extra: &mut Extra,
-    ) {
-        for (class_options, class_taken) in options.iter().zip(taken) {
-            for (&(i, k, _), &n) in class_options.iter().zip(class_taken) {
-                if n > 0 && prep.is_sharing(providers[i].id()) {
-                    extra.insert((providers[i].id(), k), n);
-                }
-            }
         }
     }
 }
