@@ -433,20 +433,56 @@ impl<'s, 'q> Prepared<'s, 'q> {
     /// The providers a candidate anchored at `anchor` may use: those of its tree, in
     /// id order, then the sharing providers tied to it; and how many are of the tree.
     pub fn anchor_providers(&self, anchor: &'s Provider) -> (Vec<&'s Provider>, usize) {
-        let state = self.state;
-        let mut providers: Vec<&'s Provider> = if anchor.children.is_empty() {
-            vec![anchor]
-        } else {
-            state
-                .subtree(anchor.id())
-                .into_iter()
-                .filter_map(|id| state.provider(id))
-                .collect()
-        };
-        let in_tree = providers.len();
-        let tied = self.tied_sharing(anchor.id(), &providers);
-        providers.extend(tied);
+        let mut providers = Vec::new();
+        let in_tree = self.anchor_providers_into(anchor, &mut providers, &mut Vec::new());
         (providers, in_tree)
+    }
+
+    /// [`Prepared::anchor_providers`] into `out` (emptied first), with `ids` to work
+    /// in: for callers that visit many anchors and keep their buffers.
+    pub fn anchor_providers_into(
+        &self,
+        anchor: &'s Provider,
+        out: &mut Vec<&'s Provider>,
+        ids: &mut Vec<ProviderId>,
+    ) -> usize {
+        let state = self.state;
+        out.clear();
+        if anchor.children.is_empty() {
+            out.push(anchor);
+        } else {
+            out.extend(
+                state
+                    .subtree(anchor.id())
+                    .into_iter()
+                    .filter_map(|id| state.provider(id)),
+            );
+        }
+        let in_tree = out.len();
+        // The sharing providers outside the tree that share an aggregate with a
+        // provider of it, in id order.
+        if !self.sharing.by_aggregate.is_empty() {
+            ids.clear();
+            for p in &out[..in_tree] {
+                for agg in &p.aggregates {
+                    if let Ok(at) = self
+                        .sharing
+                        .by_aggregate
+                        .binary_search_by_key(agg, |(a, _)| *a)
+                    {
+                        ids.extend(self.sharing.by_aggregate[at].1.iter().copied());
+                    }
+                }
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            out.extend(
+                ids.iter()
+                    .filter_map(|id| state.provider(*id))
+                    .filter(|p| p.row.root != anchor.id()),
+            );
+        }
+        in_tree
     }
 
     /// Whether some sharing provider has an inventory of requested class `k`.
@@ -477,32 +513,6 @@ impl<'s, 'q> Prepared<'s, 'q> {
             && !req.forbidden.iter().any(|t| has_trait(p, t))
             && in_all(p, &req.member_of)
             && !in_any(p, &req.forbidden_aggregates)
-    }
-
-    /// The sharing providers outside the anchor's tree that share an aggregate with a
-    /// provider of the tree, in id order.
-    fn tied_sharing(&self, anchor: ProviderId, tree: &[&'s Provider]) -> Vec<&'s Provider> {
-        if self.sharing.by_aggregate.is_empty() {
-            return Vec::new();
-        }
-        let mut ids: Vec<ProviderId> = Vec::new();
-        for p in tree {
-            for agg in &p.aggregates {
-                if let Ok(at) = self
-                    .sharing
-                    .by_aggregate
-                    .binary_search_by_key(agg, |(a, _)| *a)
-                {
-                    ids.extend(self.sharing.by_aggregate[at].1.iter().copied());
-                }
-            }
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        ids.into_iter()
-            .filter_map(|id| self.state.provider(id))
-            .filter(|p| p.row.root != anchor)
-            .collect()
     }
 }
 

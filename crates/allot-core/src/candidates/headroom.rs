@@ -22,7 +22,7 @@
 //! the traits; searched as above where they do not.
 
 use crate::error::Result;
-use crate::model::ProviderId;
+use crate::model::{Provider, ProviderId};
 use crate::state::State;
 
 use super::filter::{has_trait, Extra, Prepared};
@@ -63,9 +63,12 @@ impl State {
         let mut spare = Tables::default();
         let simple = Simple::of(&prepared);
         let mut buffers = Buffers::default();
+        let mut providers = Vec::new();
         for anchor in anchors {
             if let Some(simple) = &simple {
-                if let Some(placed) = simple.count(&prepared, anchor, &mut extra, &mut buffers) {
+                let counted =
+                    simple.count(&prepared, anchor, &mut extra, &mut buffers, &mut providers);
+                if let Some(placed) = counted {
                     if placed > 0 {
                         out.total = out.total.saturating_add(placed);
                         out.by_anchor.push((anchor, placed));
@@ -218,6 +221,11 @@ struct Buffers {
     taken: Vec<u64>,
     /// The option each class takes in the current pick.
     chosen: Vec<usize>,
+    /// Where `Prepared::anchor_providers_into` lists the pools tied to the anchor.
+    ids: Vec<ProviderId>,
+    /// Per provider of the anchor: whether a forbidden trait keeps it out, whether it
+    /// is a pool.
+    kinds: Vec<(bool, bool)>,
 }
 
 impl Simple {
@@ -242,37 +250,55 @@ impl Simple {
 
     /// How many picks `anchor` takes, the pools' share counted into `extra`; None
     /// when the shape's traits need the search there.
-    fn count(
+    fn count<'s>(
         &self,
-        prep: &Prepared<'_, '_>,
+        prep: &Prepared<'s, '_>,
         anchor: ProviderId,
         extra: &mut Extra,
         b: &mut Buffers,
+        providers: &mut Vec<&'s Provider>,
     ) -> Option<u64> {
         let root = prep.state.provider(anchor)?;
         if !prep.root_allowed(root) {
             return Some(0);
         }
         let req = prep.groups[0].request;
-        let (providers, _) = prep.anchor_providers(root);
+        prep.anchor_providers_into(root, providers, &mut b.ids);
+        let providers = &providers[..];
+        // No provider here has a required trait: no candidate.
+        let anywhere = |t: &_| providers.iter().any(|p| has_trait(p, t));
+        if !req.required.iter().all(|any| any.iter().any(anywhere)) {
+            return Some(0);
+        }
         b.options.clear();
         b.starts.clear();
         b.taken.clear();
+        // What each provider is, looked up once, not once per class: kept out by a
+        // forbidden trait, a pool.
+        b.kinds.clear();
+        b.kinds.extend(providers.iter().map(|p| {
+            (
+                req.forbidden.iter().any(|t| has_trait(p, t)),
+                prep.is_sharing(p.id()),
+            )
+        }));
         for &(k, amount) in &self.demands {
             b.starts.push(b.options.len());
             let class = prep.classes[k].as_str();
             for (i, p) in providers.iter().enumerate() {
+                let (forbidden, pool) = b.kinds[i];
+                if forbidden {
+                    continue;
+                }
                 let Some(inv) = p.inventories.get(class) else {
                     continue;
                 };
-                if inv.units().admits(amount).is_err()
-                    || req.forbidden.iter().any(|t| has_trait(p, t))
-                {
+                if inv.units().admits(amount).is_err() {
                     continue;
                 }
                 b.options
                     .push((i, inv.capacity() - i128::from(prep.used(p, k))));
-                b.taken.push(if prep.is_sharing(p.id()) {
+                b.taken.push(if pool {
                     extra.get(&(p.id(), k)).copied().unwrap_or(0)
                 } else {
                     0
@@ -317,9 +343,9 @@ impl Simple {
                     for c in 0..n {
                         let k = self.demands[c].0;
                         for o in b.starts[c]..b.starts[c + 1] {
-                            let id = providers[b.options[o].0].id();
-                            if b.taken[o] > 0 && prep.is_sharing(id) {
-                                extra.insert((id, k), b.taken[o]);
+                            let (i, _) = b.options[o];
+                            if b.taken[o] > 0 && b.kinds[i].1 {
+                                extra.insert((providers[i].id(), k), b.taken[o]);
                             }
                         }
                     }
