@@ -317,7 +317,7 @@ impl State {
             let limit = query.limit.unwrap_or(usize::MAX);
             let walk = walk::Walk::new(&prep, admit, sort, limit, bound);
             if kept_order && sort == Sort::Spread && prep.pinned().is_none() {
-                walk.run_kept(self, &mut budget)
+                walk.run_kept(&mut budget)
             } else {
                 walk.run(&mut budget)
             }

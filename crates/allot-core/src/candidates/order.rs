@@ -33,7 +33,6 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::model::{ProviderId, Timestamp, NEVER};
 use crate::state::history::Effect;
-use crate::state::State;
 
 use super::search::Budget;
 use super::walk::Walk;
@@ -90,14 +89,11 @@ fn shape_of(query: &CandidateQuery) -> CandidateQuery {
 
 impl Walk<'_, '_, '_, '_> {
     /// [`Walk::run`] for a `spread` pick, on the order kept for the query's shape
-    /// (built if there is none, or none that holds for `state`); None when the walk
+    /// (built if there is none, or none that holds for the view); None when the walk
     /// gave up.
-    pub(super) fn run_kept(
-        &self,
-        state: &State,
-        budget: &mut Budget,
-    ) -> Option<Vec<AllocationRequest>> {
+    pub(super) fn run_kept(&self, budget: &mut Budget) -> Option<Vec<AllocationRequest>> {
         debug_assert_eq!(self.sort, Sort::Spread, "a kept order holds lower bounds");
+        let state = self.prep.state;
         let shape = shape_of(self.prep.query);
         let mut orders = state
             .orders
@@ -107,7 +103,7 @@ impl Walk<'_, '_, '_, '_> {
         // left half walked.
         let mut order = orders
             .take(&shape)
-            .and_then(|order| self.catch_up(order, state))
+            .and_then(|order| self.catch_up(order))
             .unwrap_or_else(|| self.build(shape));
         let mut progress = self.start(budget);
         let mut seen: HashSet<ProviderId> = HashSet::new();
@@ -174,7 +170,8 @@ impl Walk<'_, '_, '_, '_> {
 
     /// `order` brought up to date with what happened since its stamp (see the module
     /// doc), or None when it cannot be (it is to be built again).
-    fn catch_up(&self, mut order: Order, state: &State) -> Option<Order> {
+    fn catch_up(&self, mut order: Order) -> Option<Order> {
+        let state = self.prep.state;
         if self.prep.query.now >= order.valid_until
             || order.entries.len() > 2 * order.built_with + 1024
             || self.prep.pinned().is_some()

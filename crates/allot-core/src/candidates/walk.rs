@@ -36,7 +36,7 @@
 //! searches of the anchors visited; not a search per anchor, nor a sort of every
 //! candidate.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -140,6 +140,24 @@ pub(super) struct Walk<'p, 's, 'q, 'a> {
     /// The first instant after the query's `now` at which a pending claim that a
     /// bound computed so far counted stops counting (see `super::order`).
     pub next_expiry: Cell<Timestamp>,
+    /// What [`Walk::bound_at`] works in, kept from anchor to anchor: a walk computes
+    /// thousands of bounds.
+    buffers: RefCell<BoundBuffers<'s>>,
+}
+
+/// See [`Walk::buffers`].
+#[derive(Default)]
+struct BoundBuffers<'s> {
+    /// The anchor's providers.
+    providers: Vec<&'s Provider>,
+    /// The pools tied to it, as `Prepared::anchor_providers_into` lists them.
+    ids: Vec<ProviderId>,
+    /// Per provider: whether it may serve the group at hand.
+    usable: Vec<bool>,
+    /// The terms of the pools met so far in this walk, by pool, requested class and
+    /// amount: a pool is tied to thousands of anchors, and the view does not change
+    /// during a walk.
+    pools: Vec<((ProviderId, usize, u64), Option<u128>)>,
 }
 
 /// What a walk carries from anchor to anchor.
@@ -167,6 +185,7 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
             limit,
             max_candidates,
             next_expiry: Cell::new(NEVER),
+            buffers: RefCell::default(),
         }
     }
 
@@ -293,8 +312,15 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
         if !prep.root_allowed(anchor) {
             return None;
         }
-        let (providers, in_tree) = prep.anchor_providers(anchor);
-        let mut terms: Vec<u128> = Vec::with_capacity(prep.classes.len());
+        let mut buffers = self.buffers.borrow_mut();
+        let BoundBuffers {
+            providers,
+            ids,
+            usable,
+            pools,
+        } = &mut *buffers;
+        let in_tree = prep.anchor_providers_into(anchor, providers, ids);
+        let mut terms = (0u128, 0u32);
         for group in &prep.groups {
             let req = group.request;
             if !group.granular {
@@ -313,26 +339,48 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
                     return None;
                 }
             }
+            // Which providers may serve the group, decided once for all its classes.
+            usable.clear();
+            usable.extend(providers.iter().enumerate().map(|(i, p)| {
+                if group.granular {
+                    prep.serves_whole_group(group, p)
+                } else {
+                    (i < in_tree || group.in_tree == InTree::Anywhere)
+                        && !req.forbidden.iter().any(|t| has_trait(p, t))
+                        && !in_any(p, &req.forbidden_aggregates)
+                }
+            }));
             for &(k, amount) in &group.demands {
-                let usable = providers.iter().enumerate().filter(|&(i, p)| {
-                    if group.granular {
-                        prep.serves_whole_group(group, p)
-                    } else {
-                        (i < in_tree || group.in_tree == InTree::Anywhere)
-                            && !req.forbidden.iter().any(|t| has_trait(p, t))
-                            && !in_any(p, &req.forbidden_aggregates)
-                    }
-                });
-                let term = usable
-                    .filter_map(|(_, p)| self.term(p, k, amount))
+                let term = providers
+                    .iter()
+                    .zip(usable.iter())
+                    .filter(|(_, usable)| **usable)
+                    .filter_map(|(p, _)| {
+                        if !prep.is_sharing(p.id()) {
+                            return self.term(p, k, amount);
+                        }
+                        let key = (p.id(), k, amount);
+                        match pools.iter().find(|(kept, _)| *kept == key) {
+                            Some(&(_, term)) => term,
+                            None => {
+                                let term = self.term(p, k, amount);
+                                // Searched one by one: kept for a few pools only.
+                                if pools.len() < 64 {
+                                    pools.push((key, term));
+                                }
+                                term
+                            }
+                        }
+                    })
                     .reduce(|a, b| match self.sort.rank_terms(a, b) {
                         Ordering::Greater => b,
                         _ => a,
                     })?;
-                terms.push(term);
+                terms.0 += term;
+                terms.1 += 1;
             }
         }
-        Load::mean(terms)
+        Load::of(terms.0, terms.1)
     }
 
     /// Provider `p`'s term for requested class `k`, if it has room for `amount`.

@@ -174,6 +174,11 @@ impl Load {
         (load.terms > 0).then_some(load)
     }
 
+    /// The mean of `terms` terms that add up to `sum` (None when there are none).
+    pub(super) fn of(sum: u128, terms: u32) -> Option<Load> {
+        (terms > 0).then_some(Load { sum, terms })
+    }
+
     /// The load as a fraction (for display: the order compares exactly).
     pub fn as_f64(&self) -> f64 {
         self.sum as f64 / f64::from(self.terms) / 4_294_967_296.0
