@@ -18,6 +18,10 @@
 //!
 //! Candidates equal on both keys keep the search's order (providers in creation
 //! order), so the answer is the same for the same state, except with `random`.
+//!
+//! This module is the order's definition, applied here to the whole set. A `pack` or
+//! `spread` answer with a limit is found without generating the whole set
+//! (`super::walk`, and for picks `super::order`), and is the same answer.
 
 use std::cmp::Ordering;
 

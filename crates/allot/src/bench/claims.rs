@@ -419,7 +419,8 @@ async fn pick(client: &Client, claim_as: &ClaimAs, sort: &str, tally: &mut Tally
 }
 
 /// One picker until the deadline: a pick every `every`, on a schedule of its own
-/// (a late pick is sent at once, not skipped, and the next keeps the schedule).
+/// (a late pick is sent at once, not skipped, and the next keeps the schedule; none
+/// is sent after the deadline, however late the schedule).
 async fn picker_loop(
     client: Client,
     claim_as: ClaimAs,
@@ -429,7 +430,7 @@ async fn picker_loop(
 ) -> Tally {
     let mut tally = Tally::default();
     let mut next = Instant::now();
-    while next < deadline {
+    while next < deadline && Instant::now() < deadline {
         tokio::time::sleep_until(next.into()).await;
         let started = Instant::now();
         if pick(&client, &claim_as, &sort, &mut tally).await {

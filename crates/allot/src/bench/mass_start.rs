@@ -11,7 +11,7 @@
 //! - `pick`: allot's pick-and-claim, one `POST /claims` with `request` per instance
 //!   (the server searches, weighs with `--sort` and claims in one commit).
 //! - `pick-all`: one `POST /claims` with `request` and `consumers` for every
-//!   instance, with `--affinity` and all or nothing.
+//!   instance, with `--affinity` and all or nothing, weighed only if `--sort` says.
 //!
 //! It reports wall time (start to the last instance placed), requests sent,
 //! conflicts and retries, instances left unplaced, and the time each instance took.
@@ -66,10 +66,11 @@ pub struct MassStartArgs {
     /// The `limit` of Nova's candidate query.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     limit: u32,
-    /// `pick`: the server's weighing (`pack`, `spread`, `random`; `none` for the
-    /// search's own order).
-    #[arg(long, default_value = "spread")]
-    sort: String,
+    /// `pick` and `pick-all`: the server's weighing (`pack`, `spread`, `random`;
+    /// `none` for the search's own order). By default `spread` for `pick`, `none`
+    /// for `pick-all`.
+    #[arg(long)]
+    sort: Option<String>,
     /// `pick-all`: `none` or `different_roots`.
     #[arg(long, default_value = "none")]
     affinity: String,
@@ -264,6 +265,17 @@ async fn nova_scheduler(
     tally
 }
 
+impl MassStartArgs {
+    /// The server's weighing of the picks (`none`: the search's own order).
+    fn sort(&self) -> &str {
+        match (&self.sort, self.way) {
+            (Some(sort), _) => sort,
+            (None, Way::Pick) => "spread",
+            (None, _) => "none",
+        }
+    }
+}
+
 /// The common part of a pick-and-claim body.
 fn pick_body(args: &MassStartArgs, claim_as: &ClaimAs) -> Value {
     let mut body = json!({
@@ -272,8 +284,9 @@ fn pick_body(args: &MassStartArgs, claim_as: &ClaimAs) -> Value {
         "user_id": USER,
         "consumer_type": "INSTANCE",
     });
-    if args.way == Way::Pick && args.sort != "none" {
-        body["sort"] = json!(args.sort);
+    let sort = args.sort();
+    if args.way != Way::Nova && sort != "none" {
+        body["sort"] = json!(sort);
     }
     body
 }
@@ -615,7 +628,7 @@ impl Run<'_> {
             "instances": args.instances,
             "schedulers": if args.way == Way::PickAll { 1 } else { args.schedulers },
             "affinity": if args.way == Way::PickAll { Some(&args.affinity) } else { None },
-            "sort": if args.way == Way::Pick { Some(&args.sort) } else { None },
+            "sort": (args.way != Way::Nova).then(|| args.sort()),
             "limit": if args.way == Way::Nova { Some(args.limit) } else { None },
             "url": self.client.base(),
             "project_id": &*self.claim_as.project,
