@@ -715,7 +715,6 @@ fn writer_series(
     ] {
         seconds.encode(busy.encode_family(&[("phase", phase)])?)?;
     }
-    drop(busy);
     let mut by_kind = e.encode_descriptor(
         "allot_writer_write_seconds",
         "Seconds the writer spent planning and applying writes of each kind (part of \
@@ -729,7 +728,6 @@ fn writer_series(
             .seconds
             .encode(by_kind.encode_family(&[("kind", kind.as_str())])?)?;
     }
-    drop(by_kind);
     let mut writes = e.encode_descriptor(
         "allot_writer_writes",
         "Writes of each kind the writer planned (refused ones included)",
@@ -742,7 +740,6 @@ fn writer_series(
             .writes
             .encode(writes.encode_family(&[("kind", kind.as_str())])?)?;
     }
-    drop(writes);
     w.store_errors.encode(e.encode_descriptor(
         "allot_store_errors",
         "Store operations that failed (commits, reads of other nodes' commits)",

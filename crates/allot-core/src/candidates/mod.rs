@@ -307,11 +307,6 @@ impl State {
             steps_left: options.step_budget,
             exhausted: false,
         };
-        let mut gen = Generator {
-            prep: &prep,
-            seen: HashSet::new(),
-            admit,
-        };
         // A weighed answer with a limit: the first of the order, walked to.
         let walked = walk::applies(&prep, &query.weigh, query.limit).and_then(|sort| {
             let limit = query.limit.unwrap_or(usize::MAX);
@@ -328,6 +323,11 @@ impl State {
             out.requests = requests;
             return Ok(out);
         }
+        let mut gen = Generator {
+            prep: &prep,
+            seen: HashSet::new(),
+            admit,
+        };
         let (mut requests, bound_hit) = match options.random_seed {
             Some(seed) if !weighed => gen.sampled(bound, query.limit, &mut budget, Rng::new(seed)),
             _ => gen.in_order(cap, &mut budget),

@@ -174,7 +174,6 @@ impl Walk<'_, '_, '_, '_> {
         let state = self.prep.state;
         if self.prep.query.now >= order.valid_until
             || order.entries.len() > 2 * order.built_with + 1024
-            || self.prep.pinned().is_some()
         {
             return None;
         }
