@@ -195,10 +195,13 @@ fn claims(url: &str, dir: &std::path::Path, mode: &str, extra: &[&str]) -> Value
     assert!(table.contains(mode), "{table}");
     // The bench read back what it was granted and found it held.
     assert!(table.contains("held: the server holds exactly"), "{table}");
-    assert_eq!(
-        report["held"]["consumer_count"], report["accepted"],
-        "{report}"
-    );
+    // Pending claims (picks) are read back by their totals, which count no consumers.
+    let consumers = if mode == "pick" {
+        Value::Null
+    } else {
+        report["accepted"].clone()
+    };
+    assert_eq!(report["held"]["consumer_count"], consumers, "{report}");
     report
 }
 
@@ -232,8 +235,29 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
         url,
         dir,
         "storm",
-        &["--readers", "1", "--reader-query", "nolimit"],
+        &[
+            "--readers",
+            "1",
+            "--reader-query",
+            "nolimit",
+            "--pickers",
+            "2",
+            "--pick-rate",
+            "20",
+        ],
     );
+    // Beside it, two pickers had the server choose, paced, for a project of their
+    // own, read back apart.
+    let pickers = &storm["pickers"];
+    assert_eq!(pickers["clients"], 2, "{storm}");
+    assert_eq!(pickers["sort"], "spread", "{storm}");
+    assert!(pickers["accepted"].as_u64().unwrap() > 0, "{storm}");
+    assert!(
+        pickers["accepted"].as_u64().unwrap() <= 22,
+        "paced: {storm}"
+    );
+    assert_eq!(pickers["held"], true, "{storm}");
+    assert_eq!(pickers["errors"], serde_json::json!({}), "{storm}");
     let readers = &storm["readers"];
     assert_eq!(readers["clients"], 1, "{storm}");
     assert_eq!(readers["query"], "nolimit", "{storm}");
@@ -260,6 +284,12 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
         (accepted, accepted, 512 * accepted),
         "{storm}"
     );
+
+    // The server chooses and claims, weighed: every pick held as a pending claim of
+    // the run's own project.
+    let picks = claims(url, dir, "pick", &["--sort", "spread"]);
+    assert_eq!(picks["sort"], "spread", "{picks}");
+    assert_ne!(project(&picks), project(&storm));
 
     // No provider holds more than (total - reserved) * allocation_ratio of any class.
     let providers = get(server, "/resource_providers");
