@@ -152,7 +152,11 @@ impl State {
                     anchor: &anchor,
                     candidate: &candidate,
                 };
-                scratch.candidates_for_pick(query, &pick.options, &admit)?
+                match only {
+                    // One root: the walk computes that root's bound alone.
+                    Some(_) => scratch.candidates_admitted(query, &pick.options, &admit)?,
+                    None => scratch.candidates_for_pick(query, &pick.options, &admit)?,
+                }
             };
             let Some(chosen) = found.requests.first() else {
                 out.placed.unplaced.push(claim.consumer);
