@@ -179,10 +179,14 @@ fn claims(url: &str, dir: &std::path::Path, mode: &str, extra: &[&str]) -> Value
     let table = bench(&args);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["mode"], mode, "{table}");
-    assert!(
-        report["accepted"].as_u64().unwrap() > 0,
-        "{table}\n{report}"
-    );
+    // Claims and loops find room (the shape is seeded for them); picks of `small` may
+    // come after them and find the cloud full: then they are refused, each a 409.
+    let decided = if mode == "pick" {
+        report["accepted"].as_u64().unwrap() + report["refused_capacity"].as_u64().unwrap()
+    } else {
+        report["accepted"].as_u64().unwrap()
+    };
+    assert!(decided > 0, "{table}\n{report}");
     assert_eq!(report["errors"], serde_json::json!({}), "{report}");
     assert!(report["p50_ms"].as_f64().unwrap() > 0.0, "{report}");
     // Nearest-rank percentiles of one sample set: the tail never below the middle.
@@ -251,11 +255,9 @@ fn claims_match_the_server(server: &Server, url: &str, dir: &std::path::Path) {
     let pickers = &storm["pickers"];
     assert_eq!(pickers["clients"], 2, "{storm}");
     assert_eq!(pickers["sort"], "spread", "{storm}");
-    assert!(pickers["accepted"].as_u64().unwrap() > 0, "{storm}");
-    assert!(
-        pickers["accepted"].as_u64().unwrap() <= 22,
-        "paced: {storm}"
-    );
+    // Each pick decided (placed, or refused when the cloud is full), and paced.
+    let decided = pickers["accepted"].as_u64().unwrap() + pickers["refused"].as_u64().unwrap();
+    assert!((1..=22).contains(&decided), "paced: {storm}");
     assert_eq!(pickers["held"], true, "{storm}");
     assert_eq!(pickers["errors"], serde_json::json!({}), "{storm}");
     let readers = &storm["readers"];
