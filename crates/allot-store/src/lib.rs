@@ -16,6 +16,7 @@ mod engine;
 mod host;
 pub mod log;
 pub mod pg_tls;
+mod stats;
 /// The store suite's databases on the test PostgreSQL server, for the engine's own
 /// unit tests too: one rule for a missing server.
 #[cfg(test)]
@@ -24,9 +25,8 @@ mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
 pub use engine::sqlite::{vacuum as vacuum_sqlite, RunningSave, Vacuumed};
-pub use host::{
-    Clock, Host, KindBusy, Loaded, Pending, ViewSaveStats, WriteError, WriteKind, WriterStats,
-};
+pub use host::{Clock, Host, Loaded, Pending, WriteError};
+pub use stats::{KindBusy, ViewSaveStats, WriteKind, WriterBusy, WriterStats};
 
 /// How often, by default, the host saves the view beside an SQLite file while it
 /// runs, when anything was written since the last save ([`Store::save_view_every`]).

@@ -242,10 +242,68 @@ impl Simple {
             && req.forbidden_aggregates.is_empty()
             && req.in_tree.is_none()
             && !group.demands.is_empty()
-            && group.demands.iter().all(|&(_, amount)| amount > 0);
+            && group.demands.iter().all(|&(_, amount)| amount > 0)
+            && group
+                .demands
+                .iter()
+                .enumerate()
+                .all(|(i, &(k, _))| group.demands[..i].iter().all(|&(other, _)| other != k));
         simple.then(|| Simple {
             demands: group.demands.clone(),
         })
+    }
+
+    /// Lists in `b` the options of each class at an anchor whose providers are
+    /// `providers`, in the search's order, with their room and what earlier roots
+    /// took of the pools; false when some class has none.
+    fn lay_out(
+        &self,
+        prep: &Prepared<'_, '_>,
+        providers: &[&Provider],
+        extra: &Extra,
+        b: &mut Buffers,
+    ) -> bool {
+        let req = prep.groups[0].request;
+        // What each provider is, looked up once, not once per class: kept out by a
+        // forbidden trait, a pool.
+        b.kinds.clear();
+        b.kinds.extend(providers.iter().map(|p| {
+            (
+                req.forbidden.iter().any(|t| has_trait(p, t)),
+                prep.is_sharing(p.id()),
+            )
+        }));
+        b.options.clear();
+        b.starts.clear();
+        b.taken.clear();
+        for &(k, amount) in &self.demands {
+            b.starts.push(b.options.len());
+            let class = prep.classes[k].as_str();
+            for (i, p) in providers.iter().enumerate() {
+                let (forbidden, pool) = b.kinds[i];
+                if forbidden {
+                    continue;
+                }
+                let Some(inv) = p.inventories.get(class) else {
+                    continue;
+                };
+                if inv.units().admits(amount).is_err() {
+                    continue;
+                }
+                b.options
+                    .push((i, inv.capacity() - i128::from(prep.used(p, k))));
+                b.taken.push(if pool {
+                    extra.get(&(p.id(), k)).copied().unwrap_or(0)
+                } else {
+                    0
+                });
+            }
+            if b.options.len() == b.starts[b.starts.len() - 1] {
+                return false;
+            }
+        }
+        b.starts.push(b.options.len());
+        true
     }
 
     /// How many picks `anchor` takes, the pools' share counted into `extra`; None
@@ -270,45 +328,9 @@ impl Simple {
         if !req.required.iter().all(|any| any.iter().any(anywhere)) {
             return Some(0);
         }
-        b.options.clear();
-        b.starts.clear();
-        b.taken.clear();
-        // What each provider is, looked up once, not once per class: kept out by a
-        // forbidden trait, a pool.
-        b.kinds.clear();
-        b.kinds.extend(providers.iter().map(|p| {
-            (
-                req.forbidden.iter().any(|t| has_trait(p, t)),
-                prep.is_sharing(p.id()),
-            )
-        }));
-        for &(k, amount) in &self.demands {
-            b.starts.push(b.options.len());
-            let class = prep.classes[k].as_str();
-            for (i, p) in providers.iter().enumerate() {
-                let (forbidden, pool) = b.kinds[i];
-                if forbidden {
-                    continue;
-                }
-                let Some(inv) = p.inventories.get(class) else {
-                    continue;
-                };
-                if inv.units().admits(amount).is_err() {
-                    continue;
-                }
-                b.options
-                    .push((i, inv.capacity() - i128::from(prep.used(p, k))));
-                b.taken.push(if pool {
-                    extra.get(&(p.id(), k)).copied().unwrap_or(0)
-                } else {
-                    0
-                });
-            }
-            if b.options.len() == b.starts[b.starts.len() - 1] {
-                return Some(0);
-            }
+        if !self.lay_out(prep, providers, extra, b) {
+            return Some(0);
         }
-        b.starts.push(b.options.len());
         let n = self.demands.len();
         // Every candidate uses the providers that are a class's only option; if they
         // have the required traits, every candidate has them. If not even all the

@@ -66,7 +66,7 @@ impl Default for CheckpointStats {
         CheckpointStats {
             wal_bytes: Gauge::default(),
             passes: Counter::default(),
-            writer_seconds: crate::host::seconds_histogram(),
+            writer_seconds: crate::stats::seconds_histogram(),
         }
     }
 }

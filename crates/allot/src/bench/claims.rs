@@ -43,7 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use allot_client::{Client, Method, StatusCode};
+use allot_client::{Client, Method, ProjectUsages, StatusCode};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -125,6 +125,14 @@ impl Mode {
             Mode::Storm => "storm",
             Mode::Schedule => "schedule",
             Mode::Pick => "pick",
+        }
+    }
+
+    /// What the mode's accepted claims are held as.
+    fn holding(self) -> held::Holding {
+        match self {
+            Mode::Pick => held::Holding::Claims,
+            Mode::Storm | Mode::Schedule => held::Holding::Allocations,
         }
     }
 }
@@ -549,25 +557,10 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         &claim_as.project,
         &tally.ledger,
         patience,
-        match args.mode {
-            Mode::Pick => held::Holding::Claims,
-            Mode::Storm | Mode::Schedule => held::Holding::Allocations,
-        },
+        args.mode.holding(),
     )
     .await;
-    let pickers_held = if args.pickers > 0 {
-        held::verify(
-            &clients[0],
-            &pickers_as.project,
-            &picker_tally.ledger,
-            patience,
-            held::Holding::Claims,
-        )
-        .await
-        .map(drop)
-    } else {
-        Ok(())
-    };
+    let pickers_held = pickers_held(&args, &clients[0], &pickers_as, &picker_tally, patience).await;
 
     let report = Report::new(&tally, wall);
     let bases = clients
@@ -579,37 +572,19 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     if args.readers > 0 {
         reader_tally.print(&args);
     }
-    let picker_report = Report::new(&picker_tally, wall);
-    if args.pickers > 0 {
-        println!(
-            "pickers: {} at {}/s in all (sort {}): {:.1} picks/s, p50 {:.3} ms, p99 {:.3} ms, \
-             409 {}, errors {}",
-            args.pickers,
-            args.pick_rate,
-            args.sort,
-            picker_report.per_second,
-            ms(picker_report.p50),
-            ms(picker_report.p99),
-            picker_tally.refused_capacity,
-            picker_tally.errors.total()
-        );
-        if let Err(why) = &pickers_held {
-            println!("  pickers NOT HELD: {why:#}");
-        }
-    }
+    let pickers = Pickers {
+        report: Report::new(&picker_tally, wall),
+        tally: &picker_tally,
+        held: &pickers_held,
+    };
+    pickers.print(&args);
     if let Some((current, peak)) = rss {
         println!(
             "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
             args.pid
         );
     }
-    match &held {
-        Ok(_) => println!(
-            "  held: the server holds exactly what it accepted (project {})",
-            claim_as.project
-        ),
-        Err(why) => println!("  NOT HELD: {why:#}"),
-    }
+    print_held(&held, &claim_as.project);
     if let Some(file) = &args.json {
         let mut value = report.json(&args, &bases, &tally);
         value["project_id"] = json!(&*claim_as.project);
@@ -626,27 +601,94 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
         } else {
             Value::Null
         };
-        value["pickers"] = if args.pickers > 0 {
-            json!({
-                "clients": args.pickers,
-                "rate": args.pick_rate,
-                "sort": args.sort,
-                "per_second": picker_report.per_second,
-                "accepted": picker_tally.ledger.accepted,
-                "refused": picker_tally.refused_capacity,
-                "errors": picker_tally.errors,
-                "p50_ms": ms(picker_report.p50),
-                "p99_ms": ms(picker_report.p99),
-                "held": pickers_held.is_ok(),
-            })
-        } else {
-            Value::Null
-        };
+        value["pickers"] = pickers.json(&args);
         std::fs::write(file, serde_json::to_string_pretty(&value)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
     }
     // Last, so that the figures are out before the run fails on them.
     held.map(drop).and(pickers_held)
+}
+
+/// Reads back what the pickers were granted (pending claims of their own project);
+/// nothing to read without pickers.
+async fn pickers_held(
+    args: &ClaimsArgs,
+    client: &Client,
+    pickers_as: &ClaimAs,
+    tally: &Tally,
+    patience: Duration,
+) -> anyhow::Result<()> {
+    if args.pickers == 0 {
+        return Ok(());
+    }
+    let project = &pickers_as.project;
+    held::verify(
+        client,
+        project,
+        &tally.ledger,
+        patience,
+        held::Holding::Claims,
+    )
+    .await
+    .map(drop)
+}
+
+/// The read-back's line.
+fn print_held(held: &anyhow::Result<ProjectUsages>, project: &str) {
+    match held {
+        Ok(_) => println!("  held: the server holds exactly what it accepted (project {project})"),
+        Err(why) => println!("  NOT HELD: {why:#}"),
+    }
+}
+
+/// What the pickers (`--pickers`) saw, beside the main mode.
+struct Pickers<'a> {
+    report: Report,
+    tally: &'a Tally,
+    held: &'a anyhow::Result<()>,
+}
+
+impl Pickers<'_> {
+    /// Their line, under the claims' table (none without pickers).
+    fn print(&self, args: &ClaimsArgs) {
+        if args.pickers == 0 {
+            return;
+        }
+        println!(
+            "pickers: {} at {}/s in all (sort {}): {:.1} picks/s, p50 {:.3} ms, p99 {:.3} ms, \
+             409 {}, errors {}",
+            args.pickers,
+            args.pick_rate,
+            args.sort,
+            self.report.per_second,
+            ms(self.report.p50),
+            ms(self.report.p99),
+            self.tally.refused_capacity,
+            self.tally.errors.total()
+        );
+        if let Err(why) = self.held {
+            println!("  pickers NOT HELD: {why:#}");
+        }
+    }
+
+    /// Their figures as the `--json` file holds them (null without pickers).
+    fn json(&self, args: &ClaimsArgs) -> Value {
+        if args.pickers == 0 {
+            return Value::Null;
+        }
+        json!({
+            "clients": args.pickers,
+            "rate": args.pick_rate,
+            "sort": args.sort,
+            "per_second": self.report.per_second,
+            "accepted": self.tally.ledger.accepted,
+            "refused": self.tally.refused_capacity,
+            "errors": self.tally.errors,
+            "p50_ms": ms(self.report.p50),
+            "p99_ms": ms(self.report.p99),
+            "held": self.held.is_ok(),
+        })
+    }
 }
 
 /// The readers' candidate query, `--reader-query` of the shape, checked even without
