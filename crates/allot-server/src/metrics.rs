@@ -715,37 +715,42 @@ fn writer_series(
     ] {
         seconds.encode(busy.encode_family(&[("phase", phase)])?)?;
     }
-    let mut by_kind = e.encode_descriptor(
+    by_kind(
+        e,
         "allot_writer_write_seconds",
         "Seconds the writer spent planning and applying writes of each kind (part of \
          the plan phase): the time one write of the kind holds every other write",
-        None,
-        MetricType::Counter,
+        &w.busy,
+        |k| &k.seconds,
     )?;
-    for kind in allot_store::WriteKind::ALL {
-        w.busy
-            .of(kind)
-            .seconds
-            .encode(by_kind.encode_family(&[("kind", kind.as_str())])?)?;
-    }
-    let mut writes = e.encode_descriptor(
+    by_kind(
+        e,
         "allot_writer_writes",
         "Writes of each kind the writer planned (refused ones included)",
-        None,
-        MetricType::Counter,
+        &w.busy,
+        |k| &k.writes,
     )?;
-    for kind in allot_store::WriteKind::ALL {
-        w.busy
-            .of(kind)
-            .writes
-            .encode(writes.encode_family(&[("kind", kind.as_str())])?)?;
-    }
     w.store_errors.encode(e.encode_descriptor(
         "allot_store_errors",
         "Store operations that failed (commits, reads of other nodes' commits)",
         None,
         MetricType::Counter,
     )?)
+}
+
+/// One counter family of the writer's share by kind of write (`kind` label).
+fn by_kind<M: EncodeMetric>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    busy: &allot_store::WriterBusy,
+    metric: impl Fn(&allot_store::KindBusy) -> &M,
+) -> Result<(), std::fmt::Error> {
+    let mut family = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for kind in allot_store::WriteKind::ALL {
+        metric(busy.of(kind)).encode(family.encode_family(&[("kind", kind.as_str())])?)?;
+    }
+    Ok(())
 }
 
 /// SQLite's checkpoints: beside the commit path, and the writer's share.
