@@ -137,12 +137,39 @@ pub(super) struct Walk<'p, 's, 'q, 'a> {
     pub limit: usize,
     /// Candidates the walk may generate before it gives up.
     pub max_candidates: usize,
-    /// The first instant after the query's `now` at which a pending claim that a
-    /// bound computed so far counted stops counting (see `super::order`).
+    /// The first instant after the query's `now` at which a pending claim counted
+    /// in an anchor's own terms since this was last set stops counting (see
+    /// `super::order`).
     pub next_expiry: Cell<Timestamp>,
-    /// What [`Walk::bound_at`] works in, kept from anchor to anchor: a walk computes
+    /// The same for the pools' terms.
+    pub pool_expiry: Cell<Timestamp>,
+    /// What [`Walk::parts_at`] works in, kept from anchor to anchor: a walk computes
     /// thousands of bounds.
     buffers: RefCell<BoundBuffers<'s>>,
+    /// The pools' terms met so far in this walk, by pool, requested class and
+    /// amount: a pool is tied to thousands of anchors, and the view does not change
+    /// during a walk.
+    pool_terms: RefCell<Vec<(PoolTerm, Option<u128>)>>,
+    /// [`Walk::bound_at`]'s list of the shared class's pools, kept between anchors.
+    shared_pools: RefCell<Vec<ProviderId>>,
+}
+
+/// A pool's term is kept by pool, requested class and amount.
+type PoolTerm = (ProviderId, usize, u64);
+
+/// An anchor's bound in two parts, so that a kept order can leave the pools' part
+/// out of its keys (`super::order`): the bound's sum is `rest` plus the better of
+/// the shared class's term on the anchor's own providers and on its pools.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Parts {
+    /// The terms of the other classes, added up.
+    pub rest: u128,
+    /// The one requested class that pools tied to the anchor offer, if only one
+    /// does: its index, its amount, and its best term among the anchor's own
+    /// providers (None: none has room).
+    pub shared: Option<(usize, u64, Option<u128>)>,
+    /// Whether pools' terms are in `rest` (they offer several requested classes).
+    pub pooled_rest: bool,
 }
 
 /// See [`Walk::buffers`].
@@ -154,10 +181,8 @@ struct BoundBuffers<'s> {
     ids: Vec<ProviderId>,
     /// Per provider: whether it may serve the group at hand.
     usable: Vec<bool>,
-    /// The terms of the pools met so far in this walk, by pool, requested class and
-    /// amount: a pool is tied to thousands of anchors, and the view does not change
-    /// during a walk.
-    pools: Vec<((ProviderId, usize, u64), Option<u128>)>,
+    /// The pools that offer the class at hand.
+    pools: Vec<ProviderId>,
 }
 
 /// What a walk carries from anchor to anchor.
@@ -185,7 +210,10 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
             limit,
             max_candidates,
             next_expiry: Cell::new(NEVER),
+            pool_expiry: Cell::new(NEVER),
             buffers: RefCell::default(),
+            pool_terms: RefCell::default(),
+            shared_pools: RefCell::default(),
         }
     }
 
@@ -308,7 +336,82 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
     /// alone fails). The pick's rule on anchors is not read: a kept order serves
     /// every pick of its shape.
     pub fn bound_at(&self, anchor: &'s Provider) -> Option<Load> {
+        let mut pools = std::mem::take(&mut *self.shared_pools.borrow_mut());
+        let sum = self
+            .parts_at(anchor, &mut pools)
+            .and_then(|parts| self.whole(&parts, &pools));
+        *self.shared_pools.borrow_mut() = pools;
+        Load::of(sum?, self.terms())
+    }
+
+    /// How many terms every bound has: one per requested class (the walk applies
+    /// only when each class is asked for once).
+    pub fn terms(&self) -> u32 {
+        u32::try_from(self.prep.classes.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The sum of an anchor's bound from its parts: the rest, and the better of the
+    /// shared class's term on the anchor's own providers and on `pools`.
+    pub fn whole(&self, parts: &Parts, pools: &[ProviderId]) -> Option<u128> {
+        match parts.shared {
+            None => Some(parts.rest),
+            Some((k, amount, local)) => {
+                let term = self.better(local, self.pools_term(k, amount, pools))?;
+                Some(parts.rest + term)
+            }
+        }
+    }
+
+    /// The better of two terms (for `spread` the lower), either of which may be
+    /// missing.
+    fn better(&self, a: Option<u128>, b: Option<u128>) -> Option<u128> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(match self.sort.rank_terms(a, b) {
+                Ordering::Greater => b,
+                _ => a,
+            }),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+
+    /// The best term of requested class `k` among `pools` (None: none has room for
+    /// `amount`).
+    pub fn pools_term(&self, k: usize, amount: u64, pools: &[ProviderId]) -> Option<u128> {
+        let state = self.prep.state;
+        pools
+            .iter()
+            .filter_map(|id| state.provider(*id))
+            .fold(None, |best, p| {
+                self.better(best, self.pool_term(p, k, amount))
+            })
+    }
+
+    /// [`Walk::term`] of a pool, kept for the walk: a pool is tied to thousands of
+    /// anchors, and the view does not change during a walk.
+    fn pool_term(&self, p: &Provider, k: usize, amount: u64) -> Option<u128> {
+        let key = (p.id(), k, amount);
+        let mut kept = self.pool_terms.borrow_mut();
+        if let Some(&(_, term)) = kept.iter().find(|(at, _)| *at == key) {
+            return term;
+        }
+        let term = self.term(p, k, amount, &self.pool_expiry);
+        // Searched one by one: kept for a few pools only.
+        if kept.len() < 64 {
+            kept.push((key, term));
+        }
+        term
+    }
+
+    /// The anchor's bound in parts (see [`Parts`]), the pools of the shared class
+    /// in `shared_pools`; None as for [`Walk::bound_at`].
+    pub fn parts_at(
+        &self,
+        anchor: &'s Provider,
+        shared_pools: &mut Vec<ProviderId>,
+    ) -> Option<Parts> {
         let prep = self.prep;
+        shared_pools.clear();
         if !prep.root_allowed(anchor) {
             return None;
         }
@@ -320,7 +423,11 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
             pools,
         } = &mut *buffers;
         let in_tree = prep.anchor_providers_into(anchor, providers, ids);
-        let mut terms = (0u128, 0u32);
+        let mut parts = Parts {
+            rest: 0,
+            shared: None,
+            pooled_rest: false,
+        };
         for group in &prep.groups {
             let req = group.request;
             if !group.granular {
@@ -351,47 +458,47 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
                 }
             }));
             for &(k, amount) in &group.demands {
-                let term = providers
-                    .iter()
-                    .zip(usable.iter())
-                    .filter(|(_, usable)| **usable)
-                    .filter_map(|(p, _)| {
-                        if !prep.is_sharing(p.id()) {
-                            return self.term(p, k, amount);
-                        }
-                        let key = (p.id(), k, amount);
-                        match pools.iter().find(|(kept, _)| *kept == key) {
-                            Some(&(_, term)) => term,
-                            None => {
-                                let term = self.term(p, k, amount);
-                                // Searched one by one: kept for a few pools only.
-                                if pools.len() < 64 {
-                                    pools.push((key, term));
-                                }
-                                term
-                            }
-                        }
-                    })
-                    .reduce(|a, b| match self.sort.rank_terms(a, b) {
-                        Ordering::Greater => b,
-                        _ => a,
-                    })?;
-                terms.0 += term;
-                terms.1 += 1;
+                let class = prep.classes[k].as_str();
+                let mut local = None;
+                pools.clear();
+                for (i, p) in providers.iter().enumerate().filter(|(i, _)| usable[*i]) {
+                    if i < in_tree {
+                        let term = self.term(p, k, amount, &self.next_expiry);
+                        local = self.better(local, term);
+                    } else if p.inventories.contains_key(class) {
+                        pools.push(p.id());
+                    }
+                }
+                if pools.is_empty() {
+                    parts.rest += local?;
+                } else if parts.shared.is_none() && !parts.pooled_rest {
+                    parts.shared = Some((k, amount, local));
+                    shared_pools.extend_from_slice(pools);
+                } else {
+                    // A second class that pools offer: both are in the rest.
+                    parts.rest += self.better(local, self.pools_term(k, amount, pools))?;
+                    parts.pooled_rest = true;
+                }
             }
         }
-        Load::of(terms.0, terms.1)
+        if parts.pooled_rest {
+            if let Some((k, amount, local)) = parts.shared.take() {
+                parts.rest += self.better(local, self.pools_term(k, amount, shared_pools))?;
+                shared_pools.clear();
+            }
+        }
+        Some(parts)
     }
 
-    /// Provider `p`'s term for requested class `k`, if it has room for `amount`.
-    fn term(&self, p: &Provider, k: usize, amount: u64) -> Option<u128> {
+    /// Provider `p`'s term for requested class `k`, if it has room for `amount`; the
+    /// earliest expiry of a pending claim it counts is folded into `expiry`.
+    fn term(&self, p: &Provider, k: usize, amount: u64, expiry: &Cell<Timestamp>) -> Option<u128> {
         let class = self.prep.classes[k].as_str();
         let inv = p.inventories.get(class)?;
         let capacity = inv.capacity();
         let used = self.prep.used(p, k);
         if !p.pending.is_empty() {
-            let expiry = p.pending.next_expiry(class, self.prep.query.now);
-            self.next_expiry.set(self.next_expiry.get().min(expiry));
+            expiry.set(expiry.get().min(p.pending.next_expiry(class, self.prep.query.now)));
         }
         let fits =
             i128::from(amount) <= capacity - i128::from(used) && inv.units().admits(amount).is_ok();
