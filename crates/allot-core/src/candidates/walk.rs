@@ -498,7 +498,11 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
         let capacity = inv.capacity();
         let used = self.prep.used(p, k);
         if !p.pending.is_empty() {
-            expiry.set(expiry.get().min(p.pending.next_expiry(class, self.prep.query.now)));
+            expiry.set(
+                expiry
+                    .get()
+                    .min(p.pending.next_expiry(class, self.prep.query.now)),
+            );
         }
         let fits =
             i128::from(amount) <= capacity - i128::from(used) && inv.units().admits(amount).is_ok();
