@@ -19,6 +19,12 @@ use std::sync::Arc;
 use crate::model::ProviderId;
 use crate::persistent::PArray;
 
+/// Up to this many entries, a lookup compares keys for equality one after another
+/// instead of searching by order: names of different lengths (`VCPU`, `DISK_GB`)
+/// differ at once, where an ordering compares their bytes, and the candidate
+/// search looks up every requested class on every provider it meets.
+const SCAN_UP_TO: usize = 8;
+
 /// A map kept as a slice of entries sorted by key, with no spare capacity.
 #[derive(Clone, PartialEq, Eq)]
 pub struct VecMap<K, V> {
@@ -63,6 +69,19 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
 
+    /// Where `key` is, if it is here: see [`SCAN_UP_TO`].
+    fn position<Q>(&self, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        if self.entries.len() <= SCAN_UP_TO {
+            self.entries.iter().position(|(k, _)| k.borrow() == key)
+        } else {
+            self.find(key).ok()
+        }
+    }
+
     /// How many entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -79,7 +98,7 @@ impl<K: Ord, V> VecMap<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.find(key).ok().map(|i| &self.entries[i].1)
+        self.position(key).map(|i| &self.entries[i].1)
     }
 
     /// The stored key and value under `key`.
@@ -88,8 +107,7 @@ impl<K: Ord, V> VecMap<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.find(key)
-            .ok()
+        self.position(key)
             .map(|i| (&self.entries[i].0, &self.entries[i].1))
     }
 
@@ -99,7 +117,7 @@ impl<K: Ord, V> VecMap<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.find(key).ok().map(|i| &mut self.entries[i].1)
+        self.position(key).map(|i| &mut self.entries[i].1)
     }
 
     /// Whether `key` has an entry.
@@ -108,7 +126,7 @@ impl<K: Ord, V> VecMap<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.find(key).is_ok()
+        self.position(key).is_some()
     }
 
     /// Sets `key` to `value`, returning the value it replaces.
@@ -302,6 +320,19 @@ impl<T: Ord> VecSet<T> {
         self.items.binary_search_by(|t| t.borrow().cmp(item))
     }
 
+    /// Whether `item` is here: see [`SCAN_UP_TO`].
+    fn holds<Q>(&self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        if self.items.len() <= SCAN_UP_TO {
+            self.items.iter().any(|t| t.borrow() == item)
+        } else {
+            self.find(item).is_ok()
+        }
+    }
+
     /// How many items.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -318,7 +349,7 @@ impl<T: Ord> VecSet<T> {
         T: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.find(item).is_ok()
+        self.holds(item)
     }
 
     /// Adds `item`; false if it was there already.
