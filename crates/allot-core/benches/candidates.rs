@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo bench -p allot-core --bench candidates` (a filter such as `wide/` picks
 //! some). `ALLOT_BENCH_FLAT_ROOTS` changes the size of `flat` (default 10,000).
+//! `flat…/headroom-small` is `GET /headroom`'s count of the `small` shape.
 
 // criterion's macros define undocumented items.
 #![allow(missing_docs)]
@@ -106,6 +107,16 @@ fn bench(c: &mut Criterion, shape: &str, state: &State, queries: &[(&str, Candid
     g.finish();
 }
 
+/// `GET /headroom`'s count of `small` (the query's limit aside).
+fn bench_headroom(c: &mut Criterion, shape: &str, state: &State, q: &CandidateQuery) {
+    let options = SearchOptions::default();
+    let count = state.headroom(q, &options).unwrap();
+    eprintln!("{shape}/headroom-small: {} instances", count.total);
+    c.bench_function(&format!("{shape}/headroom-small"), |bench| {
+        bench.iter(|| black_box(state.headroom(q, &options).unwrap()))
+    });
+}
+
 fn benches(c: &mut Criterion) {
     let roots: usize = std::env::var("ALLOT_BENCH_FLAT_ROOTS")
         .ok()
@@ -115,6 +126,7 @@ fn benches(c: &mut Criterion) {
     bench(c, "wide", &state, &[("vgpu4", vgpu(4)), ("vgpu8", vgpu(8))]);
     let state = flat(roots);
     bench(c, &format!("flat{roots}"), &state, &flat_queries());
+    bench_headroom(c, &format!("flat{roots}"), &state, &flat_queries()[0].1);
     let state = nested(2000);
     bench(c, "nested", &state, &nested_queries());
 }

@@ -226,6 +226,9 @@ struct Buffers {
     /// Per provider of the anchor: whether a forbidden trait keeps it out, whether it
     /// is a pool.
     kinds: Vec<(bool, bool)>,
+    /// The pools' room by pool and requested class (None: it cannot give the class),
+    /// as the view has it: a pool is tied to thousands of anchors.
+    pools: Vec<((ProviderId, usize), Option<i128>)>,
 }
 
 impl Simple {
@@ -279,19 +282,33 @@ impl Simple {
         for &(k, amount) in &self.demands {
             b.starts.push(b.options.len());
             let class = prep.classes[k].as_str();
+            let room = |p: &Provider| {
+                let inv = p.inventories.get(class)?;
+                inv.units().admits(amount).ok()?;
+                Some(inv.capacity() - i128::from(prep.used(p, k)))
+            };
             for (i, p) in providers.iter().enumerate() {
                 let (forbidden, pool) = b.kinds[i];
                 if forbidden {
                     continue;
                 }
-                let Some(inv) = p.inventories.get(class) else {
+                let room = if pool {
+                    let key = (p.id(), k);
+                    match b.pools.iter().find(|(at, _)| *at == key) {
+                        Some(&(_, room)) => room,
+                        None => {
+                            let room = room(p);
+                            b.pools.push((key, room));
+                            room
+                        }
+                    }
+                } else {
+                    room(p)
+                };
+                let Some(room) = room else {
                     continue;
                 };
-                if inv.units().admits(amount).is_err() {
-                    continue;
-                }
-                b.options
-                    .push((i, inv.capacity() - i128::from(prep.used(p, k))));
+                b.options.push((i, room));
                 b.taken.push(if pool {
                     extra.get(&(p.id(), k)).copied().unwrap_or(0)
                 } else {
