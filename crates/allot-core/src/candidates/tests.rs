@@ -1581,7 +1581,6 @@ fn the_weighed_walk_gives_the_first_of_the_full_order() {
 /// `spread` pick takes the first candidate of the full order at that moment.
 #[test]
 fn picks_on_a_kept_order_take_the_first_of_the_full_order() {
-    use crate::ops::pick::{Affinity, Pick};
     let mut rng = Rng::new(43);
     let (mut picks, mut kept_used) = (0, 0);
     for case in 0..400 {
@@ -1591,62 +1590,157 @@ fn picks_on_a_kept_order_take_the_first_of_the_full_order() {
         q.groups[0].suffix = String::new();
         q.groups[0].in_tree = None;
         q.same_subtrees.clear();
-        q.weigh = Weigh {
-            sort: Some(Sort::Spread),
-            prefer: Vec::new(),
-        };
-        let mut now = 0;
-        for step in 0..25 {
-            q.now = now;
-            let mut unlimited = q.clone();
-            unlimited.limit = None;
-            let all = run(&w, &unlimited);
-            let pick = Pick {
-                query: q.clone(),
-                options: SearchOptions::default(),
-                claims: vec![crate::testing::pick_claim(10_000 + step)],
-                affinity: Affinity::None,
-                partial: false,
-            };
-            let walks =
-                super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
-            match w.state.plan_pick(pick, now) {
-                Ok((placed, changes)) => {
-                    let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
-                        .allocations
-                        .iter()
-                        .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
-                        .collect();
-                    let mut want: Vec<(Uuid, String, u64)> = all.requests[0]
-                        .allocations
-                        .iter()
-                        .map(|&(id, k, amount)| {
-                            let uuid = w.state.provider(id).unwrap().uuid();
-                            (uuid, all.class_name(k).to_owned(), amount)
-                        })
-                        .collect();
-                    got.sort();
-                    want.sort();
-                    assert_eq!(got, want, "case {case} step {step}: {q:#?}");
-                    picks += 1;
-                    kept_used += usize::from(walks);
-                    // Most picks are committed; some are thrown away (refused later
-                    // in their batch, or their commit failed).
-                    if rng.below(4) > 0 {
-                        w.state.apply(&changes);
-                    }
-                }
-                Err(_) => assert!(all.requests.is_empty(), "case {case} step {step}"),
-            }
-            change_something(&mut w, &mut rng, now);
-            now += [0, 1, 3, 20][rng.below(4)];
-        }
+        let (p, k) = kept_picks_follow_the_full_order(&mut w, q, &mut rng, case);
+        picks += p;
+        kept_used += k;
     }
     eprintln!("{picks} picks, {kept_used} on kept orders");
     assert!(
         kept_used > 2000,
         "the cases exercise kept orders ({kept_used})"
     );
+}
+
+/// The same where pools serve most roots: flat roots of VCPU (some with a disk of
+/// their own) in one aggregate, the other or both, pools of disk in each, claims on
+/// the pools that expire between picks; the roots' keys leave the pools' terms out.
+#[test]
+fn picks_beside_pools_on_a_kept_order_take_the_first_of_the_full_order() {
+    let mut rng = Rng::new(47);
+    let aggs = [Uuid::from_u128(0xa1), Uuid::from_u128(0xa2)];
+    let (mut picks, mut kept_used) = (0, 0);
+    for case in 0..300 {
+        let mut w = World::new();
+        for i in 0..1 + rng.below(3) {
+            let pool = format!("pool{i}");
+            w.provider(&pool, None)
+                .total(&pool, "DISK_GB", 4 + rng.below(30) as u64)
+                .traits(&pool, &[SHARING_TRAIT])
+                .aggregates(&pool, &[aggs[i % 2]]);
+        }
+        for i in 0..2 + rng.below(12) {
+            let root = format!("cn{i}");
+            w.provider(&root, None)
+                .total(&root, "VCPU", 2 + rng.below(6) as u64);
+            if rng.below(3) == 0 {
+                w.total(&root, "DISK_GB", 1 + rng.below(4) as u64);
+            }
+            match rng.below(4) {
+                0 => {}
+                1 => {
+                    w.aggregates(&root, &aggs);
+                }
+                n => {
+                    w.aggregates(&root, &[aggs[n % 2]]);
+                }
+            }
+        }
+        let names: Vec<String> = w.state.providers().map(|p| p.row.name.clone()).collect();
+        for (n, name) in names.iter().enumerate() {
+            let class = if name.starts_with("pool") {
+                "DISK_GB"
+            } else {
+                "VCPU"
+            };
+            if rng.below(2) == 0 {
+                let ask = crate::ops::claims::NewClaim {
+                    allocations: vec![crate::ops::allocations::Requested {
+                        provider: World::uuid(name).into(),
+                        class: ResourceClass::requested(class),
+                        used: 1,
+                    }],
+                    expires_at: [None, Some(3), Some(30)][rng.below(3)],
+                    ..crate::testing::pick_claim(900_000 + n as u128)
+                };
+                if let Ok((_, changes)) = w.state.plan_create_claim(ask, 0) {
+                    w.state.apply(&changes);
+                }
+            }
+        }
+        let q = CandidateQuery {
+            groups: vec![RequestGroup {
+                resources: vec![
+                    (ResourceClass::requested("VCPU"), 1),
+                    (ResourceClass::requested("DISK_GB"), 1),
+                ],
+                ..Default::default()
+            }],
+            limit: Some(1),
+            nested_aware: true,
+            ..Default::default()
+        };
+        let (p, k) = kept_picks_follow_the_full_order(&mut w, q, &mut rng, case);
+        picks += p;
+        kept_used += k;
+    }
+    eprintln!("{picks} picks, {kept_used} on kept orders");
+    assert!(
+        kept_used > 2000,
+        "the cases exercise kept orders ({kept_used})"
+    );
+}
+
+/// Twenty-five `spread` picks of `q`'s shape on `w`, with random changes and time
+/// passing between them, each compared with the first candidate of the full order;
+/// how many were placed, and how many of those the walk (on a kept order) answered.
+fn kept_picks_follow_the_full_order(
+    w: &mut World,
+    mut q: CandidateQuery,
+    rng: &mut Rng,
+    case: usize,
+) -> (usize, usize) {
+    use crate::ops::pick::{Affinity, Pick};
+    let (mut picks, mut kept_used) = (0, 0);
+    q.weigh = Weigh {
+        sort: Some(Sort::Spread),
+        prefer: Vec::new(),
+    };
+    let mut now = 0;
+    for step in 0..25 {
+        q.now = now;
+        let mut unlimited = q.clone();
+        unlimited.limit = None;
+        let all = run(w, &unlimited);
+        let pick = Pick {
+            query: q.clone(),
+            options: SearchOptions::default(),
+            claims: vec![crate::testing::pick_claim(10_000 + step)],
+            affinity: Affinity::None,
+            partial: false,
+        };
+        let walks = super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
+        match w.state.plan_pick(pick, now) {
+            Ok((placed, changes)) => {
+                let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
+                    .allocations
+                    .iter()
+                    .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
+                    .collect();
+                let mut want: Vec<(Uuid, String, u64)> = all.requests[0]
+                    .allocations
+                    .iter()
+                    .map(|&(id, k, amount)| {
+                        let uuid = w.state.provider(id).unwrap().uuid();
+                        (uuid, all.class_name(k).to_owned(), amount)
+                    })
+                    .collect();
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "case {case} step {step}: {q:#?}");
+                picks += 1;
+                kept_used += usize::from(walks);
+                // Most picks are committed; some are thrown away (refused later
+                // in their batch, or their commit failed).
+                if rng.below(4) > 0 {
+                    w.state.apply(&changes);
+                }
+            }
+            Err(_) => assert!(all.requests.is_empty(), "case {case} step {step}"),
+        }
+        change_something(w, rng, now);
+        now += [0, 1, 3, 20][rng.below(4)];
+    }
+    (picks, kept_used)
 }
 
 /// One random change of the kinds a kept order must follow.
