@@ -22,6 +22,7 @@ pub mod metadata;
 pub mod model;
 pub mod names;
 pub mod ops;
+pub mod pending;
 pub mod persistent;
 pub mod query;
 pub mod standard;
