@@ -248,7 +248,7 @@ impl<'s> Walk<'_, 's, '_, '_> {
                 keys.pooled.filter(|p| p.0 == i).map(|p| p.1)
             };
             let Some(now) = now else {
-                // The anchor's entries are in other lists now.
+                // No entry of the anchor belongs in this list any more.
                 continue;
             };
             if now != stale {
