@@ -25,6 +25,7 @@ pub mod ops;
 pub mod pending;
 pub mod persistent;
 pub mod query;
+pub mod server_groups;
 pub mod standard;
 pub mod state;
 #[cfg(test)]

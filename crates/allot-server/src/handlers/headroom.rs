@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use allot_core::server_groups::Scope;
 use allot_core::State;
 use axum::extract::{RawQuery, State as AppStateOf};
 use axum::http::StatusCode;
@@ -17,7 +18,7 @@ use axum::Router;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::request::headroom::{parse, GroupBy, HeadroomQuery};
+use crate::request::headroom::{parse, HeadroomQuery};
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -70,10 +71,10 @@ pub fn answer(
 
 /// Each anchor's instances added to its root's groups: the root itself, each of its
 /// aggregates, or each of its traits with the prefix (a root in no group of the kind
-/// counts in none).
+/// counts in none), as server groups' scopes key roots.
 fn groups(
     view: &State,
-    by: &GroupBy,
+    by: &Scope,
     by_anchor: &[(allot_core::ProviderId, u64)],
 ) -> BTreeMap<String, u64> {
     let mut out: BTreeMap<String, u64> = BTreeMap::new();
@@ -81,19 +82,8 @@ fn groups(
         let Some(root) = view.provider(anchor) else {
             continue;
         };
-        let keys: Vec<String> = match by {
-            GroupBy::Root => vec![root.uuid().to_string()],
-            GroupBy::Aggregate => root.aggregates.iter().map(ToString::to_string).collect(),
-            GroupBy::TraitPrefix(prefix) => root
-                .traits
-                .iter()
-                .map(|t| t.as_str())
-                .filter(|t| t.starts_with(prefix.as_str()))
-                .map(str::to_owned)
-                .collect(),
-        };
-        for key in keys {
-            *out.entry(key).or_default() += n;
+        for domain in by.domains_of(root) {
+            *out.entry(domain.to_string()).or_default() += n;
         }
     }
     out

@@ -3,30 +3,21 @@
 //! `group_by`.
 
 use allot_core::candidates::CandidateQuery;
+use allot_core::server_groups::Scope;
 use allot_core::Timestamp;
 
 use crate::error::ApiError;
 use crate::http::Query;
 use crate::request::candidates;
 
-/// How a headroom is broken down.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupBy {
-    /// By the root each instance would land on.
-    Root,
-    /// By each aggregate of that root.
-    Aggregate,
-    /// By each trait of that root that begins with the prefix.
-    TraitPrefix(String),
-}
-
 /// The question: the shape, and the breakdown.
 #[derive(Debug)]
 pub struct HeadroomQuery {
     /// The shape of one instance.
     pub query: CandidateQuery,
-    /// The breakdown, if asked.
-    pub group_by: Option<GroupBy>,
+    /// The breakdown, if asked: by the domains of the root each instance would land
+    /// on, as server groups' rules key them.
+    pub group_by: Option<Scope>,
 }
 
 /// Reads the query string. `limit`, `sort` and `prefer` are accepted (a scheduler's
@@ -47,26 +38,12 @@ pub fn parse(raw: Option<&str>, now: Timestamp) -> Result<HeadroomQuery, ApiErro
         }
         let values = Query::parse(Some(pair));
         let value = values.all("group_by").first().copied().unwrap_or("");
-        group_by = Some(match value {
-            "root" => GroupBy::Root,
-            "aggregate" => GroupBy::Aggregate,
-            _ => match value.strip_prefix("trait:") {
-                Some(prefix)
-                    if !prefix.is_empty()
-                        && prefix
-                            .chars()
-                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') =>
-                {
-                    GroupBy::TraitPrefix(prefix.to_owned())
-                }
-                _ => {
-                    return Err(ApiError::query_bad_value(format!(
-                        "Invalid group_by {value:?}: root, aggregate or trait:PREFIX (a trait \
-                         name's beginning, e.g. trait:CUSTOM_RACK_)."
-                    )))
-                }
-            },
-        });
+        group_by = Some(Scope::parse(value).ok_or_else(|| {
+            ApiError::query_bad_value(format!(
+                "Invalid group_by {value:?}: root, aggregate or trait:PREFIX (a trait \
+                 name's beginning, e.g. trait:CUSTOM_RACK_)."
+            ))
+        })?);
     }
     let query = candidates::parse(crate::microversion::MAX, Some(&rest.join("&")), now, 0)?;
     Ok(HeadroomQuery { query, group_by })
@@ -83,17 +60,14 @@ mod tests {
             5,
         )
         .unwrap();
-        assert_eq!(
-            q.group_by,
-            Some(GroupBy::TraitPrefix("CUSTOM_RACK_".into()))
-        );
+        assert_eq!(q.group_by, Some(Scope::TraitPrefix("CUSTOM_RACK_".into())));
         assert_eq!(q.query.groups[0].resources.len(), 1);
         assert_eq!(q.query.now, 5);
         assert_eq!(
             parse(Some("resources=VCPU:1&group_by=root"), 0)
                 .unwrap()
                 .group_by,
-            Some(GroupBy::Root)
+            Some(Scope::Root)
         );
         assert_eq!(parse(Some("resources=VCPU:1"), 0).unwrap().group_by, None);
         for bad in ["group_by=rack", "group_by=trait:", "group_by=trait:lower"] {

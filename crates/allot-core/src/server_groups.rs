@@ -1,0 +1,384 @@
+//! Server groups' rules (issue 44): Nova's affinity policies over consumers, and the
+//! failure domains they are kept in.
+//!
+//! A server group's members are consumers; a member *is* on the roots of its live
+//! claims if it has any, else of its allocations ([`State::member_roots`]), read at
+//! the writer's `now`: a member in transit counts once, where it is going. A rule's
+//! [`Scope`] maps each root to its domains: the root itself (Nova's "host"), each of
+//! its aggregates, or each of its traits that begin with a prefix (`trait:CUSTOM_RACK_`),
+//! as `GET /headroom`'s `group_by` keys roots. A root in several domains is in each;
+//! a root in none conflicts with nothing.
+//!
+//! How broken a group is, is a number ([`Rule::broken`]), 0 when the rule holds:
+//! - anti-affinity: over the domains, how many members beyond `max_per_domain` each
+//!   holds (Nova's `max_server_per_host`, 1 by default);
+//! - affinity: how many placed members are outside the domain that holds the most.
+//!
+//! The writer refuses a write that would make a hard rule's number grow, and so a
+//! group that starts broken (imported from Nova after a forced move) may be mended,
+//! never made worse; soft rules order candidates by how much each would add.
+
+use std::fmt;
+
+use uuid::Uuid;
+
+use crate::model::{Provider, ProviderId, Timestamp};
+use crate::names::{is_well_formed_name, TraitName};
+use crate::state::State;
+
+/// A group's policy, with Nova's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Every member in one domain; refused otherwise.
+    Affinity,
+    /// At most `max_per_domain` members in a domain; refused otherwise.
+    AntiAffinity,
+    /// As `Affinity`, preferred, never refused.
+    SoftAffinity,
+    /// As `AntiAffinity`, preferred, never refused.
+    SoftAntiAffinity,
+}
+
+impl Policy {
+    /// Nova's name of the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Affinity => "affinity",
+            Policy::AntiAffinity => "anti-affinity",
+            Policy::SoftAffinity => "soft-affinity",
+            Policy::SoftAntiAffinity => "soft-anti-affinity",
+        }
+    }
+
+    /// The policy of Nova's name.
+    pub fn parse(text: &str) -> Option<Policy> {
+        [
+            Policy::Affinity,
+            Policy::AntiAffinity,
+            Policy::SoftAffinity,
+            Policy::SoftAntiAffinity,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == text)
+    }
+
+    /// Whether a write that breaks it is refused.
+    pub fn is_hard(self) -> bool {
+        matches!(self, Policy::Affinity | Policy::AntiAffinity)
+    }
+
+    /// Whether members are kept apart (else together).
+    pub fn is_anti(self) -> bool {
+        matches!(self, Policy::AntiAffinity | Policy::SoftAntiAffinity)
+    }
+}
+
+/// What a rule keeps members apart in, or together in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The root (a compute host).
+    Root,
+    /// Each aggregate of the root.
+    Aggregate,
+    /// Each trait of the root that begins with the prefix.
+    TraitPrefix(String),
+}
+
+impl Scope {
+    /// `root`, `aggregate` or `trait:PREFIX` (a prefix of a well-formed trait name).
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "root" => Some(Scope::Root),
+            "aggregate" => Some(Scope::Aggregate),
+            _ => {
+                let prefix = text.strip_prefix("trait:")?;
+                is_well_formed_name(prefix).then(|| Scope::TraitPrefix(prefix.to_owned()))
+            }
+        }
+    }
+
+    /// The domains a root is in.
+    pub fn domains_of(&self, root: &Provider) -> Vec<Domain> {
+        match self {
+            Scope::Root => vec![Domain::Root(root.uuid())],
+            Scope::Aggregate => root
+                .aggregates
+                .iter()
+                .copied()
+                .map(Domain::Aggregate)
+                .collect(),
+            Scope::TraitPrefix(prefix) => root
+                .traits
+                .iter()
+                .filter(|t| t.as_str().starts_with(prefix.as_str()))
+                .cloned()
+                .map(Domain::Trait)
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Root => f.write_str("root"),
+            Scope::Aggregate => f.write_str("aggregate"),
+            Scope::TraitPrefix(prefix) => write!(f, "trait:{prefix}"),
+        }
+    }
+}
+
+/// One failure domain.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Domain {
+    /// A root, by uuid.
+    Root(Uuid),
+    /// An aggregate.
+    Aggregate(Uuid),
+    /// A trait (of the scope's prefix).
+    Trait(TraitName),
+}
+
+impl fmt::Display for Domain {
+    /// The key `GET /headroom`'s `group_by` gives it: a uuid or a trait's name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Domain::Root(uuid) | Domain::Aggregate(uuid) => write!(f, "{uuid}"),
+            Domain::Trait(name) => f.write_str(name.as_str()),
+        }
+    }
+}
+
+/// A group's rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The policy.
+    pub policy: Policy,
+    /// For anti-affinity: how many members a domain may hold (at least 1).
+    pub max_per_domain: u32,
+    /// Where it is kept.
+    pub scope: Scope,
+}
+
+impl Rule {
+    /// How broken the rule is (see the module doc) with its members in these
+    /// domains, one list per member (empty: placed nowhere, or in no domain).
+    pub fn broken(&self, members: &[Vec<Domain>]) -> u64 {
+        let mut counts: Vec<(&Domain, u64)> = Vec::new();
+        for domains in members {
+            for d in domains {
+                match counts.iter_mut().find(|(at, _)| *at == d) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((d, 1)),
+                }
+            }
+        }
+        if self.policy.is_anti() {
+            let max = u64::from(self.max_per_domain.max(1));
+            counts.iter().map(|&(_, n)| n.saturating_sub(max)).sum()
+        } else {
+            let placed = members.iter().filter(|d| !d.is_empty()).count() as u64;
+            let most = counts.iter().map(|&(_, n)| n).max().unwrap_or(0);
+            placed - most
+        }
+    }
+}
+
+impl State {
+    /// The roots a consumer is on at `now`: those of its live claims if it has any,
+    /// else those of its allocations; in id order, each once. (It reads every claim:
+    /// the writer's checks will need the claims indexed by consumer.)
+    pub fn member_roots(&self, consumer: &Uuid, now: Timestamp) -> Vec<ProviderId> {
+        let root_of = |id: ProviderId| self.provider(id).map(|p| p.row.root);
+        let mut roots: Vec<ProviderId> = self
+            .claims()
+            .filter(|c| c.consumer == *consumer && c.live(now))
+            .flat_map(|c| c.allocations.iter())
+            .filter_map(|a| self.provider_by_uuid(&a.provider))
+            .map(|p| p.row.root)
+            .collect();
+        if roots.is_empty() {
+            if let Some(c) = self.consumer(consumer) {
+                roots = c
+                    .allocations
+                    .iter()
+                    .filter_map(|a| root_of(a.provider))
+                    .collect();
+            }
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        roots
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidates::Rng;
+
+    fn rule(policy: Policy, max: u32) -> Rule {
+        Rule {
+            policy,
+            max_per_domain: max,
+            scope: Scope::Root,
+        }
+    }
+
+    fn root(n: u128) -> Domain {
+        Domain::Root(Uuid::from_u128(n))
+    }
+
+    /// A member is where its live claims are, else where its allocations are; a
+    /// root's domains come from the root, whichever provider of its tree is used.
+    #[test]
+    fn a_member_is_where_it_is_going() {
+        use crate::change::Change;
+        use crate::model::Inventory;
+        use crate::ops::allocations::Requested;
+        use crate::ops::claims::NewClaim;
+        use crate::testing::{new_provider, pick_claim, rc, tn};
+        let uuid = |n: u128| Uuid::from_u128(0xf000 + n);
+        let mut s = State::new();
+        s.apply(&[
+            new_provider(1, uuid(1), None, 0),
+            new_provider(2, uuid(2), Some(1), 0),
+            new_provider(3, uuid(3), None, 0),
+            Change::SetInventories(ProviderId(2), vec![(rc("VCPU"), Inventory::with_total(8))]),
+            Change::SetInventories(ProviderId(3), vec![(rc("VCPU"), Inventory::with_total(8))]),
+            Change::SetTraits(ProviderId(1), vec![tn("CUSTOM_RACK_A"), tn("CUSTOM_GOLD")]),
+            Change::SetAggregates(ProviderId(1), vec![Uuid::from_u128(0xa1)]),
+        ]);
+        let on = |provider: u128, n: u128, expires_at| NewClaim {
+            allocations: vec![Requested {
+                provider: uuid(provider).into(),
+                class: crate::names::ResourceClass::requested("VCPU"),
+                used: 1,
+            }],
+            expires_at,
+            consumer: Uuid::from_u128(0xc0),
+            ..pick_claim(n)
+        };
+        let (made, changes) = s.plan_create_claim(on(2, 1, None), 0).unwrap();
+        s.apply(&changes);
+        let consumer = Uuid::from_u128(0xc0);
+        assert_eq!(s.member_roots(&consumer, 0), vec![ProviderId(1)]);
+        let (_, changes) = s.plan_confirm_claim(&made.uuid, false, 0).unwrap();
+        s.apply(&changes);
+        assert_eq!(s.member_roots(&consumer, 0), vec![ProviderId(1)]);
+        let (_, changes) = s.plan_create_claim(on(3, 2, Some(100)), 0).unwrap();
+        s.apply(&changes);
+        assert_eq!(s.member_roots(&consumer, 99), vec![ProviderId(3)]);
+        assert_eq!(s.member_roots(&consumer, 100), vec![ProviderId(1)]);
+        assert!(s.member_roots(&Uuid::from_u128(0xbad), 0).is_empty());
+        let root = s.provider(ProviderId(1)).unwrap();
+        assert_eq!(Scope::Root.domains_of(root), vec![Domain::Root(uuid(1))]);
+        assert_eq!(
+            Scope::Aggregate.domains_of(root),
+            vec![Domain::Aggregate(Uuid::from_u128(0xa1))]
+        );
+        let racks = Scope::parse("trait:CUSTOM_RACK_").unwrap().domains_of(root);
+        assert_eq!(racks, vec![Domain::Trait(tn("CUSTOM_RACK_A"))]);
+        assert_eq!(racks[0].to_string(), "CUSTOM_RACK_A");
+        assert!(Scope::Aggregate
+            .domains_of(s.provider(ProviderId(3)).unwrap())
+            .is_empty());
+    }
+
+    #[test]
+    fn names_as_nova_and_headroom_write_them() {
+        for p in [
+            "affinity",
+            "anti-affinity",
+            "soft-affinity",
+            "soft-anti-affinity",
+        ] {
+            assert_eq!(Policy::parse(p).unwrap().as_str(), p);
+        }
+        assert_eq!(Policy::parse("anti_affinity"), None);
+        assert!(Policy::AntiAffinity.is_hard() && !Policy::SoftAntiAffinity.is_hard());
+        for s in ["root", "aggregate", "trait:CUSTOM_RACK_"] {
+            assert_eq!(Scope::parse(s).unwrap().to_string(), s);
+        }
+        for bad in ["", "host", "trait:", "trait:custom", "trait:A B", "Root"] {
+            assert_eq!(Scope::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn how_broken_each_policy_is() {
+        let anti = rule(Policy::AntiAffinity, 1);
+        assert_eq!(anti.broken(&[vec![root(1)], vec![root(2)], vec![]]), 0);
+        assert_eq!(
+            anti.broken(&[vec![root(1)], vec![root(1)], vec![root(1)]]),
+            2
+        );
+        let two = rule(Policy::SoftAntiAffinity, 2);
+        assert_eq!(
+            two.broken(&[vec![root(1)], vec![root(1)], vec![root(1)]]),
+            1
+        );
+        let aff = rule(Policy::Affinity, 1);
+        assert_eq!(aff.broken(&[vec![root(1)], vec![root(1)], vec![]]), 0);
+        assert_eq!(
+            aff.broken(&[vec![root(1)], vec![root(2)], vec![root(2)]]),
+            1
+        );
+        // A member on two roots (its claim spans them) is in each.
+        assert_eq!(aff.broken(&[vec![root(1), root(2)], vec![root(2)]]), 0);
+        assert_eq!(anti.broken(&[vec![root(1), root(2)], vec![root(2)]]), 1);
+        assert_eq!(aff.broken(&[]), 0);
+    }
+
+    /// For random members in random domains: 0 exactly when the rule holds as Nova
+    /// states it; a member in no domain changes nothing; and a member added where the
+    /// rule has room adds nothing, anywhere else at least one.
+    #[test]
+    fn broken_is_zero_exactly_when_the_rule_holds() {
+        let mut rng = Rng::new(44);
+        for _ in 0..5000 {
+            let policy = [Policy::Affinity, Policy::AntiAffinity][rng.below(2)];
+            let r = rule(policy, 1 + rng.below(3) as u32);
+            let members: Vec<Vec<Domain>> = (0..rng.below(7))
+                .map(|_| {
+                    (0..rng.below(3))
+                        .map(|_| root(rng.below(4) as u128))
+                        .collect()
+                })
+                .map(|mut d: Vec<Domain>| {
+                    d.sort();
+                    d.dedup();
+                    d
+                })
+                .collect();
+            let count = |d: &Domain| members.iter().filter(|m| m.contains(d)).count();
+            let all: Vec<Domain> = (0..4).map(root).collect();
+            let holds = if policy.is_anti() {
+                all.iter().all(|d| count(d) <= r.max_per_domain as usize)
+            } else {
+                let placed = members.iter().filter(|m| !m.is_empty()).count();
+                placed == 0 || all.iter().any(|d| count(d) == placed)
+            };
+            let before = r.broken(&members);
+            assert_eq!(before == 0, holds, "{r:?} {members:?}");
+            let mut more = members.clone();
+            more.push(vec![]);
+            assert_eq!(r.broken(&more), before);
+            for d in &all {
+                let mut more = members.clone();
+                more.push(vec![d.clone()]);
+                let room = if policy.is_anti() {
+                    count(d) < r.max_per_domain as usize
+                } else {
+                    count(d) == all.iter().map(count).max().unwrap_or(0)
+                };
+                let after = r.broken(&more);
+                if room {
+                    assert_eq!(after, before, "{r:?} {members:?} + {d:?}");
+                } else {
+                    assert!(after > before, "{r:?} {members:?} + {d:?}");
+                }
+            }
+        }
+    }
+}
