@@ -210,6 +210,28 @@ impl State {
         roots.dedup();
         roots
     }
+
+    /// How broken `rule` is with `members` where they are at `now` (see
+    /// [`Rule::broken`]): a write is checked by this number on the view before it
+    /// and on the plan's copy after it.
+    pub fn group_broken(&self, rule: &Rule, members: &[Uuid], now: Timestamp) -> u64 {
+        let placed: Vec<Vec<Domain>> = members
+            .iter()
+            .map(|m| {
+                let mut domains: Vec<Domain> = self
+                    .member_roots(m, now)
+                    .into_iter()
+                    .filter_map(|root| self.provider(root))
+                    .flat_map(|root| rule.scope.domains_of(root))
+                    .collect();
+                // A member on two roots of one domain is in it once.
+                domains.sort();
+                domains.dedup();
+                domains
+            })
+            .collect();
+        rule.broken(&placed)
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +305,31 @@ mod tests {
         assert!(Scope::Aggregate
             .domains_of(s.provider(ProviderId(3)).unwrap())
             .is_empty());
+        // Two members on root 1 (one through a claim on its child), one on root 3
+        // until its claim expires.
+        let (_, changes) = s
+            .plan_create_claim(
+                NewClaim {
+                    consumer: Uuid::from_u128(0xc1),
+                    ..on(2, 3, None)
+                },
+                0,
+            )
+            .unwrap();
+        s.apply(&changes);
+        let members = [consumer, Uuid::from_u128(0xc1), Uuid::from_u128(0xbad)];
+        let anti = rule(Policy::AntiAffinity, 1);
+        assert_eq!(s.group_broken(&anti, &members, 99), 0);
+        assert_eq!(s.group_broken(&anti, &members, 100), 1);
+        let together = rule(Policy::Affinity, 1);
+        assert_eq!(s.group_broken(&together, &members, 99), 1);
+        assert_eq!(s.group_broken(&together, &members, 100), 0);
+        // Root 3 is in no aggregate: there, nothing conflicts.
+        let by_aggregate = Rule {
+            scope: Scope::Aggregate,
+            ..together
+        };
+        assert_eq!(s.group_broken(&by_aggregate, &members, 99), 0);
     }
 
     #[test]
