@@ -187,7 +187,7 @@ impl Rule {
 impl State {
     /// The roots a consumer is on at `now`: those of its live claims if it has any,
     /// else those of its allocations; in id order, each once. (It reads every claim:
-    /// the writer's checks will need the claims indexed by consumer.)
+    /// the writer's checks will need the members' pending claims indexed.)
     pub fn member_roots(&self, consumer: &Uuid, now: Timestamp) -> Vec<ProviderId> {
         let root_of = |id: ProviderId| self.provider(id).map(|p| p.row.root);
         let mut roots: Vec<ProviderId> = self.live_claim_roots(consumer, now).collect();
@@ -228,7 +228,7 @@ impl State {
         root: ProviderId,
         now: Timestamp,
     ) -> bool {
-        let mut placed: Vec<Vec<Domain>> = Vec::with_capacity(members.len() + 1);
+        let mut placed: Vec<Vec<Domain>> = Vec::with_capacity(members.len());
         let mut before: Vec<Vec<Domain>> = Vec::with_capacity(members.len());
         let mut counted = false;
         for m in members {
