@@ -1541,25 +1541,7 @@ fn the_weighed_walk_gives_the_first_of_the_full_order() {
             };
             match w.state.plan_pick(pick, q.now) {
                 Ok((placed, _)) => {
-                    let first = &all.requests[0];
-                    let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
-                        .allocations
-                        .iter()
-                        .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
-                        .collect();
-                    let mut want: Vec<(Uuid, String, u64)> = first
-                        .allocations
-                        .iter()
-                        .map(|&(id, k, amount)| {
-                            (
-                                w.state.provider(id).unwrap().uuid(),
-                                all.class_name(k).to_owned(),
-                                amount,
-                            )
-                        })
-                        .collect();
-                    got.sort();
-                    want.sort();
+                    let (got, want) = pick_and_first(&w, &placed, &all);
                     assert_eq!(got, want, "case {case}, {sort:?}: the pick {q:#?}");
                     picked += 1;
                 }
@@ -1711,21 +1693,7 @@ fn kept_picks_follow_the_full_order(
         let walks = super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
         match w.state.plan_pick(pick, now) {
             Ok((placed, changes)) => {
-                let mut got: Vec<(Uuid, String, u64)> = placed.claims[0]
-                    .allocations
-                    .iter()
-                    .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
-                    .collect();
-                let mut want: Vec<(Uuid, String, u64)> = all.requests[0]
-                    .allocations
-                    .iter()
-                    .map(|&(id, k, amount)| {
-                        let uuid = w.state.provider(id).unwrap().uuid();
-                        (uuid, all.class_name(k).to_owned(), amount)
-                    })
-                    .collect();
-                got.sort();
-                want.sort();
+                let (got, want) = pick_and_first(w, &placed, &all);
                 assert_eq!(got, want, "case {case} step {step}: {q:#?}");
                 picks += 1;
                 kept_used += usize::from(walks);
@@ -1741,6 +1709,34 @@ fn kept_picks_follow_the_full_order(
         now += [0, 1, 3, 20][rng.below(4)];
     }
     (picks, kept_used)
+}
+
+/// Allocations as sorted `(provider, class, amount)`.
+type Amounts = Vec<(Uuid, String, u64)>;
+
+/// What a pick's one claim allocates, and what the first candidate of the full
+/// order `all` allocates.
+fn pick_and_first(
+    w: &World,
+    placed: &crate::ops::pick::Placed,
+    all: &Candidates,
+) -> (Amounts, Amounts) {
+    let mut got: Amounts = placed.claims[0]
+        .allocations
+        .iter()
+        .map(|a| (a.provider, a.class.as_str().to_owned(), a.amount))
+        .collect();
+    let mut want: Amounts = all.requests[0]
+        .allocations
+        .iter()
+        .map(|&(id, k, amount)| {
+            let uuid = w.state.provider(id).unwrap().uuid();
+            (uuid, all.class_name(k).to_owned(), amount)
+        })
+        .collect();
+    got.sort();
+    want.sort();
+    (got, want)
 }
 
 /// One random change of the kinds a kept order must follow.
