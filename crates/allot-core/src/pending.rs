@@ -109,13 +109,6 @@ impl PendingIndex {
         self.0.is_none()
     }
 
-    /// How many entries.
-    pub fn len(&self) -> usize {
-        self.0
-            .as_ref()
-            .map_or(0, |p| p.chunks.iter().map(|c| c.entries.len()).sum())
-    }
-
     /// Per class present: the sum of the amounts and the earliest expiry.
     fn totals(&self) -> &[(ResourceClass, u64, Timestamp)] {
         self.0.as_ref().map_or(&[], |p| &p.totals)
@@ -290,7 +283,7 @@ mod tests {
         }
         want.sort_by(|a, b| key(a).cmp(&key(b)));
         assert!(index.iter().eq(want.iter()));
-        assert_eq!(index.len(), want.len());
+        assert_eq!(index.iter().count(), want.len());
         assert!(index.0.as_ref().unwrap().chunks.len() > 10);
         for now in [0, 150, 250, 399, 400] {
             for class in ["DISK_GB", "VCPU", "VGPU"] {
