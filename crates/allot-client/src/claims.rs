@@ -130,6 +130,10 @@ pub struct NewClaim {
     /// Free text the caller interprets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// The server group the consumer joins with the claim (`docs/api.md`, "Server
+    /// groups").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_group: Option<Uuid>,
 }
 
 /// A pick-and-claim (`POST /claims` with `request`): the server chooses where. One
@@ -169,6 +173,9 @@ pub struct PickClaim {
     /// Free text the caller interprets (each instance's, unless its own is given).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// The server group every instance joins with its claim.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_group: Option<Uuid>,
 }
 
 /// `consumers` as the API takes them: `[{"consumer_uuid": U, "tag": T}, ...]`.
@@ -258,6 +265,19 @@ pub struct Placed {
     pub claims: Vec<Claim>,
     /// The consumers left without a claim (with `partial: true`).
     pub unplaced: Vec<Uuid>,
+    /// The instances placed against a soft server group rule, because no root that
+    /// keeps it fits (absent when none was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub soft_rules_broken: Vec<SoftRuleBroken>,
+}
+
+/// An instance a pick placed against a soft rule of a server group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftRuleBroken {
+    /// The instance's consumer.
+    pub consumer_uuid: Uuid,
+    /// The group whose soft rule it breaks.
+    pub server_group: Uuid,
 }
 
 #[derive(Deserialize)]
@@ -296,10 +316,19 @@ impl Client {
         if pick.consumers.is_some() {
             return parse(Method::POST, "/claims", &response.body);
         }
-        let claim: Claim = parse(Method::POST, "/claims", &response.body)?;
+        let mut claim: Claim = parse(Method::POST, "/claims", &response.body)?;
+        let soft_rules_broken = match claim.extra.remove("soft_rules_broken") {
+            Some(list) => serde_json::from_value(list).map_err(|e| Error::Decode {
+                method: Method::POST,
+                path: "/claims".into(),
+                message: e.to_string(),
+            })?,
+            None => Vec::new(),
+        };
         Ok(Placed {
             claims: vec![claim],
             unplaced: Vec::new(),
+            soft_rules_broken,
         })
     }
 
@@ -413,7 +442,7 @@ impl Client {
 }
 
 /// `name=value&...` for the pairs that have a value, values percent-encoded.
-fn query_string(pairs: &[(&str, Option<String>)]) -> String {
+pub(crate) fn query_string(pairs: &[(&str, Option<String>)]) -> String {
     pairs
         .iter()
         .filter_map(|(name, value)| {
@@ -425,7 +454,11 @@ fn query_string(pairs: &[(&str, Option<String>)]) -> String {
         .join("&")
 }
 
-fn parse<T: serde::de::DeserializeOwned>(method: Method, path: &str, body: &[u8]) -> Result<T> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+    method: Method,
+    path: &str,
+    body: &[u8],
+) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| Error::Decode {
         method,
         path: path.to_owned(),
@@ -464,6 +497,7 @@ mod tests {
             allocations: BTreeMap::new(),
             expires_in: ClaimExpiry::ServerDefault,
             tag: None,
+            server_group: None,
         }
     }
 
@@ -485,6 +519,7 @@ mod tests {
             )]),
             expires_in: ClaimExpiry::Never,
             tag: None,
+            server_group: None,
         };
         let claim = client(&url).create_claim(&new).await.unwrap();
         assert_eq!(claim.uuid, Uuid::from_u128(1));

@@ -36,13 +36,14 @@ use uuid::Uuid;
 
 mod claims;
 mod headroom;
+pub mod server_groups;
 pub mod status;
 pub mod survey;
 mod usages;
 
 pub use claims::{
     Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim, PickClaim,
-    Placed, ProviderPending,
+    Placed, ProviderPending, SoftRuleBroken,
 };
 pub use headroom::{Explanation, GroupExplanation, Headroom, Miss, Stage};
 pub use status::Status;

@@ -16,6 +16,7 @@ use crate::model::{
     Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
+use crate::server_groups::ServerGroup;
 
 /// One durable change.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -74,4 +75,9 @@ pub enum Change {
     PutClaim(Box<Claim>),
     /// Forget an ended claim (the sweeper's purge).
     DeleteClaim(Uuid),
+    /// Create or replace a server group's record, its members included (an allot
+    /// extension, issue 44). Boxed like a claim.
+    PutServerGroup(Box<ServerGroup>),
+    /// Delete a server group (its members stay consumers).
+    DeleteServerGroup(Uuid),
 }

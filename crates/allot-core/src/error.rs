@@ -47,6 +47,9 @@ pub enum ConflictCode {
     /// A claim that is no longer pending (released or expired) cannot be confirmed
     /// (an allot extension).
     ClaimNotPending,
+    /// A write would make a hard server group rule more broken (an allot
+    /// extension, issue 44).
+    ServerGroupViolated,
     /// Any other conflict.
     Other,
 }

@@ -22,12 +22,59 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::model::{Provider, ProviderId, Timestamp};
+use crate::model::{Claim, Provider, ProviderId, Timestamp};
 use crate::names::{is_well_formed_name, TraitName};
+use crate::ops::server_groups::RootCheck;
 use crate::state::State;
 
+/// A server group's record: its rule and its members.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ServerGroup {
+    /// The group's id (Nova's, for a group imported from it).
+    pub uuid: Uuid,
+    /// Its name (not unique, as in Nova).
+    pub name: String,
+    /// The project it belongs to.
+    pub project_id: String,
+    /// The user who made it.
+    pub user_id: String,
+    /// The policy.
+    pub policy: Policy,
+    /// For anti-affinity: how many members one domain may hold (Nova's
+    /// `max_server_per_host`, at least 1).
+    pub max_per_domain: u32,
+    /// The failure domains the rule is kept in.
+    pub scope: Scope,
+    /// Whether Placement's own allocation writes are checked too (see
+    /// `State::plan_allocations_kept`).
+    pub enforce_on_allocations: bool,
+    /// The members (consumers), sorted, each once.
+    pub members: Vec<Uuid>,
+    /// When it was made.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl ServerGroup {
+    /// Its rule.
+    pub fn rule(&self) -> Rule {
+        Rule {
+            policy: self.policy,
+            max_per_domain: self.max_per_domain,
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// Whether `consumer` is a member.
+    pub fn has_member(&self, consumer: &Uuid) -> bool {
+        self.members.binary_search(consumer).is_ok()
+    }
+}
+
 /// A group's policy, with Nova's names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Policy {
     /// Every member in one domain; refused otherwise.
     Affinity,
@@ -73,8 +120,22 @@ impl Policy {
     }
 }
 
+impl TryFrom<String> for Policy {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Policy::parse(&text).ok_or_else(|| format!("unknown server group policy {text:?}"))
+    }
+}
+
+impl From<Policy> for &'static str {
+    fn from(policy: Policy) -> Self {
+        policy.as_str()
+    }
+}
+
 /// What a rule keeps members apart in, or together in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum Scope {
     /// The root (a compute host).
     Root,
@@ -97,6 +158,32 @@ impl Scope {
         }
     }
 
+    /// `root`, `aggregate` or `trait` (a store's column; the prefix is another).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scope::Root => "root",
+            Scope::Aggregate => "aggregate",
+            Scope::TraitPrefix(_) => "trait",
+        }
+    }
+
+    /// The trait prefix of a `trait` scope.
+    pub fn prefix(&self) -> Option<&str> {
+        match self {
+            Scope::TraitPrefix(prefix) => Some(prefix),
+            _ => None,
+        }
+    }
+
+    /// The scope of a store's two columns ([`Scope::kind`], [`Scope::prefix`]).
+    pub fn from_columns(kind: &str, prefix: Option<&str>) -> Option<Scope> {
+        match (kind, prefix) {
+            ("trait", Some(prefix)) => Scope::parse(&format!("trait:{prefix}")),
+            (kind, None) if kind != "trait" => Scope::parse(kind),
+            _ => None,
+        }
+    }
+
     /// The domains a root is in.
     pub fn domains_of(&self, root: &Provider) -> Vec<Domain> {
         match self {
@@ -115,6 +202,19 @@ impl Scope {
                 .map(Domain::Trait)
                 .collect(),
         }
+    }
+}
+
+impl TryFrom<String> for Scope {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Scope::parse(&text).ok_or_else(|| format!("unknown server group scope {text:?}"))
+    }
+}
+
+impl From<Scope> for String {
+    fn from(scope: Scope) -> Self {
+        scope.to_string()
     }
 }
 
@@ -164,8 +264,13 @@ impl Rule {
     /// How broken the rule is (see the module doc) with its members in these
     /// domains, one list per member (empty: placed nowhere, or in no domain).
     pub fn broken(&self, members: &[Vec<Domain>]) -> u64 {
+        self.broken_of(members.iter().map(|m| &m[..]))
+    }
+
+    /// [`Rule::broken`] over any list of members' domains.
+    pub fn broken_of<'a>(&self, members: impl Iterator<Item = &'a [Domain]> + Clone) -> u64 {
         let mut counts: Vec<(&Domain, u64)> = Vec::new();
-        for domains in members {
+        for domains in members.clone() {
             for d in domains {
                 match counts.iter_mut().find(|(at, _)| *at == d) {
                     Some((_, n)) => *n += 1,
@@ -177,7 +282,7 @@ impl Rule {
             let max = u64::from(self.max_per_domain.max(1));
             counts.iter().map(|&(_, n)| n.saturating_sub(max)).sum()
         } else {
-            let placed = members.iter().filter(|d| !d.is_empty()).count() as u64;
+            let placed = members.filter(|d| !d.is_empty()).count() as u64;
             let most = counts.iter().map(|&(_, n)| n).max().unwrap_or(0);
             placed - most
         }
@@ -186,8 +291,7 @@ impl Rule {
 
 impl State {
     /// The roots a consumer is on at `now`: those of its live claims if it has any,
-    /// else those of its allocations; in id order, each once. (It reads every claim:
-    /// the writer's checks will need the members' pending claims indexed.)
+    /// else those of its allocations; in id order, each once.
     pub fn member_roots(&self, consumer: &Uuid, now: Timestamp) -> Vec<ProviderId> {
         let root_of = |id: ProviderId| self.provider(id).map(|p| p.row.root);
         let mut roots: Vec<ProviderId> = self.live_claim_roots(consumer, now).collect();
@@ -217,9 +321,10 @@ impl State {
     }
 
     /// Whether a new claim of member `consumer` on `root` (live at `now`) would make
-    /// `rule` more broken: the check a pick makes of each root it considers, without
-    /// planning the claim. The member is then on the roots of its live claims and
-    /// `root`.
+    /// `rule` more broken: the check a pick makes of each root it considers
+    /// (`ops::server_groups::RootCheck`), without planning the claim. The member is
+    /// then on the roots of its live claims and `root`; a consumer not among
+    /// `members` breaks nothing.
     pub fn claim_breaks(
         &self,
         rule: &Rule,
@@ -228,45 +333,45 @@ impl State {
         root: ProviderId,
         now: Timestamp,
     ) -> bool {
-        let mut placed: Vec<Vec<Domain>> = Vec::with_capacity(members.len());
-        let mut before: Vec<Vec<Domain>> = Vec::with_capacity(members.len());
-        let mut counted = false;
-        for m in members {
-            let roots = self.member_roots(m, now);
-            let domains = self.domains_at(rule, roots);
-            if m == consumer {
-                let mut going: Vec<ProviderId> = self
-                    .live_claim_roots(m, now)
-                    .chain(std::iter::once(root))
-                    .collect();
-                going.sort_unstable();
-                going.dedup();
-                placed.push(self.domains_at(rule, going));
-                counted = true;
-            } else {
-                placed.push(domains.clone());
-            }
-            before.push(domains);
-        }
-        if !counted {
-            // Not a member: the group does not see it.
+        let Some(root) = self.provider(root) else {
             return false;
-        }
-        rule.broken(&placed) > rule.broken(&before)
+        };
+        members.contains(consumer)
+            && RootCheck::new(self, Uuid::nil(), rule.clone(), members, consumer, now).breaks(root)
     }
 
-    /// The roots of `consumer`'s claims live at `now` (it reads every claim: see
-    /// docs/design/server-groups.md).
+    /// The roots of `consumer`'s claims live at `now`: from its own index for a
+    /// member, else read from every claim.
     fn live_claim_roots<'a>(
         &'a self,
         consumer: &'a Uuid,
         now: Timestamp,
     ) -> impl Iterator<Item = ProviderId> + 'a {
-        self.claims()
-            .filter(move |c| c.consumer == *consumer && c.live(now))
+        let indexed = self.member_claims(consumer);
+        let claims: Box<dyn Iterator<Item = &Claim> + 'a> = match indexed {
+            Some(uuids) => Box::new(uuids.iter().filter_map(|u| self.claim(u))),
+            None => Box::new(self.claims().filter(move |c| c.consumer == *consumer)),
+        };
+        claims
+            .filter(move |c| c.live(now))
             .flat_map(|c| c.allocations.iter())
             .filter_map(|a| self.provider_by_uuid(&a.provider))
             .map(|p| p.row.root)
+    }
+
+    /// The domains member `consumer` is in at `now` under the rule's scope.
+    pub fn member_domains(&self, rule: &Rule, consumer: &Uuid, now: Timestamp) -> Vec<Domain> {
+        self.domains_at(rule, self.member_roots(consumer, now))
+    }
+
+    /// The domains of `consumer`'s live claims at `now` under the rule's scope.
+    pub(crate) fn live_claim_domains(
+        &self,
+        rule: &Rule,
+        consumer: &Uuid,
+        now: Timestamp,
+    ) -> Vec<Domain> {
+        self.domains_at(rule, self.live_claim_roots(consumer, now).collect())
     }
 
     /// The domains of `roots` under the rule's scope, each once (a member on two

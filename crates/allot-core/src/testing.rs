@@ -51,5 +51,6 @@ pub(crate) fn pick_claim(n: u128) -> crate::ops::claims::NewClaim {
         tag: None,
         allocations: Vec::new(),
         expires_at: None,
+        server_group: None,
     }
 }

@@ -49,6 +49,8 @@ pub enum ErrorCode {
     ClaimDoesNotFit,
     /// A claim that is no longer pending cannot be confirmed (allot's extension API).
     ClaimNotPending,
+    /// A write would break a hard server group rule (allot's extension API).
+    ServerGroupViolated,
     /// This node's view may be out of date: it could not follow the database's
     /// change log for longer than its bound (several nodes on one database).
     ViewStale,
@@ -74,6 +76,7 @@ impl ErrorCode {
             ErrorCode::QueryMissingValue => "placement.query.missing_value",
             ErrorCode::ClaimDoesNotFit => "allot.claim.does_not_fit",
             ErrorCode::ClaimNotPending => "allot.claim.not_pending",
+            ErrorCode::ServerGroupViolated => "allot.server_group.violated",
             ErrorCode::ViewStale => "allot.view.stale",
             ErrorCode::StoreUnavailable => "allot.store.unavailable",
         }
@@ -243,6 +246,7 @@ impl From<allot_core::Error> for ApiError {
                     ConflictCode::CannotDeleteParent => ErrorCode::ProviderCannotDeleteParent,
                     ConflictCode::ClaimDoesNotFit => ErrorCode::ClaimDoesNotFit,
                     ConflictCode::ClaimNotPending => ErrorCode::ClaimNotPending,
+                    ConflictCode::ServerGroupViolated => ErrorCode::ServerGroupViolated,
                     ConflictCode::Other => ErrorCode::Undefined,
                 };
                 ApiError::new(StatusCode::CONFLICT, code, message)

@@ -150,6 +150,16 @@ actions! {
     /// `GET /resource_providers/{uuid}/pending` and `GET /pending`, an allot
     /// extension (issue 10).
     ClaimsPending => "allot:claims:pending",
+    /// `POST /server_groups`, allot's own (issue 44).
+    ServerGroupsCreate => "allot:server_groups:create",
+    /// `GET /server_groups`, allot's own (issue 44).
+    ServerGroupsList => "allot:server_groups:list",
+    /// `GET /server_groups/{uuid}`, allot's own (issue 44).
+    ServerGroupsShow => "allot:server_groups:show",
+    /// `DELETE /server_groups/{uuid}`, allot's own (issue 44).
+    ServerGroupsDelete => "allot:server_groups:delete",
+    /// `POST /server_groups/{uuid}/members`, allot's own (issue 44).
+    ServerGroupsMembers => "allot:server_groups:members",
     /// `GET /metrics` and `GET /status`, allot's own (issue 23).
     MetricsShow => "allot:metrics",
     /// `GET /headroom`, allot's own (issue 24).
@@ -348,7 +358,12 @@ impl Action {
             | Action::ClaimsShow
             | Action::ClaimsConfirm
             | Action::ClaimsRelease
-            | Action::ClaimsPending => ADMIN_OR_SERVICE,
+            | Action::ClaimsPending
+            | Action::ServerGroupsCreate
+            | Action::ServerGroupsList
+            | Action::ServerGroupsShow
+            | Action::ServerGroupsDelete
+            | Action::ServerGroupsMembers => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -774,6 +789,11 @@ mod tests {
                     | ClaimsConfirm
                     | ClaimsRelease
                     | ClaimsPending
+                    | ServerGroupsCreate
+                    | ServerGroupsList
+                    | ServerGroupsShow
+                    | ServerGroupsDelete
+                    | ServerGroupsMembers
                     | MetricsShow
                     | Headroom
                     | Explain
@@ -786,7 +806,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 44);
+        assert_eq!(Action::ALL.len(), 49);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

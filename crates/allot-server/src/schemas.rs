@@ -453,6 +453,7 @@ pub fn claim_create() -> Value {
                     "properties": {
                         "consumer_uuid": {"type": "string", "format": "uuid"},
                         "tag": {"type": ["string", "null"], "maxLength": MAX_CLAIM_TAG},
+                        "server_group": {"type": "string", "format": "uuid"},
                     },
                     "required": ["consumer_uuid"],
                     "additionalProperties": false,
@@ -460,6 +461,9 @@ pub fn claim_create() -> Value {
             },
             "affinity": {"type": "string", "enum": ["none", "different_roots", "same_root"]},
             "partial": {"type": "boolean"},
+            // The server group the consumer (each instance's, unless it names its
+            // own) joins with the claim (issue 44).
+            "server_group": {"type": "string", "format": "uuid"},
         },
         "required": ["project_id", "user_id"],
         "additionalProperties": false,
@@ -500,6 +504,85 @@ pub fn claims_query() -> Value {
             "limit": {"type": "string", "pattern": "^[1-9][0-9]*$"},
             "marker": uuid,
         },
+        "additionalProperties": false,
+    })
+}
+
+/// Nova's policy names (issue 44).
+const SERVER_GROUP_POLICIES: [&str; 4] = [
+    "affinity",
+    "anti-affinity",
+    "soft-affinity",
+    "soft-anti-affinity",
+];
+
+/// The most members one `POST /server_groups/{uuid}/members` adds or removes, and
+/// the largest `max_server_per_host`.
+pub const MAX_SERVER_GROUP_MEMBERS: usize = 1000;
+
+/// `POST /server_groups` (an allot extension, issue 44).
+pub fn server_group_create() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "uuid": {"type": "string", "format": "uuid"},
+            "name": {"type": "string", "minLength": 1, "maxLength": 255},
+            "project_id": owner_id(),
+            "user_id": owner_id(),
+            "policy": {"type": "string", "enum": SERVER_GROUP_POLICIES},
+            "rules": {
+                "type": "object",
+                "properties": {
+                    "max_server_per_host": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_SERVER_GROUP_MEMBERS,
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "scope": {"type": "string", "minLength": 1, "maxLength": 262},
+            "enforce_on_allocations": {"type": "boolean"},
+        },
+        "required": ["name", "project_id", "policy"],
+        "additionalProperties": false,
+    })
+}
+
+/// `POST /server_groups/{uuid}/members`: consumers to add and to remove.
+pub fn server_group_members() -> Value {
+    let list = json!({
+        "type": "array",
+        "items": {"type": "string", "format": "uuid"},
+        "maxItems": MAX_SERVER_GROUP_MEMBERS,
+    });
+    json!({
+        "type": "object",
+        "properties": {"add": list, "remove": list},
+        "minProperties": 1,
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `GET /server_groups`.
+pub fn server_groups_query() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "project_id": owner_id(),
+            "policy": {"type": "string", "enum": SERVER_GROUP_POLICIES},
+            "limit": {"type": "string", "pattern": "^[1-9][0-9]*$"},
+            "marker": {"type": "string", "format": "uuid"},
+        },
+        "additionalProperties": false,
+    })
+}
+
+/// The query string of `DELETE /server_groups/{uuid}`.
+pub fn server_group_delete_query() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"force": {"type": "string", "enum": ["true", "false"]}},
         "additionalProperties": false,
     })
 }

@@ -107,13 +107,15 @@ pub enum WriteKind {
     Sweep,
     /// A reshape.
     Reshape,
+    /// A server group made, deleted, or given or relieved of members.
+    ServerGroup,
     /// Anything else (tools and tests).
     Other,
 }
 
 impl WriteKind {
     /// Every kind, in the order of [`WriterBusy::by_kind`].
-    pub const ALL: [WriteKind; 11] = [
+    pub const ALL: [WriteKind; 12] = [
         WriteKind::Provider,
         WriteKind::Inventory,
         WriteKind::Trait,
@@ -124,6 +126,7 @@ impl WriteKind {
         WriteKind::Pick,
         WriteKind::Sweep,
         WriteKind::Reshape,
+        WriteKind::ServerGroup,
         WriteKind::Other,
     ];
 
@@ -140,6 +143,7 @@ impl WriteKind {
             WriteKind::Pick => "pick",
             WriteKind::Sweep => "sweep",
             WriteKind::Reshape => "reshape",
+            WriteKind::ServerGroup => "server_group",
             WriteKind::Other => "other",
         }
     }

@@ -120,6 +120,9 @@ struct Owner {
     /// out).
     #[arg(long, value_parser = parse_expiry)]
     expires_in: Option<ClaimExpiry>,
+    /// The server group the consumer (every instance's) joins with its claim.
+    #[arg(long)]
+    server_group: Option<Uuid>,
 }
 
 /// The options of `allot claims create`.
@@ -187,6 +190,7 @@ impl PickArgs {
             partial: self.partial.then_some(true),
             expires_in: self.owner.expires_in.unwrap_or_default(),
             tag: self.owner.tag,
+            server_group: self.owner.server_group,
         }
     }
 }
@@ -369,6 +373,7 @@ async fn new_claim(client: &Client, create: CreateArgs) -> anyhow::Result<NewCla
         allocations,
         expires_in: create.owner.expires_in.unwrap_or_default(),
         tag: create.owner.tag,
+        server_group: create.owner.server_group,
     })
 }
 
@@ -824,7 +829,7 @@ mod tests {
     /// The subcommands as `main` declares them, for parsing tests.
     #[derive(Parser, Debug)]
     enum Cli {
-        Claims(ClaimsArgs),
+        Claims(Box<ClaimsArgs>),
         Pending(PendingArgs),
     }
 

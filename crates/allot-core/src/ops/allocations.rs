@@ -47,6 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use uuid::Uuid;
 
 use super::placing::{merged, place, Unfit};
+use super::server_groups::Enforced;
 use super::{bump, Plan};
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -268,7 +269,13 @@ impl State {
         endpoint: Endpoint,
         now: Timestamp,
     ) -> Plan<()> {
-        worded(self.plan_refusable(writes, now), endpoint)
+        let planned = worded(self.plan_refusable(writes, now), endpoint)?;
+        // Server groups made with `enforce_on_allocations` answer for these too.
+        if self.has_server_groups() {
+            let placed: Vec<Uuid> = writes.iter().map(|w| w.consumer).collect();
+            self.kept_after(&planned.1, &placed, Enforced::OnAllocations, now)?;
+        }
+        Ok(planned)
     }
 
     /// The first checks of [`State::plan_allocations`] (1 and 2: consumer

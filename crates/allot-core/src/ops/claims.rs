@@ -37,6 +37,7 @@ use uuid::Uuid;
 
 use super::allocations::{ConsumerGeneration, ConsumerWrite, Endpoint, Requested};
 use super::placing::{merged, place, Unfit};
+use super::server_groups::Enforced;
 use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
@@ -63,6 +64,9 @@ pub struct NewClaim {
     pub allocations: Vec<Requested>,
     /// When the claim stops counting (None: never).
     pub expires_at: Option<Timestamp>,
+    /// The server group the consumer joins with it (None: it joins none; it stays
+    /// in those it is in).
+    pub server_group: Option<Uuid>,
 }
 
 /// What `GET /claims` filters on; every field set must match.
@@ -144,9 +148,19 @@ fn unknown_claim(uuid: &Uuid) -> Error {
 }
 
 impl State {
-    /// Plans a new pending claim (see the module doc for the checks). Answers the
-    /// claim as recorded.
+    /// Plans a new pending claim (see the module doc for the checks), its consumer
+    /// joining the group it names; refused if it would make a hard rule of the
+    /// consumer's groups more broken. Answers the claim as recorded.
     pub fn plan_create_claim(&self, new: NewClaim, now: Timestamp) -> Plan<Claim> {
+        let consumer = new.consumer;
+        let (claim, changes) = self.plan_claim_unkept(new, now)?;
+        self.kept_after(&changes, &[consumer], Enforced::Always, now)?;
+        Ok((claim, changes))
+    }
+
+    /// [`State::plan_create_claim`] but for the groups' rules, which the caller
+    /// keeps (a pick checks them as it chooses).
+    pub(crate) fn plan_claim_unkept(&self, new: NewClaim, now: Timestamp) -> Plan<Claim> {
         if self.claim(&new.uuid).is_some() {
             return Err(Error::conflict(
                 ConflictCode::Duplicate,
@@ -205,7 +219,13 @@ impl State {
             expires_at: new.expires_at,
             ended_at: None,
         };
-        Ok((claim.clone(), vec![Change::PutClaim(Box::new(claim))]))
+        // The join first: the claim is then indexed as a member's.
+        let mut changes = Vec::with_capacity(2);
+        if let Some(group) = new.server_group {
+            changes.extend(self.join_group(&group, new.consumer, now)?);
+        }
+        changes.push(Change::PutClaim(Box::new(claim.clone())));
+        Ok((claim, changes))
     }
 
     /// Plans confirming a claim: its amounts become allocations of its consumer,
@@ -262,6 +282,7 @@ impl State {
         after.apply(std::slice::from_ref(&end));
         let ((), mut changes) = after.plan_allocations(&[write], Endpoint::Put, now)?;
         changes.insert(0, end);
+        self.kept_after(&changes, &[claim.consumer], Enforced::Always, now)?;
         Ok((confirmed, changes))
     }
 
@@ -467,6 +488,7 @@ mod tests {
                 used: amount,
             }],
             expires_at,
+            server_group: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod placing;
 pub mod provider_traits;
 pub mod providers;
 pub mod reshaper;
+pub mod server_groups;
 pub mod traits;
 
 use crate::change::Change;

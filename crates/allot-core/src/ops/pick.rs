@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use super::allocations::Requested;
 use super::claims::NewClaim;
+use super::server_groups::{Enforced, Guard};
 use super::Plan;
 use crate::candidates::{Admit, AllocationRequest, CandidateQuery, SearchOptions};
 use crate::change::Change;
@@ -72,6 +73,9 @@ pub struct Placed {
     pub claims: Vec<Claim>,
     /// The consumers of the instances that did not fit (with `partial`).
     pub unplaced: Vec<Uuid>,
+    /// The instances placed against a soft rule of a server group, because no
+    /// root that keeps it fits: (consumer, group).
+    pub soft_broken: Vec<(Uuid, Uuid)>,
 }
 
 impl State {
@@ -127,37 +131,25 @@ impl State {
         let in_order = !query.weigh.is_set() && pick.options.random_seed.is_none();
         let mut floor = ProviderId(0);
         for claim in &pick.claims {
-            let found = {
-                let view = &scratch;
-                // The roots the rule keeps out are not searched at all; the
-                // candidates found are checked too, as one anchored elsewhere may
-                // stand on such a root.
-                let anchor = |a: ProviderId| match (affinity, only) {
-                    (_, Some(only)) => a == only,
-                    _ if a < floor => false,
-                    (Affinity::DifferentRoots, None) => !roots.contains(&a),
-                    _ => true,
-                };
-                let candidate = |c: &AllocationRequest| {
-                    let root = root_of(view, c);
-                    match (affinity, only) {
-                        (_, Some(only)) => root == Some(only),
-                        (Affinity::DifferentRoots, None) => {
-                            root.is_none_or(|r| !roots.contains(&r))
-                        }
-                        _ => true,
-                    }
-                };
-                let admit = Admit {
-                    anchor: &anchor,
-                    candidate: &candidate,
-                };
-                match only {
-                    // One root: the walk computes that root's bound alone.
-                    Some(_) => scratch.candidates_admitted(query, &pick.options, &admit)?,
-                    None => scratch.candidates_for_pick(query, &pick.options, &admit)?,
-                }
+            let guard = match scratch.has_server_groups() {
+                true => Guard::new(&scratch, &claim.consumer, claim.server_group, now),
+                false => Guard::default(),
             };
+            let so_far = SoFar {
+                affinity,
+                only,
+                floor,
+                roots: &roots,
+            };
+            let search = |soft: bool| search(&scratch, pick, query, &so_far, &guard, soft);
+            // Soft rules first: the roots that keep them, else any the hard ones
+            // admit.
+            let mut found = search(true)?;
+            let mut soft_broken = false;
+            if found.requests.is_empty() && !guard.soft.is_empty() {
+                found = search(false)?;
+                soft_broken = true;
+            }
             let Some(chosen) = found.requests.first() else {
                 out.placed.unplaced.push(claim.consumer);
                 continue;
@@ -173,21 +165,40 @@ impl State {
                     })
                 })
                 .collect();
-            if let Some(root) = root_of(&scratch, chosen) {
+            let chosen_root = root_of(&scratch, chosen);
+            if soft_broken {
+                let root = chosen_root.and_then(|r| scratch.provider(r));
+                out.placed.soft_broken.extend(
+                    guard
+                        .soft
+                        .iter()
+                        .filter(|c| root.is_some_and(|r| c.breaks(r)))
+                        .map(|c| (claim.consumer, c.group)),
+                );
+            }
+            if let Some(root) = chosen_root {
                 roots.insert(root);
-                if in_order {
-                    // A candidate's root, when it has one, is its anchor.
+                if in_order && guard.is_empty() {
+                    // A candidate's root, when it has one, is its anchor. (Not
+                    // past the anchors a group kept out: another instance's
+                    // groups may admit them.)
                     floor = root;
                 }
             }
-            let (made, changes) = scratch.plan_create_claim(
+            let (made, changes) = scratch.plan_claim_unkept(
                 NewClaim {
                     allocations,
                     ..claim.clone()
                 },
                 now,
             )?;
+            let before = (!guard.is_empty()).then(|| scratch.clone());
             scratch.apply(&changes);
+            if let Some(before) = before {
+                // The guard chose; the rule's own check confirms (a candidate on
+                // sharing providers alone has no root the guard saw).
+                before.groups_kept(&scratch, &[claim.consumer], Enforced::Always, now)?;
+            }
             out.changes.extend(changes);
             out.placed.claims.push(made);
         }
@@ -227,11 +238,74 @@ impl State {
         }
         Ok(best.unwrap_or_else(|| Outcome {
             placed: Placed {
-                claims: Vec::new(),
                 unplaced: pick.claims.iter().map(|c| c.consumer).collect(),
+                ..Placed::default()
             },
             changes: Vec::new(),
         }))
+    }
+}
+
+/// What the pick's own rule keeps out of the next instance's search, so far.
+struct SoFar<'a> {
+    affinity: Affinity,
+    /// The one root it may use.
+    only: Option<ProviderId>,
+    /// The first anchor worth searching (see `place_each`).
+    floor: ProviderId,
+    /// The roots the instances before it took.
+    roots: &'a BTreeSet<ProviderId>,
+}
+
+impl SoFar<'_> {
+    /// Whether the rule admits a candidate on `root` (None: on sharing providers
+    /// alone), or an anchor that is `root` (`anchor`).
+    fn admits(&self, root: Option<ProviderId>, anchor: bool) -> bool {
+        match (self.affinity, self.only) {
+            (_, Some(only)) => root == Some(only),
+            _ if anchor && root.is_some_and(|a| a < self.floor) => false,
+            (Affinity::DifferentRoots, None) => root.is_none_or(|r| !self.roots.contains(&r)),
+            _ => true,
+        }
+    }
+}
+
+/// The candidates of one instance, on `view`: those its pick's rule admits, and
+/// its server groups' (hard ones always, soft ones too with `soft`).
+fn search(
+    view: &State,
+    pick: &Pick,
+    query: &CandidateQuery,
+    so_far: &SoFar<'_>,
+    guard: &Guard,
+    soft: bool,
+) -> crate::Result<crate::candidates::Candidates> {
+    let kept = |root: ProviderId| {
+        let Some(root) = view.provider(root) else {
+            return true;
+        };
+        let soft = if soft { &guard.soft[..] } else { &[] };
+        !guard
+            .hard
+            .iter()
+            .chain(soft)
+            .any(|check| check.breaks(root))
+    };
+    // The roots the rule keeps out are not searched at all; the candidates found
+    // are checked too, as one anchored elsewhere may stand on such a root.
+    let anchor = |a: ProviderId| so_far.admits(Some(a), true) && (guard.is_empty() || kept(a));
+    let candidate = |c: &AllocationRequest| {
+        let root = root_of(view, c);
+        so_far.admits(root, false) && (guard.is_empty() || root.is_none_or(kept))
+    };
+    let admit = Admit {
+        anchor: &anchor,
+        candidate: &candidate,
+    };
+    match so_far.only {
+        // One root: the walk computes that root's bound alone.
+        Some(_) => view.candidates_admitted(query, &pick.options, &admit),
+        None => view.candidates_for_pick(query, &pick.options, &admit),
     }
 }
 

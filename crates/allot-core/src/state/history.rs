@@ -161,7 +161,10 @@ impl State {
                 | Change::DeleteTrait(_)
                 | Change::DeleteProvider(_)
                 | Change::PutConsumer { .. }
-                | Change::DeleteClaim(_) => {}
+                | Change::DeleteClaim(_)
+                // Groups order nothing a kept order keeps (see `candidates::order`).
+                | Change::PutServerGroup(_)
+                | Change::DeleteServerGroup(_) => {}
             }
         }
         if lowered.is_empty() {

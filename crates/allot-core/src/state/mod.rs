@@ -23,6 +23,7 @@ use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
 
 mod consumers;
+mod groups;
 pub(crate) mod history;
 mod interned;
 mod lookups;
@@ -67,6 +68,8 @@ pub struct State {
     /// Pending claims, live and ended (until purged), by uuid: the records. Each
     /// pending one is also indexed on its providers (`Provider::pending`).
     pub(crate) claims: PHashTable<Box<Claim>>,
+    /// Server groups and their members (see [`groups`]).
+    pub(crate) groups: groups::Groups,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -339,6 +342,8 @@ impl State {
             Change::DeleteConsumer(uuid) => self.remove_consumer(uuid),
             Change::PutClaim(claim) => self.upsert_claim(claim),
             Change::DeleteClaim(uuid) => self.remove_claim(uuid),
+            Change::PutServerGroup(group) => self.upsert_server_group(group),
+            Change::DeleteServerGroup(uuid) => self.remove_server_group(uuid),
             Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
         }
     }
@@ -611,6 +616,7 @@ impl State {
         ) else {
             return;
         };
+        self.note_member_claim(&old, false);
         let mut seen: Vec<ProviderId> = Vec::new();
         for a in old.allocations.iter() {
             let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
@@ -633,6 +639,7 @@ impl State {
         if claim.state != crate::model::ClaimState::Pending {
             return;
         }
+        self.note_member_claim(claim, true);
         for a in claim.allocations.iter() {
             let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
                 continue;
@@ -695,7 +702,7 @@ impl State {
             .filter(|p| !p.usage.is_empty())
             .map(|p| (p.id(), p.usage.clone()))
             .collect();
-        fresh == held && self.check_pending_index()
+        fresh == held && self.check_pending_index() && self.check_group_index()
     }
 
     /// Recomputes the pending index from the claim records and compares it with the

@@ -661,6 +661,7 @@ pub fn plan(state: &State, op: &Op, now: Timestamp) -> allot_core::Result<Vec<Ch
                         })
                         .collect(),
                     expires_at: expires_in.map(|n| now + i64::from(n)),
+                    server_group: None,
                 },
                 now,
             ),

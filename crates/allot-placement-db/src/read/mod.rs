@@ -183,6 +183,7 @@ fn dump_of(
         providers,
         consumers,
         claims: Vec::new(),
+        server_groups: Vec::new(),
     }
 }
 

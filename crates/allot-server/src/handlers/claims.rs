@@ -30,7 +30,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::request::claims::{
     claim_in_path, read_confirm, read_provider_pending_query, read_release_query, ClaimRequest,
-    ClaimsQuery, PendingQuery, PickRequest,
+    ClaimsQuery, InstanceRequest, PendingQuery, PickRequest,
 };
 use crate::request::path::{no_provider, ProviderPath};
 use crate::request::JsonBody;
@@ -125,17 +125,22 @@ async fn create_picked(
         )));
     }
     let single = pick.instances.is_none();
-    let instances = pick
-        .instances
-        .unwrap_or_else(|| vec![(pattern.consumer, pattern.tag.clone())]);
+    let instances = pick.instances.unwrap_or_else(|| {
+        vec![InstanceRequest {
+            consumer: pattern.consumer,
+            tag: pattern.tag.clone(),
+            server_group: pattern.server_group,
+        }]
+    });
     let claims: Vec<NewClaim> = instances
         .into_iter()
         .enumerate()
-        .map(|(i, (consumer, tag))| NewClaim {
+        .map(|(i, instance)| NewClaim {
             // The first instance takes the uuid drawn for the request.
             uuid: if i == 0 { pattern.uuid } else { Uuid::new_v4() },
-            consumer,
-            tag,
+            consumer: instance.consumer,
+            tag: instance.tag,
+            server_group: instance.server_group,
             ..pattern.clone()
         })
         .collect();
@@ -158,8 +163,15 @@ async fn create_picked(
             Ok(((placed, now), changes))
         })
         .await?;
+    let soft_broken = wire::soft_broken(&placed.soft_broken);
     if single {
-        return Ok(created(&placed.claims[0], now));
+        let mut body = wire::claim_body(&placed.claims[0], now);
+        if !soft_broken.is_empty() {
+            let list = serde_json::to_value(&soft_broken).expect("uuids always serialise");
+            body.extra.insert("soft_rules_broken".into(), list);
+        }
+        let response = http::json(StatusCode::CREATED, &body);
+        return Ok(http::location(response, &format!("/claims/{}", body.uuid)));
     }
     let body = wire::Placed {
         claims: placed
@@ -168,6 +180,7 @@ async fn create_picked(
             .map(|c| wire::claim_body(c, now))
             .collect(),
         unplaced: placed.unplaced,
+        soft_rules_broken: soft_broken,
     };
     Ok(http::json(StatusCode::CREATED, &body))
 }

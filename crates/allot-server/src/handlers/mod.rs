@@ -16,6 +16,7 @@ pub mod providers;
 pub mod reshaper;
 pub mod resource_classes;
 pub mod root;
+pub mod server_groups;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod traits;
@@ -75,5 +76,6 @@ pub fn routes() -> Router<AppState> {
         .merge(reshaper::routes())
         .merge(allocation_candidates::routes())
         .merge(claims::routes())
+        .merge(server_groups::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

@@ -66,13 +66,24 @@ pub struct PickRequest {
     /// The query string of `GET /allocation_candidates`, with the body's `sort` and
     /// `prefer` after it.
     pub query: String,
-    /// With `consumers`: each instance's consumer and tag (the single claim's
-    /// otherwise).
-    pub instances: Option<Vec<(Uuid, Option<String>)>>,
+    /// With `consumers`: each instance's consumer, tag and server group (the single
+    /// claim's otherwise).
+    pub instances: Option<Vec<InstanceRequest>>,
     /// The instances' affinity rule.
     pub affinity: Affinity,
     /// Whether some instances may stay unplaced.
     pub partial: bool,
+}
+
+/// One instance of a mass start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceRequest {
+    /// Its consumer.
+    pub consumer: Uuid,
+    /// Its claim's tag (the request's unless it gives its own).
+    pub tag: Option<String>,
+    /// The server group it joins (the request's unless it names its own).
+    pub server_group: Option<Uuid>,
 }
 
 /// The tree of [`ClaimRequest`] as its schema checked it.
@@ -102,6 +113,8 @@ struct CreateBody {
     affinity: Option<String>,
     #[serde(default)]
     partial: Option<bool>,
+    #[serde(default)]
+    server_group: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +122,8 @@ struct Instance {
     consumer_uuid: String,
     #[serde(default)]
     tag: Option<String>,
+    #[serde(default)]
+    server_group: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,6 +163,7 @@ impl ClaimRequest {
             tag: body.tag,
             allocations,
             expires_at: None,
+            server_group: body.server_group.as_deref().map(group_uuid).transpose()?,
         };
         Ok(ClaimRequest {
             claim,
@@ -204,7 +220,15 @@ impl ClaimRequest {
                             "Consumer {consumer} is named twice in 'consumers'."
                         )));
                     }
-                    instances.push((consumer, instance.tag.clone().or(body.tag.clone())));
+                    let server_group = match &instance.server_group {
+                        Some(raw) => Some(group_uuid(raw)?),
+                        None => body.server_group.as_deref().map(group_uuid).transpose()?,
+                    };
+                    instances.push(InstanceRequest {
+                        consumer,
+                        tag: instance.tag.clone().or(body.tag.clone()),
+                        server_group,
+                    });
                 }
                 Some(instances)
             }
@@ -238,6 +262,12 @@ impl ClaimRequest {
             partial: body.partial.unwrap_or(false),
         }))
     }
+}
+
+/// A server group named in a body: any spelling of a uuid the schema accepts.
+fn group_uuid(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw)
+        .map_err(|_| ApiError::bad_request(format!("Invalid server group uuid {raw:?}.")))
 }
 
 /// The body of `POST /claims/{uuid}/confirm`, optional: whether the claim replaces
@@ -392,6 +422,7 @@ mod tests {
                 )]),
                 expires_in: expiry,
                 tag: Some("t".into()),
+                server_group: Some(Uuid::from_u128(44)),
             };
             let body = serde_json::to_value(&new).unwrap();
             crate::schema::validate(&body, &schemas::claim_create()).unwrap();
@@ -404,6 +435,7 @@ mod tests {
             assert_eq!(read.consumer, new.consumer_uuid);
             assert_eq!(read.consumer_type.as_deref(), Some("INSTANCE"));
             assert_eq!(read.tag.as_deref(), Some("t"));
+            assert_eq!(read.server_group, new.server_group);
             let amount = &read.allocations[0];
             assert_eq!(amount.provider.uuid(), Some(provider));
             assert_eq!((amount.class.as_str(), amount.used), ("VCPU", 2));

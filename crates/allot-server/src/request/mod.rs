@@ -24,6 +24,7 @@ pub mod inventories;
 pub mod path;
 pub mod providers;
 pub mod reshaper;
+pub mod server_groups;
 pub mod traits;
 pub mod usages;
 

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 pub use allot_client::{
     Claim, ClaimList, ClaimResources, ClaimState, Placed, ProviderPending as Pending,
+    SoftRuleBroken,
 };
 use allot_core::{ResourceClass, Timestamp, Uuid};
 
@@ -46,6 +47,17 @@ pub fn claim_body(claim: &allot_core::Claim, now: Timestamp) -> Claim {
         uuid: claim.uuid,
         extra: serde_json::Map::new(),
     }
+}
+
+/// A pick's instances placed against a soft server group rule.
+pub fn soft_broken(pairs: &[(Uuid, Uuid)]) -> Vec<SoftRuleBroken> {
+    pairs
+        .iter()
+        .map(|&(consumer_uuid, server_group)| SoftRuleBroken {
+            consumer_uuid,
+            server_group,
+        })
+        .collect()
 }
 
 /// Sums by class, by the classes' names.

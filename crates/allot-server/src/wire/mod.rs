@@ -35,6 +35,7 @@ pub mod explain;
 pub mod inventories;
 pub mod providers;
 pub mod root;
+pub mod server_groups;
 pub mod traits;
 pub mod usages;
 pub mod write;
@@ -45,7 +46,7 @@ pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
 };
-pub use claims::{claim_body, Claim, ClaimList, ClaimResources, Pending, Placed};
+pub use claims::{claim_body, soft_broken, Claim, ClaimList, ClaimResources, Pending, Placed};
 pub use classes::{ClassMetadataBody, ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
 pub use providers::{

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::{
     load_state, Dump, DumpAllocation, DumpClaim, DumpClaimAmount, DumpClass, DumpConsumer,
-    DumpInventory, DumpMetadata, DumpProvider, DumpTrait, FORMAT, VERSION,
+    DumpInventory, DumpMetadata, DumpProvider, DumpServerGroup, DumpTrait, FORMAT, VERSION,
 };
 use crate::{Store, StoreError};
 
@@ -33,7 +33,30 @@ pub fn export(state: &State, exported_at: Timestamp) -> Dump {
         providers: providers(state),
         consumers: consumers(state),
         claims: claims(state),
+        server_groups: server_groups(state),
     }
+}
+
+/// The server groups, by uuid.
+fn server_groups(state: &State) -> Vec<DumpServerGroup> {
+    let mut groups: Vec<DumpServerGroup> = state
+        .server_groups()
+        .map(|g| DumpServerGroup {
+            uuid: g.uuid,
+            name: g.name.clone(),
+            project_id: g.project_id.clone(),
+            user_id: g.user_id.clone(),
+            policy: g.policy.as_str().to_owned(),
+            max_server_per_host: g.max_per_domain,
+            scope: g.scope.to_string(),
+            enforce_on_allocations: g.enforce_on_allocations,
+            members: g.members.clone(),
+            created_at: g.created_at,
+            updated_at: g.updated_at,
+        })
+        .collect();
+    groups.sort_by_key(|g| g.uuid);
+    groups
 }
 
 /// Writes a dump as pretty JSON (one field a line: diffable, and the same bytes for

@@ -68,6 +68,10 @@ pub struct Dump {
     pub consumers: Vec<DumpConsumer>,
     /// Pending claims in any state, by uuid.
     pub claims: Vec<DumpClaim>,
+    /// Server groups with their members, by uuid (an allot extension; absent from
+    /// dumps written before them).
+    #[serde(default)]
+    pub server_groups: Vec<DumpServerGroup>,
 }
 
 impl Dump {
@@ -82,6 +86,7 @@ impl Dump {
             consumers: self.consumers.len(),
             allocations: self.consumers.iter().map(|c| c.allocations.len()).sum(),
             claims: self.claims.len(),
+            server_groups: self.server_groups.len(),
         }
     }
 }
@@ -231,6 +236,34 @@ pub struct DumpClaim {
     pub allocations: Vec<DumpClaimAmount>,
 }
 
+/// A server group (an allot extension, issue 44).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumpServerGroup {
+    /// The group's uuid.
+    pub uuid: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Its project.
+    pub project_id: String,
+    /// Its user.
+    pub user_id: String,
+    /// Nova's policy name.
+    pub policy: String,
+    /// Nova's `max_server_per_host` (anti-affinity).
+    pub max_server_per_host: u32,
+    /// `root`, `aggregate` or `trait:PREFIX`.
+    pub scope: String,
+    /// Whether Placement's allocation writes answer to it.
+    pub enforce_on_allocations: bool,
+    /// Its members (consumer uuids), sorted.
+    pub members: Vec<Uuid>,
+    /// When made.
+    pub created_at: Timestamp,
+    /// When last changed.
+    pub updated_at: Timestamp,
+}
+
 /// One amount of a claim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -292,6 +325,8 @@ pub struct Counts {
     pub allocations: usize,
     /// Claims, in any state.
     pub claims: usize,
+    /// Server groups.
+    pub server_groups: usize,
 }
 
 impl std::fmt::Display for Counts {
@@ -307,7 +342,11 @@ impl std::fmt::Display for Counts {
             self.claims,
             self.classes,
             self.traits
-        )
+        )?;
+        if self.server_groups > 0 {
+            write!(f, ", {} server groups", self.server_groups)?;
+        }
+        Ok(())
     }
 }
 
@@ -336,6 +375,7 @@ pub fn counts(state: &State) -> Counts {
         consumers: state.consumers().count(),
         allocations: state.consumers().map(|c| c.allocations.len()).sum(),
         claims: state.claims().count(),
+        server_groups: state.server_groups().count(),
     }
 }
 

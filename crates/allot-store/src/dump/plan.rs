@@ -14,6 +14,7 @@ use std::num::NonZeroU64;
 
 use allot_core::metadata::{self, ClassMetadata};
 use allot_core::names::{is_custom_name, is_well_formed_name};
+use allot_core::server_groups::{Policy, Scope, ServerGroup};
 use allot_core::{
     standard, Allocation, Change, Claim, ClaimAmount, ClaimState, ClassRecord, ConsumerRow,
     Inventory, ProviderId, ProviderRow, ResourceClass, Text, TraitName, TraitRecord,
@@ -21,8 +22,8 @@ use allot_core::{
 use uuid::Uuid;
 
 use super::{
-    Counts, Dump, DumpClaim, DumpClass, DumpConsumer, DumpInventory, DumpProvider, DumpTrait,
-    ImportError, MAX_PROBLEMS,
+    Counts, Dump, DumpClaim, DumpClass, DumpConsumer, DumpInventory, DumpProvider, DumpServerGroup,
+    DumpTrait, ImportError, MAX_PROBLEMS,
 };
 
 /// A dump checked and turned into changes, ready to persist.
@@ -67,6 +68,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
     let providers = Providers { index, inventories };
     let mut used = Usage::new();
     check_consumers(&dump.consumers, &names, &providers, &mut used, &mut out);
+    check_server_groups(&dump.server_groups, &mut out);
     check_claims(dump, &names, &providers, &mut used, &mut out);
     capacity_warnings(&used, &providers.inventories, &mut out.warnings);
     // Every record skipped above was named as a problem, so a plan that stands
@@ -554,6 +556,51 @@ fn check_allocations<'d>(
         });
     }
     allocations
+}
+
+// ----- server groups -----
+
+/// Each server group: unique, with a policy, scope and maximum allot knows. Members
+/// need not exist (a member may hold nothing), and a group may be broken (imported
+/// after a forced move): the rules refuse only writes that break it further.
+fn check_server_groups(groups: &[DumpServerGroup], out: &mut Findings) {
+    let mut seen: HashSet<Uuid> = HashSet::new();
+    for g in groups {
+        if !seen.insert(g.uuid) {
+            out.problems
+                .add(format!("server group {} appears twice", g.uuid));
+            continue;
+        }
+        let (Some(policy), Some(scope)) = (Policy::parse(&g.policy), Scope::parse(&g.scope)) else {
+            out.problems.add(format!(
+                "server group {}: policy {:?} or scope {:?} is not one allot knows",
+                g.uuid, g.policy, g.scope
+            ));
+            continue;
+        };
+        if g.max_server_per_host == 0 {
+            out.problems
+                .add(format!("server group {}: max_server_per_host is 0", g.uuid));
+            continue;
+        }
+        let mut members = g.members.clone();
+        members.sort_unstable();
+        members.dedup();
+        out.changes
+            .push(Change::PutServerGroup(Box::new(ServerGroup {
+                uuid: g.uuid,
+                name: g.name.clone(),
+                project_id: g.project_id.clone(),
+                user_id: g.user_id.clone(),
+                policy,
+                max_per_domain: g.max_server_per_host,
+                scope,
+                enforce_on_allocations: g.enforce_on_allocations,
+                members,
+                created_at: g.created_at,
+                updated_at: g.updated_at,
+            })));
+    }
 }
 
 // ----- claims and their amounts -----

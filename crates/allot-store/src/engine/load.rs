@@ -30,6 +30,8 @@ use allot_core::{
     Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 
+use allot_core::server_groups::{Policy, Scope, ServerGroup};
+
 use crate::StoreError;
 
 /// One row of a query, as an engine hands it over.
@@ -429,6 +431,8 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     read_provider_tables(source, (&mut classes, &mut traits), &mut out)?;
     out.push(Step::ProvidersLoaded)?;
     read_consumer_tables(source, &mut classes, &mut out)?;
+    // Groups before claims: a member's claims are then indexed as they come.
+    read_server_groups(source, &mut out)?;
     read_claims(source, &mut out)?;
     out.flush()
 }
@@ -532,6 +536,51 @@ fn read_consumer_tables(
                  ORDER BY consumer_id",
                 |allocations| read_consumers(consumers, allocations, classes, out),
             )
+        },
+    )
+}
+
+/// Server groups, each with its members (few: gathered first).
+fn read_server_groups(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
+    let mut members: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    each_row(
+        source,
+        "SELECT group_uuid, consumer_uuid FROM server_group_members",
+        |r| {
+            members
+                .entry(r.uuid(0, "server group")?)
+                .or_default()
+                .push(r.uuid(1, "member")?);
+            Ok(())
+        },
+    )?;
+    each_row(
+        source,
+        "SELECT uuid, name, project_id, user_id, policy, max_per_domain, scope, scope_prefix,
+                enforce_on_allocations, created_at, updated_at
+         FROM server_groups",
+        |r| {
+            let uuid = r.uuid(0, "server group")?;
+            let corrupt = |what: &str| StoreError::Corrupt(format!("server group {uuid}: {what}"));
+            let policy = Policy::parse(r.string(4)?).ok_or_else(|| corrupt("policy"))?;
+            let scope = Scope::from_columns(r.string(6)?, r.opt_string(7)?)
+                .ok_or_else(|| corrupt("scope"))?;
+            let mut members = members.remove(&uuid).unwrap_or_default();
+            members.sort_unstable();
+            let group = ServerGroup {
+                uuid,
+                name: r.string(1)?.to_owned(),
+                project_id: r.string(2)?.to_owned(),
+                user_id: r.string(3)?.to_owned(),
+                policy,
+                max_per_domain: u32::try_from(r.count(5)?).map_err(|_| corrupt("max"))?,
+                scope,
+                enforce_on_allocations: r.int(8)? != 0,
+                members,
+                created_at: r.int(9)?,
+                updated_at: r.int(10)?,
+            };
+            out.push(Step::Change(Change::PutServerGroup(Box::new(group))))
         },
     )
 }

@@ -167,7 +167,9 @@ struct Head {
     /// Custom classes, their metadata and custom traits, as the change log writes
     /// them (`crate::log`).
     catalogue: Vec<u8>,
-    /// The claims, likewise, as `Change::PutClaim`s.
+    /// The server groups and then the claims, likewise, as `Change::PutServerGroup`s
+    /// and `Change::PutClaim`s (groups first: a member's claims are indexed as they
+    /// come).
     claims: Vec<u8>,
     providers: u64,
     consumers: u64,
@@ -568,9 +570,11 @@ fn head(
             .map(|(name, m)| Change::SetClassMetadata(name.clone(), Some(m.clone()))),
     );
     catalogue.extend(view.custom_traits().cloned().map(Change::PutTrait));
-    let claims: Vec<Change> = view
-        .claims()
-        .map(|c| Change::PutClaim(Box::new(c.clone())))
+    let groups = view
+        .server_groups()
+        .map(|g| Change::PutServerGroup(Box::new(g.clone())));
+    let claims: Vec<Change> = groups
+        .chain(view.claims().map(|c| Change::PutClaim(Box::new(c.clone()))))
         .collect();
     Head {
         origin,
@@ -724,8 +728,10 @@ pub(crate) fn load(
     }
     state.join_consumers(table, texts);
     for change in crate::log::decode(&head.claims)? {
-        if !matches!(change, Change::PutClaim(_)) {
-            return Err(corrupt("a change among the claims that is not a claim"));
+        if !matches!(change, Change::PutClaim(_) | Change::PutServerGroup(_)) {
+            return Err(corrupt(
+                "a change among the claims that is not a claim or a server group",
+            ));
         }
         state.load_change(change);
     }

@@ -76,6 +76,11 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&ALLOCATIONS),
             Ddl::Raw(sql::RESTORE_CONSUMERS),
         ],
+        // 7 (schema version 8): server groups (issue 44).
+        &[
+            Ddl::Table(&SERVER_GROUPS),
+            Ddl::Table(&SERVER_GROUP_MEMBERS),
+        ],
     ]
 };
 

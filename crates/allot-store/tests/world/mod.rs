@@ -9,6 +9,8 @@ use allot_core::{
     Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 
+use allot_core::server_groups::{Policy, Scope, ServerGroup};
+
 pub const AGG: Uuid = Uuid::from_u128(0xa66);
 
 pub fn uuid(id: u64) -> Uuid {
@@ -228,7 +230,41 @@ pub fn world() -> Vec<Change> {
     c.push(claim(3, ClaimState::Confirmed, uuid(1), Some(500)));
     c.push(claim(4, ClaimState::Released, uuid(9), Some(500)));
     c.push(claim(5, ClaimState::Expired, uuid(5), Some(440)));
+    // Server groups: one whose members hold allocations and a pending claim, one
+    // scoped by rack traits with a member that holds nothing.
+    c.push(group(
+        1,
+        Policy::AntiAffinity,
+        2,
+        Scope::Root,
+        vec![1, 2, 0xf01],
+    ));
+    c.push(group(
+        2,
+        Policy::SoftAffinity,
+        1,
+        Scope::parse("trait:CUSTOM_RACK_").unwrap(),
+        vec![4],
+    ));
     c
+}
+
+pub fn group(n: u128, policy: Policy, max: u32, scope: Scope, members: Vec<u128>) -> Change {
+    let mut members: Vec<Uuid> = members.into_iter().map(Uuid::from_u128).collect();
+    members.sort_unstable();
+    Change::PutServerGroup(Box::new(ServerGroup {
+        uuid: Uuid::from_u128(0x6000 + n),
+        name: format!("group ☃ {n}"),
+        project_id: "project-a".into(),
+        user_id: "user-1".into(),
+        policy,
+        max_per_domain: max,
+        scope,
+        enforce_on_allocations: n == 1,
+        members,
+        created_at: 500 + n as i64,
+        updated_at: 600 + n as i64,
+    }))
 }
 
 /// A provider as an import must give it back, keyed by uuid (ids differ).
@@ -262,6 +298,9 @@ pub struct Everything {
     pub traits: Vec<TraitRecord>,
     pub consumers: Vec<(ConsumerRow, Vec<Held>)>,
     pub claims: Vec<Claim>,
+    pub server_groups: Vec<ServerGroup>,
+    /// Each member's groups, by the view's index.
+    pub memberships: Vec<(Uuid, Vec<Uuid>)>,
 }
 
 pub fn everything(s: &State) -> Everything {
@@ -312,6 +351,12 @@ pub fn everything(s: &State) -> Everything {
     consumers.sort_by_key(|(row, _)| row.uuid);
     let mut claims: Vec<_> = s.claims().cloned().collect();
     claims.sort_by_key(|c| c.uuid);
+    let mut groups: Vec<ServerGroup> = s.server_groups().cloned().collect();
+    groups.sort_by_key(|g| g.uuid);
+    assert!(
+        s.check_usage_index(),
+        "the view's indexes agree with its records"
+    );
     Everything {
         providers,
         classes: s
@@ -320,6 +365,16 @@ pub fn everything(s: &State) -> Everything {
             .collect(),
         traits: s.custom_traits().cloned().collect(),
         consumers,
+        memberships: {
+            let mut members: Vec<Uuid> = groups.iter().flat_map(|g| g.members.clone()).collect();
+            members.sort_unstable();
+            members.dedup();
+            members
+                .into_iter()
+                .map(|m| (m, s.groups_of(&m).to_vec()))
+                .collect()
+        },
         claims,
+        server_groups: groups,
     }
 }

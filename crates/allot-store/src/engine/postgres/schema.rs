@@ -72,6 +72,8 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Index(&ALLOCATIONS_BY_CLASS),
             Ddl::Raw(sql::RESTORE_CONSUMERS),
         ],
+        // 4 (schema version 5): server groups (issue 44).
+        &[Ddl::Table(&SERVER_GROUPS), Ddl::Table(&SERVER_GROUP_MEMBERS)],
     ]
 };
 

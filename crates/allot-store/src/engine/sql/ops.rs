@@ -3,6 +3,7 @@
 //! preconditions a shared database checks (an op that must change exactly one row:
 //! [`Op::one_row_of`]).
 
+use allot_core::server_groups::ServerGroup;
 use allot_core::{
     Allocation, Change, Claim, ClassMetadata, ClassRecord, ConsumerRow, Inventory, ProviderId,
     ProviderRow, ResourceClass, TraitName, TraitRecord, Uuid,
@@ -12,7 +13,8 @@ use super::dialect::Conflict;
 use super::statement::{Op, Statement, Value};
 use super::tables::{
     ALLOCATIONS, CLAIMS, CLAIM_ALLOCATIONS, CLASS_METADATA, CONSUMERS, INVENTORIES, PROVIDERS,
-    PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES, TRAITS,
+    PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES, SERVER_GROUPS, SERVER_GROUP_MEMBERS,
+    TRAITS,
 };
 
 static DELETE_CLASS: Statement = Statement::delete(&RESOURCE_CLASSES, &["name"]);
@@ -74,6 +76,10 @@ static PUT_CLAIM: Statement = Statement::insert(&CLAIMS, Conflict::Replace);
 static INSERT_CLAIM_AMOUNT: Statement = Statement::insert(&CLAIM_ALLOCATIONS, Conflict::Ignore);
 static DELETE_CLAIM_AMOUNTS: Statement = Statement::delete(&CLAIM_ALLOCATIONS, &["claim_uuid"]);
 static DELETE_CLAIM: Statement = Statement::delete(&CLAIMS, &["uuid"]);
+static PUT_SERVER_GROUP: Statement = Statement::insert(&SERVER_GROUPS, Conflict::Replace);
+static DELETE_SERVER_GROUP: Statement = Statement::delete(&SERVER_GROUPS, &["uuid"]);
+static INSERT_MEMBER: Statement = Statement::insert(&SERVER_GROUP_MEMBERS, Conflict::Fail);
+static DELETE_MEMBERS: Statement = Statement::delete(&SERVER_GROUP_MEMBERS, &["group_uuid"]);
 
 /// Appends the statements that write `change` to `out`, in the order they must run.
 pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
@@ -99,6 +105,8 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         } => put_consumer(change, row, *previous_generation, out),
         Change::PutClaim(claim) => put_claim(claim, out),
         Change::DeleteClaim(uuid) => delete_claim(*uuid, out),
+        Change::PutServerGroup(group) => put_server_group(group, out),
+        Change::DeleteServerGroup(uuid) => delete_server_group(*uuid, out),
         Change::DeleteConsumer(uuid) => delete_consumer(*uuid, out),
         Change::SetAllocations(uuid, allocations) => {
             set_allocations(change, *uuid, allocations, out)
@@ -383,6 +391,40 @@ fn delete_claim<'a>(uuid: Uuid, out: &mut Vec<Op<'a>>) {
     let uuid = Value::Uuid(uuid);
     push(out, &DELETE_CLAIM_AMOUNTS, vec![uuid]);
     push(out, &DELETE_CLAIM, vec![uuid]);
+}
+
+/// A server group's record replaced, and its members written anew (a group has
+/// few).
+fn put_server_group<'a>(group: &'a ServerGroup, out: &mut Vec<Op<'a>>) {
+    let uuid = Value::Uuid(group.uuid);
+    push(
+        out,
+        &PUT_SERVER_GROUP,
+        vec![
+            uuid,
+            Value::Text(&group.name),
+            Value::Text(&group.project_id),
+            Value::Text(&group.user_id),
+            Value::Text(group.policy.as_str()),
+            Value::count(u64::from(group.max_per_domain)),
+            Value::Text(group.scope.kind()),
+            Value::opt_text(group.scope.prefix()),
+            Value::Int(i64::from(group.enforce_on_allocations)),
+            Value::Int(group.created_at),
+            Value::Int(group.updated_at),
+        ],
+    );
+    push(out, &DELETE_MEMBERS, vec![uuid]);
+    for m in &group.members {
+        push(out, &INSERT_MEMBER, vec![uuid, Value::Uuid(*m)]);
+    }
+}
+
+/// A server group deleted, with its members' rows.
+fn delete_server_group<'a>(uuid: Uuid, out: &mut Vec<Op<'a>>) {
+    let uuid = Value::Uuid(uuid);
+    push(out, &DELETE_MEMBERS, vec![uuid]);
+    push(out, &DELETE_SERVER_GROUP, vec![uuid]);
 }
 
 /// A consumer deleted, with its allocations.

@@ -288,6 +288,38 @@ pub(crate) static CLAIM_ALLOCATIONS: Table = Table {
     clustered: true,
 };
 
+/// Server groups (issue 44); their members are in [`SERVER_GROUP_MEMBERS`].
+pub(crate) static SERVER_GROUPS: Table = Table {
+    name: "server_groups",
+    columns: &[
+        col("uuid", Type::Uuid),
+        col("name", Text),
+        col("project_id", Text),
+        col("user_id", Text),
+        col("policy", Text),
+        col("max_per_domain", Int),
+        col("scope", Text),
+        nullable("scope_prefix", Text),
+        col("enforce_on_allocations", Int),
+        col("created_at", Int),
+        col("updated_at", Int),
+    ],
+    key: &["uuid"],
+    clustered: true,
+};
+
+/// A group's members: consumers by uuid, which need not have a row (a member may
+/// hold nothing).
+pub(crate) static SERVER_GROUP_MEMBERS: Table = Table {
+    name: "server_group_members",
+    columns: &[
+        col("group_uuid", Type::Uuid),
+        col("consumer_uuid", Type::Uuid),
+    ],
+    key: &["group_uuid", "consumer_uuid"],
+    clustered: true,
+};
+
 /// The change log's columns (each engine names its log table: see its docs).
 pub(crate) const LOG_COLUMNS: &[Column] =
     &[col("seq", Int), col("at", Int), col("changes", Type::Bytes)];
