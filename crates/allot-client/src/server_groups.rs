@@ -88,6 +88,9 @@ pub struct NewServerGroup {
     /// Whether Placement's allocation writes answer to it too (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforce_on_allocations: Option<bool>,
+    /// With `PUT /server_groups/{uuid}` only: the members, whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<Uuid>>,
 }
 
 /// The body of `POST /server_groups/{uuid}/members`.
@@ -134,6 +137,19 @@ impl Client {
             )
             .await?;
         crate::claims::parse(Method::POST, "/server_groups", &response.body)
+    }
+
+    /// `PUT /server_groups/{uuid}`: creates or replaces the group whole, members
+    /// included, without checking where they are (an import of a group as Nova
+    /// holds it); the group as `GET` shows it, `violations` saying how broken it is.
+    pub async fn put_server_group(
+        &self,
+        uuid: &Uuid,
+        group: &NewServerGroup,
+    ) -> Result<ServerGroup> {
+        let path = format!("/server_groups/{uuid}");
+        let body = serde_json::to_value(group).expect("a group always serialises");
+        self.typed(Method::PUT, &path, Some(&body)).await
     }
 
     /// `GET /server_groups?...`: one page of groups, by uuid.

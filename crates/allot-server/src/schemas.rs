@@ -549,6 +549,23 @@ pub fn server_group_create() -> Value {
     })
 }
 
+/// `PUT /server_groups/{uuid}`: the group whole, members included, its uuid the
+/// path's.
+pub fn server_group_put() -> Value {
+    let mut schema = server_group_create();
+    let properties = schema["properties"].as_object_mut().expect("an object");
+    properties.remove("uuid");
+    properties.insert(
+        "members".into(),
+        json!({
+            "type": "array",
+            "items": {"type": "string", "format": "uuid"},
+            "maxItems": MAX_SERVER_GROUP_MEMBERS,
+        }),
+    );
+    schema
+}
+
 /// `POST /server_groups/{uuid}/members`: consumers to add and to remove.
 pub fn server_group_members() -> Value {
     let list = json!({

@@ -353,6 +353,47 @@ fn the_api_refuses_what_it_cannot_keep_and_changes_nothing() {
     call(&client, "POST", &members, Some(json!({})), 400);
     let (places, violations) = placement(&client, anti);
     assert_eq!((places.len(), violations), (1, 0), "{places:?}");
+    // A group as Nova holds it, broken: `PUT` takes it whole, and says so.
+    let imported = Uuid::new_v4();
+    let body = json!({"name": "nova", "project_id": "p", "policy": "anti-affinity",
+                      "members": [a, b]});
+    let put = call(
+        &client,
+        "PUT",
+        &format!("/server_groups/{imported}"),
+        Some(body.clone()),
+        200,
+    );
+    assert_eq!(
+        (put["violations"].as_u64(), put["uuid"].as_str()),
+        (Some(1), Some(&*imported.to_string()))
+    );
+    let again = call(
+        &client,
+        "PUT",
+        &format!("/server_groups/{imported}"),
+        Some(body),
+        200,
+    );
+    assert_eq!(
+        again["updated_at"], put["updated_at"],
+        "as it was: nothing written"
+    );
+    call(
+        &client,
+        "PUT",
+        &format!("/server_groups/{imported}"),
+        Some(json!({"name": "n"})),
+        400,
+    );
+    call(&client, "PUT", "/server_groups/nope", Some(json!({})), 400);
+    call(
+        &client,
+        "DELETE",
+        &format!("/server_groups/{imported}?force=true"),
+        None,
+        204,
+    );
     // A claim naming a group that does not exist is refused.
     let mut body = on_first(Uuid::new_v4());
     body["server_group"] = json!(Uuid::new_v4());

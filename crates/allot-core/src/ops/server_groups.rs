@@ -87,6 +87,44 @@ impl State {
         Ok((group.clone(), vec![Change::PutServerGroup(Box::new(group))]))
     }
 
+    /// Plans creating or replacing a group whole, members included, as another
+    /// system holds it (an import of Nova's groups): nothing is checked of where the
+    /// members are, so a group may start broken; the writes after it may not make
+    /// it worse. A group replaced keeps its `created_at`.
+    pub fn plan_put_server_group(
+        &self,
+        new: NewServerGroup,
+        members: &[Uuid],
+        now: Timestamp,
+    ) -> Plan<ServerGroup> {
+        if new.max_per_domain == 0 {
+            return Err(Error::invalid("max_server_per_host must be at least 1."));
+        }
+        let mut members = members.to_vec();
+        members.sort_unstable();
+        members.dedup();
+        let old = self.server_group(&new.uuid);
+        let mut group = ServerGroup {
+            uuid: new.uuid,
+            name: new.name,
+            project_id: new.project_id,
+            user_id: new.user_id,
+            policy: new.policy,
+            max_per_domain: new.max_per_domain,
+            scope: new.scope,
+            enforce_on_allocations: new.enforce_on_allocations,
+            members,
+            created_at: old.map_or(now, |g| g.created_at),
+            updated_at: old.map_or(now, |g| g.updated_at),
+        };
+        if old == Some(&group) {
+            // As it is: nothing to write (an import run twice).
+            return Ok((group, Vec::new()));
+        }
+        group.updated_at = now;
+        Ok((group.clone(), vec![Change::PutServerGroup(Box::new(group))]))
+    }
+
     /// Plans deleting a group: refused while it has members unless `force`.
     pub fn plan_delete_server_group(&self, uuid: &Uuid, force: bool) -> Plan<()> {
         let group = self.server_group(uuid).ok_or_else(|| unknown_group(uuid))?;

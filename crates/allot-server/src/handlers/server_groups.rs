@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::params::invalid_query;
 use crate::policy::{authorize, Action};
 use crate::request::server_groups::{
-    group_in_path, read_create, read_delete_query, read_members, ListQuery,
+    group_in_path, read_create, read_delete_query, read_members, read_put, ListQuery,
 };
 use crate::request::JsonBody;
 use crate::wire::server_groups::server_group_body;
@@ -31,7 +31,7 @@ use crate::{http, AppState};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/server_groups", get(list).post(create))
-        .route("/server_groups/{uuid}", get(show).delete(delete))
+        .route("/server_groups/{uuid}", get(show).put(put).delete(delete))
         .route("/server_groups/{uuid}/members", post(members))
 }
 
@@ -110,6 +110,34 @@ pub async fn show(ctx: Ctx, State(app): State<AppState>, Path(raw): Path<String>
         http::json(StatusCode::OK, &server_group_body(&view, group, now, true))
     };
     Ok(ctx.cached(response, now))
+}
+
+/// `PUT /server_groups/{uuid}`: the group made or replaced whole, members included,
+/// as another system holds it (`allot server-groups import`): where the members are
+/// is not checked, and the answer's `violations` says how broken the group is.
+pub async fn put(
+    ctx: Ctx,
+    State(app): State<AppState>,
+    Path(raw): Path<String>,
+    body: JsonBody,
+) -> ApiResult {
+    ctx.require_json_accept()?;
+    body.require_json()?;
+    authorize(&ctx, app.config.settings.policy, Action::ServerGroupsCreate)?;
+    let uuid = crate::request::server_groups::uuid_in_path(&raw)?;
+    let caller = ctx.identity.as_ref().map_or("", |i| i.user_id.as_str());
+    let (new, members) = read_put(&body, uuid, caller)?;
+    let (group, now) = app
+        .write(WriteKind::ServerGroup, move |view, now| {
+            let (group, changes) = view.plan_put_server_group(new, &members, now)?;
+            Ok(((group, now), changes))
+        })
+        .await?;
+    let view = app.host.read();
+    Ok(http::json(
+        StatusCode::OK,
+        &server_group_body(&view, &group, now, true),
+    ))
 }
 
 /// `DELETE /server_groups/{uuid}`: refused (409) while it has members, unless

@@ -1,5 +1,6 @@
 //! The requests of the server groups API (an allot extension, issue 44): the bodies
-//! of `POST /server_groups` and `POST /server_groups/{uuid}/members`, and the query
+//! of `POST /server_groups`, `PUT /server_groups/{uuid}` and
+//! `POST /server_groups/{uuid}/members`, and the query
 //! strings of `GET /server_groups` and `DELETE /server_groups/{uuid}`.
 
 use allot_client::server_groups::{Members, NewServerGroup as Body};
@@ -14,7 +15,22 @@ use crate::schemas;
 /// Reads `POST /server_groups`: the group, its uuid drawn when the body names none
 /// (`drawn`), its user the caller's when the body names none.
 pub fn read_create(body: &JsonBody, drawn: Uuid, caller: &str) -> Result<NewServerGroup, ApiError> {
-    let body: Body = body.read(&schemas::server_group_create())?;
+    convert(body.read(&schemas::server_group_create())?, drawn, caller)
+}
+
+/// Reads `PUT /server_groups/{uuid}`: the group named `uuid`, and its members.
+pub fn read_put(
+    body: &JsonBody,
+    uuid: Uuid,
+    caller: &str,
+) -> Result<(NewServerGroup, Vec<Uuid>), ApiError> {
+    let mut body: Body = body.read(&schemas::server_group_put())?;
+    let members = body.members.take().unwrap_or_default();
+    Ok((convert(body, uuid, caller)?, members))
+}
+
+/// A group's body, checked by its schema, as the core takes it.
+fn convert(body: Body, drawn: Uuid, caller: &str) -> Result<NewServerGroup, ApiError> {
     // The schema's enum admits only Nova's names.
     let policy = Policy::parse(&body.policy)
         .ok_or_else(|| ApiError::bad_request(format!("Unknown policy {:?}.", body.policy)))?;
@@ -85,6 +101,13 @@ impl ListQuery {
 pub fn read_delete_query(raw: Option<&str>) -> Result<bool, ApiError> {
     let q = QueryParams::checked(raw, &schemas::server_group_delete_query())?;
     Ok(q.text("force") == Some("true"))
+}
+
+/// A group a `PUT` names: any uuid, which becomes the group's in its canonical
+/// spelling (anything else is a 400: the path names what to make).
+pub fn uuid_in_path(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::try_parse(raw)
+        .map_err(|_| ApiError::bad_request(format!("Invalid server group uuid {raw:?}.")))
 }
 
 /// A group named in a path: a uuid not spelled canonically names no group (404).
