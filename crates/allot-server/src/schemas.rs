@@ -454,6 +454,8 @@ pub fn claim_create() -> Value {
                         "consumer_uuid": {"type": "string", "format": "uuid"},
                         "tag": {"type": ["string", "null"], "maxLength": MAX_CLAIM_TAG},
                         "server_group": {"type": "string", "format": "uuid"},
+                        // Its own shape (a mass start of mixed shapes).
+                        "request": {"type": "string", "minLength": 1, "maxLength": MAX_PICK_QUERY},
                     },
                     "required": ["consumer_uuid"],
                     "additionalProperties": false,

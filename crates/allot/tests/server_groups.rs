@@ -436,3 +436,50 @@ fn the_api_refuses_what_it_cannot_keep_and_changes_nothing() {
         json!({"server_groups": []})
     );
 }
+
+#[test]
+fn a_mass_start_of_mixed_shapes_keeps_each_instance_s_group() {
+    let (_dir, server, _hosts) = cloud(4, 8, None);
+    let client = server.client();
+    let apart = new_group(&client, "anti-affinity", json!({}));
+    let together = new_group(&client, "affinity", json!({}));
+    let (a, b, c, d) = (
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+    );
+    let body = json!({"project_id": "p", "user_id": "u", "partial": false,
+    "consumers": [
+        {"consumer_uuid": a, "request": "resources=VCPU:4", "server_group": apart},
+        {"consumer_uuid": b, "request": "resources=VCPU:2", "server_group": together},
+        {"consumer_uuid": c, "request": "resources=VCPU:1", "server_group": apart},
+        {"consumer_uuid": d, "request": "resources=VCPU:2", "server_group": together},
+    ]});
+    let placed = call(&client, "POST", "/claims", Some(body.clone()), 201);
+    let claims = placed["claims"].as_array().unwrap();
+    let amounts: Vec<u64> = claims
+        .iter()
+        .map(|c| {
+            let on = c["allocations"]
+                .as_object()
+                .unwrap()
+                .values()
+                .next()
+                .unwrap();
+            on["resources"]["VCPU"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(amounts, [4, 2, 1, 2], "each instance its own shape");
+    for group in [apart, together] {
+        let (places, violations) = placement(&client, group);
+        assert_eq!((places.len(), violations), (2, 0), "{places:?}");
+    }
+    // A body whose instances name no shape of their own needs `request`.
+    let mut no_shape = body;
+    no_shape["consumers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("request");
+    call(&client, "POST", "/claims", Some(no_shape), 400);
+}

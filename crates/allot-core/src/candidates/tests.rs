@@ -1250,6 +1250,7 @@ fn headroom_equals_the_picks_that_succeed() {
                 claims: vec![crate::testing::pick_claim(u128::from(picked))],
                 affinity: Affinity::None,
                 partial: false,
+                shapes: Vec::new(),
             };
             let Ok((placed, changes)) = state.plan_pick(pick, 0) else {
                 break;
@@ -1342,6 +1343,7 @@ fn a_pick_lands_only_where_the_candidates_offer() {
                 claims: vec![crate::testing::pick_claim(n)],
                 affinity: Affinity::None,
                 partial: false,
+                shapes: Vec::new(),
             };
             match state.plan_pick(pick, 0) {
                 Ok((made, changes)) => {
@@ -1538,6 +1540,7 @@ fn the_weighed_walk_gives_the_first_of_the_full_order() {
                 claims: vec![crate::testing::pick_claim(1_000_000)],
                 affinity: Affinity::None,
                 partial: false,
+                shapes: Vec::new(),
             };
             match w.state.plan_pick(pick, q.now) {
                 Ok((placed, _)) => {
@@ -1689,6 +1692,7 @@ fn kept_picks_follow_the_full_order(
             claims: vec![crate::testing::pick_claim(10_000 + step)],
             affinity: Affinity::None,
             partial: false,
+            shapes: Vec::new(),
         };
         let walks = super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
         match w.state.plan_pick(pick, now) {
@@ -1825,16 +1829,26 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
     use crate::ops::pick::{Affinity, Pick};
     let mut rng = Rng::new(59);
     let mut placed_several = 0;
+    let mut mixed_and_skipped = 0;
     for case in 0..1000 {
         let w = weighed_world(&mut rng);
         let mut q = random_query(&mut rng, &w);
         if rng.below(2) == 0 {
             q.weigh.sort = Some(Sort::Spread);
         }
+        // Half the cases mix two shapes: an instance of either may fit where one
+        // of the other did not.
+        let other = (rng.below(2) == 0).then(|| random_query(&mut rng, &w));
         let n = 1 + rng.below(6) as u128;
         let claims: Vec<_> = (0..n)
             .map(|i| crate::testing::pick_claim(500_000 + i))
             .collect();
+        let shapes: Vec<Option<CandidateQuery>> = match &other {
+            Some(other) => (0..n)
+                .map(|_| (rng.below(2) == 0).then(|| other.clone()))
+                .collect(),
+            None => Vec::new(),
+        };
         let together = w.state.plan_pick(
             Pick {
                 query: q.clone(),
@@ -1842,25 +1856,33 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
                 claims: claims.clone(),
                 affinity: Affinity::None,
                 partial: true,
+                shapes: shapes.clone(),
             },
             0,
         );
         let mut state = w.state.clone();
         let mut one_by_one = Vec::new();
-        for claim in claims {
+        let mut unplaced = Vec::new();
+        for (i, claim) in claims.into_iter().enumerate() {
+            let consumer = claim.consumer;
             let single = Pick {
-                query: q.clone(),
+                query: shapes
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| q.clone()),
                 options: SearchOptions::default(),
                 claims: vec![claim],
                 affinity: Affinity::None,
                 partial: true,
+                shapes: Vec::new(),
             };
             match state.plan_pick(single, 0) {
                 Ok((placed, changes)) => {
                     state.apply(&changes);
                     one_by_one.push(placed.claims[0].allocations.clone());
                 }
-                Err(_) => break,
+                Err(_) => unplaced.push(consumer),
             }
         }
         match together {
@@ -1871,7 +1893,9 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
                     .map(|c| c.allocations.clone())
                     .collect();
                 assert_eq!(got, one_by_one, "case {case}: {q:#?}");
+                assert_eq!(placed.unplaced, unplaced, "case {case}");
                 placed_several += usize::from(got.len() > 1);
+                mixed_and_skipped += usize::from(other.is_some() && !unplaced.is_empty());
             }
             Err(e) => assert!(
                 one_by_one.is_empty(),
@@ -1882,6 +1906,10 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
     assert!(
         placed_several > 150,
         "several instances placed ({placed_several})"
+    );
+    assert!(
+        mixed_and_skipped > 10,
+        "mixed shapes, some unplaced ({mixed_and_skipped})"
     );
 }
 

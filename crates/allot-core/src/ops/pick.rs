@@ -64,6 +64,10 @@ pub struct Pick {
     pub affinity: Affinity,
     /// Whether some instances may stay unplaced.
     pub partial: bool,
+    /// The instances' own queries, by the place of their claim in `claims`, for
+    /// those that give one (a mass start of mixed shapes); the others, and every
+    /// instance when it is empty, use `query`.
+    pub shapes: Vec<Option<CandidateQuery>>,
 }
 
 /// What a pick placed.
@@ -80,10 +84,14 @@ pub struct Placed {
 
 impl State {
     /// Plans a pick (see the module doc): every claim it makes, in one plan.
-    pub fn plan_pick(&self, pick: Pick, now: Timestamp) -> Plan<Placed> {
+    pub fn plan_pick(&self, mut pick: Pick, now: Timestamp) -> Plan<Placed> {
+        let at_now = |query: &mut CandidateQuery| {
+            query.now = now;
+            query.limit = Some(1);
+        };
         let mut query = pick.query.clone();
-        query.now = now;
-        query.limit = Some(1);
+        at_now(&mut query);
+        pick.shapes.iter_mut().flatten().for_each(at_now);
         let outcome = match pick.affinity {
             Affinity::SameRoot => self.place_on_one_root(&pick, &query, now)?,
             affinity => self.place_each(&pick, &query, affinity, None, now)?,
@@ -128,9 +136,17 @@ impl State {
         // earlier than the last one's: the anchors before it had nothing to admit,
         // and the instances placed since only took more and kept more roots out. So
         // they are not searched again (a mass start stays linear in its instances).
-        let in_order = !query.weigh.is_set() && pick.options.random_seed.is_none();
-        let mut floor = ProviderId(0);
-        for claim in &pick.claims {
+        // Each shape keeps its own floor: a smaller one may fit where a larger did
+        // not, but what instances of other shapes took only keeps more out.
+        let in_order = pick.options.random_seed.is_none();
+        let mut floors: Vec<(&CandidateQuery, ProviderId)> = Vec::new();
+        for (i, claim) in pick.claims.iter().enumerate() {
+            let query = pick.shapes.get(i).and_then(Option::as_ref).unwrap_or(query);
+            let in_order = in_order && !query.weigh.is_set();
+            let floor = floors
+                .iter()
+                .find(|(shape, _)| *shape == query)
+                .map_or(ProviderId(0), |&(_, floor)| floor);
             let guard = match scratch.has_server_groups() {
                 true => Guard::new(&scratch, &claim.consumer, claim.server_group, now),
                 false => Guard::default(),
@@ -182,7 +198,10 @@ impl State {
                     // A candidate's root, when it has one, is its anchor. (Not
                     // past the anchors a group kept out: another instance's
                     // groups may admit them.)
-                    floor = root;
+                    match floors.iter_mut().find(|(shape, _)| *shape == query) {
+                        Some((_, floor)) => *floor = root,
+                        None => floors.push((query, root)),
+                    }
                 }
             }
             let (made, changes) = scratch.plan_claim_unkept(

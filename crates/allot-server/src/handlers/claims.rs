@@ -105,14 +105,26 @@ async fn create_picked(
     pick: PickRequest,
 ) -> ApiResult {
     let seed = Uuid::new_v4().as_u64_pair().0;
-    let query = request::candidates::parse(crate::microversion::MAX, Some(&pick.query), 0, seed)
-        .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))?;
+    let parse = |query: &str| {
+        request::candidates::parse(crate::microversion::MAX, Some(query), 0, seed)
+            .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))
+    };
+    let query = parse(&pick.query)?;
+    let shapes = pick
+        .shapes
+        .iter()
+        .map(|shape| shape.as_deref().map(parse).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
     // A pick weighed otherwise than by spread alone weighs every anchor or candidate
     // again for each instance (the loads change as the instances land), all in the
     // writer: bounded, so that one request cannot hold every other write for long.
-    let kept_order = query.weigh.sort == Some(Sort::Spread) && query.weigh.prefer.is_empty();
-    if query.weigh.is_set()
-        && !kept_order
+    let weighed_anew = |q: &allot_core::candidates::CandidateQuery| {
+        let kept_order = q.weigh.sort == Some(Sort::Spread) && q.weigh.prefer.is_empty();
+        q.weigh.is_set() && !kept_order
+    };
+    if std::iter::once(&query)
+        .chain(shapes.iter().flatten())
+        .any(weighed_anew)
         && pick
             .instances
             .as_ref()
@@ -158,6 +170,7 @@ async fn create_picked(
                 claims,
                 affinity: pick.affinity,
                 partial: pick.partial,
+                shapes,
             };
             let (placed, changes) = view.plan_pick(pick, now)?;
             Ok(((placed, now), changes))

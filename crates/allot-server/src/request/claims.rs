@@ -69,6 +69,9 @@ pub struct PickRequest {
     /// With `consumers`: each instance's consumer, tag and server group (the single
     /// claim's otherwise).
     pub instances: Option<Vec<InstanceRequest>>,
+    /// With `consumers`: each instance's own query string, for those that give one
+    /// (a mass start of mixed shapes), with the body's `sort` and `prefer`.
+    pub shapes: Vec<Option<String>>,
     /// The instances' affinity rule.
     pub affinity: Affinity,
     /// Whether some instances may stay unplaced.
@@ -124,6 +127,8 @@ struct Instance {
     tag: Option<String>,
     #[serde(default)]
     server_group: Option<String>,
+    #[serde(default)]
+    request: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,7 +191,15 @@ impl ClaimRequest {
             ("affinity", body.affinity.is_some()),
             ("partial", body.partial.is_some()),
         ];
-        let Some(request) = &body.request else {
+        // A mass start whose every instance names its own shape needs no
+        // `request` of its own: the first instance's stands for it.
+        let every_own = body.consumers.as_ref().and_then(|list| {
+            list.iter()
+                .map(|i| i.request.as_ref())
+                .collect::<Option<Vec<_>>>()
+                .map(|own| own[0].clone())
+        });
+        let Some(request) = body.request.as_ref().or(every_own.as_ref()) else {
             if body.allocations.is_none() {
                 return Err(ApiError::bad_request(
                     "A claim needs 'allocations' (where) or 'request' (what, for the server \
@@ -244,15 +257,26 @@ impl ClaimRequest {
                 "'affinity' and 'partial' go with 'consumers'.",
             ));
         }
-        let mut query = request.trim_start_matches('?').to_owned();
-        for (key, value) in [("sort", &body.sort), ("prefer", &body.prefer)] {
-            if let Some(value) = value {
-                let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
-                query = format!("{query}&{key}={value}");
+        // `sort` and `prefer` weigh every instance, whatever its shape.
+        let with_weighers = |request: &str| {
+            let mut query = request.trim_start_matches('?').to_owned();
+            for (key, value) in [("sort", &body.sort), ("prefer", &body.prefer)] {
+                if let Some(value) = value {
+                    let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+                    query = format!("{query}&{key}={value}");
+                }
             }
-        }
+            query
+        };
+        let shapes = body
+            .consumers
+            .iter()
+            .flatten()
+            .map(|i| i.request.as_deref().map(with_weighers))
+            .collect();
         Ok(Some(PickRequest {
-            query,
+            query: with_weighers(request),
+            shapes,
             instances,
             affinity: match body.affinity.as_deref() {
                 None | Some("none") => Affinity::None,

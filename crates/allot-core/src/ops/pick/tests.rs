@@ -42,6 +42,7 @@ fn pick(amount: u64, instances: u128, affinity: Affinity, partial: bool) -> Pick
         claims: (0..instances).map(claim).collect(),
         affinity,
         partial,
+        shapes: Vec::new(),
     }
 }
 

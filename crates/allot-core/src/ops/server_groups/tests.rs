@@ -230,6 +230,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                             claims,
                             affinity: [Affinity::None, Affinity::DifferentRoots][rng.below(2)],
                             partial: rng.below(2) == 0,
+                            shapes: Vec::new(),
                         };
                         tally.grouped_picks += usize::from(join.is_some());
                         let result = s.plan_pick(pick, now).map(|(placed, c)| {
@@ -393,6 +394,7 @@ fn a_pick_places_members_apart_and_refuses_the_one_that_does_not_fit() {
             .collect(),
         affinity: Affinity::None,
         partial: false,
+        shapes: Vec::new(),
     };
     let (placed, changes) = s.plan_pick(pick(1, 3), 0).unwrap();
     s.apply(&changes);
