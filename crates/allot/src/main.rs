@@ -1,7 +1,8 @@
 //! The `allot` binary: `allot serve` runs the Placement API on the embedded store;
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
-//! pending claims; `allot export` and `allot import` move a deployment between
+//! pending claims; `allot server-groups` its server groups (and imports Nova's);
+//! `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -19,6 +20,7 @@ mod config;
 mod dump;
 mod policy;
 mod serve;
+mod server_groups;
 mod status;
 mod token;
 mod verify;
@@ -53,6 +55,10 @@ enum Command {
     /// What live pending claims hold on a provider (a uuid or a name), or for a
     /// consumer or project.
     Pending(claims::PendingArgs),
+    /// List, show, create, delete or change the members of a running allot's server
+    /// groups, or import Nova's (`-f json` for scripts).
+    #[command(name = "server-groups")]
+    ServerGroups(server_groups::ServerGroupsArgs),
     /// Write a whole deployment from a database to a portable JSON dump (no server
     /// needed; stop the one using the database first).
     Export(dump::ExportArgs),
@@ -109,6 +115,7 @@ fn main() -> anyhow::Result<()> {
         Command::Classes(args) => classes::run(args),
         Command::Claims(args) => claims::run(args),
         Command::Pending(args) => claims::run_pending(args),
+        Command::ServerGroups(args) => server_groups::run(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.
