@@ -16,6 +16,7 @@ use crate::model::{
     Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
+use crate::drains::Drain;
 use crate::server_groups::ServerGroup;
 
 /// One durable change.
@@ -80,4 +81,8 @@ pub enum Change {
     PutServerGroup(Box<ServerGroup>),
     /// Delete a server group (its members stay consumers).
     DeleteServerGroup(Uuid),
+    /// Create or replace a drain's record (an allot extension, issue 44).
+    PutDrain(Box<Drain>),
+    /// Forget an abandoned drain.
+    DeleteDrain(Uuid),
 }

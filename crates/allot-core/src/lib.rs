@@ -17,6 +17,7 @@
 pub mod candidates;
 pub mod change;
 pub mod compact;
+pub mod drains;
 pub mod error;
 pub mod metadata;
 pub mod model;

@@ -3,7 +3,8 @@
 //!
 //! A server group's members are consumers; a member *is* on the roots of its live
 //! claims if it has any, else of its allocations ([`State::member_roots`]), read at
-//! the writer's `now`: a member in transit counts once, where it is going. A rule's
+//! the writer's `now`: a member in transit counts once, where it is going. Providers
+//! that share through aggregates are no place (they serve many roots). A rule's
 //! [`Scope`] maps each root to its domains: the root itself (Nova's "host"), each of
 //! its aggregates, or each of its traits that begin with a prefix (`trait:CUSTOM_RACK_`),
 //! as `GET /headroom`'s `group_by` keys roots. A root in several domains is in each;
@@ -16,14 +17,15 @@
 //!
 //! The writer refuses a write that would make a hard rule's number grow, and so a
 //! group that starts broken (imported from Nova after a forced move) may be mended,
-//! never made worse; soft rules order candidates by how much each would add.
+//! never made worse; a pick tries first the roots that leave a soft rule's number
+//! as it is.
 
 use std::fmt;
 
 use uuid::Uuid;
 
 use crate::model::{Claim, Provider, ProviderId, Timestamp};
-use crate::names::{is_well_formed_name, TraitName};
+use crate::names::{is_well_formed_name, TraitName, SHARING_TRAIT};
 use crate::ops::server_groups::RootCheck;
 use crate::state::State;
 
@@ -291,16 +293,18 @@ impl Rule {
 
 impl State {
     /// The roots a consumer is on at `now`: those of its live claims if it has any,
-    /// else those of its allocations; in id order, each once.
+    /// else those of its allocations; in id order, each once. A sharing provider
+    /// is no place (it serves many roots), as for a pick's affinity.
     pub fn member_roots(&self, consumer: &Uuid, now: Timestamp) -> Vec<ProviderId> {
-        let root_of = |id: ProviderId| self.provider(id).map(|p| p.row.root);
         let mut roots: Vec<ProviderId> = self.live_claim_roots(consumer, now).collect();
         if roots.is_empty() {
             if let Some(c) = self.consumer(consumer) {
                 roots = c
                     .allocations
                     .iter()
-                    .filter_map(|a| root_of(a.provider))
+                    .filter_map(|a| self.provider(a.provider))
+                    .filter(|p| !p.traits.contains(SHARING_TRAIT))
+                    .map(|p| p.row.root)
                     .collect();
             }
         }
@@ -356,6 +360,7 @@ impl State {
             .filter(move |c| c.live(now))
             .flat_map(|c| c.allocations.iter())
             .filter_map(|a| self.provider_by_uuid(&a.provider))
+            .filter(|p| !p.traits.contains(SHARING_TRAIT))
             .map(|p| p.row.root)
     }
 

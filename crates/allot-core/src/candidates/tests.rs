@@ -1251,6 +1251,7 @@ fn headroom_equals_the_picks_that_succeed() {
                 affinity: Affinity::None,
                 partial: false,
                 shapes: Vec::new(),
+                together: false,
             };
             let Ok((placed, changes)) = state.plan_pick(pick, 0) else {
                 break;
@@ -1344,6 +1345,7 @@ fn a_pick_lands_only_where_the_candidates_offer() {
                 affinity: Affinity::None,
                 partial: false,
                 shapes: Vec::new(),
+                together: false,
             };
             match state.plan_pick(pick, 0) {
                 Ok((made, changes)) => {
@@ -1541,6 +1543,7 @@ fn the_weighed_walk_gives_the_first_of_the_full_order() {
                 affinity: Affinity::None,
                 partial: false,
                 shapes: Vec::new(),
+                together: false,
             };
             match w.state.plan_pick(pick, q.now) {
                 Ok((placed, _)) => {
@@ -1693,6 +1696,7 @@ fn kept_picks_follow_the_full_order(
             affinity: Affinity::None,
             partial: false,
             shapes: Vec::new(),
+            together: false,
         };
         let walks = super::walk::applies(&Prepared::new(&w.state, &q), &q.weigh, Some(1)).is_some();
         match w.state.plan_pick(pick, now) {
@@ -1843,9 +1847,12 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
         let claims: Vec<_> = (0..n)
             .map(|i| crate::testing::pick_claim(500_000 + i))
             .collect();
-        let shapes: Vec<Option<CandidateQuery>> = match &other {
+        let shapes: Vec<crate::ops::pick::Shape> = match &other {
             Some(other) => (0..n)
-                .map(|_| (rng.below(2) == 0).then(|| other.clone()))
+                .map(|_| crate::ops::pick::Shape {
+                    query: (rng.below(2) == 0).then(|| other.clone()),
+                    reach: Vec::new(),
+                })
                 .collect(),
             None => Vec::new(),
         };
@@ -1857,6 +1864,7 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
                 affinity: Affinity::None,
                 partial: true,
                 shapes: shapes.clone(),
+                together: false,
             },
             0,
         );
@@ -1868,14 +1876,14 @@ fn a_mass_start_places_as_single_picks_one_after_another() {
             let single = Pick {
                 query: shapes
                     .get(i)
-                    .cloned()
-                    .flatten()
+                    .and_then(|s| s.query.clone())
                     .unwrap_or_else(|| q.clone()),
                 options: SearchOptions::default(),
                 claims: vec![claim],
                 affinity: Affinity::None,
                 partial: true,
                 shapes: Vec::new(),
+                together: false,
             };
             match state.plan_pick(single, 0) {
                 Ok((placed, changes)) => {

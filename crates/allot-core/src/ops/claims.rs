@@ -183,6 +183,16 @@ impl State {
                     r.class
                 ))
             })?;
+            if self.is_drained(provider.row.root) {
+                return Err(Error::conflict(
+                    ConflictCode::ClaimDoesNotFit,
+                    format!(
+                        "Unable to claim on resource provider '{}': its tree is being \
+                         drained, and takes no new claims until the drain ends.",
+                        provider.uuid()
+                    ),
+                ));
+            }
             named.push(((provider, class), r.used));
         }
         let merged = merged(named, |(p, c), (q, d)| p.id() == q.id() && c == d);
@@ -230,7 +240,8 @@ impl State {
 
     /// Plans confirming a claim: its amounts become allocations of its consumer,
     /// added to what it holds (`replace` false) or replacing it, in the same plan as
-    /// the claim's end. Confirming a confirmed claim changes nothing; a released or
+    /// the claim's end; a claim of an open drain replaces what the consumer holds in
+    /// the drained trees, whatever `replace` says. Confirming a confirmed claim changes nothing; a released or
     /// expired one is refused. Answers the claim as it is afterwards.
     pub fn plan_confirm_claim(&self, uuid: &Uuid, replace: bool, now: Timestamp) -> Plan<Claim> {
         let claim = self.claim(uuid).ok_or_else(|| unknown_claim(uuid))?;
@@ -254,15 +265,31 @@ impl State {
         };
         let end = Change::PutClaim(Box::new(confirmed.clone()));
 
+        // What the consumer keeps: all (added to) or nothing (replaced); a drain's
+        // claim replaces what the consumer holds in the drained trees alone (what
+        // it holds on a sharing pool or another tree stays).
+        let drained: Option<Vec<ProviderId>> = self.drain_of_claim(uuid).map(|d| {
+            d.roots
+                .iter()
+                .filter_map(|u| self.provider_by_uuid(u))
+                .map(|p| p.id())
+                .collect()
+        });
+        let keeps = |provider: ProviderId| match &drained {
+            Some(roots) => self
+                .provider(provider)
+                .is_some_and(|p| !roots.contains(&p.row.root)),
+            None => !replace,
+        };
         let mut allocations: Vec<Requested> = Vec::new();
-        if !replace {
-            if let Some(c) = self.consumer(&claim.consumer) {
-                allocations.extend(c.allocations.iter().map(|a| Requested {
+        if let Some(c) = self.consumer(&claim.consumer) {
+            allocations.extend(c.allocations.iter().filter(|a| keeps(a.provider)).map(|a| {
+                Requested {
                     provider: ProviderRef::Uuid(self.uuid_of(a.provider)),
                     class: RequestedName::Name(a.class.clone()),
                     used: a.used,
-                }));
-            }
+                }
+            }));
         }
         allocations.extend(claim.allocations.iter().map(|a| Requested {
             provider: ProviderRef::Uuid(a.provider),

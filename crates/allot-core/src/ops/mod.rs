@@ -8,6 +8,7 @@
 //! [`Change`]: crate::Change
 
 pub mod aggregates;
+pub mod drains;
 pub mod allocations;
 pub mod claims;
 pub mod classes;

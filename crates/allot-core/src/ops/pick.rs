@@ -64,10 +64,24 @@ pub struct Pick {
     pub affinity: Affinity,
     /// Whether some instances may stay unplaced.
     pub partial: bool,
-    /// The instances' own queries, by the place of their claim in `claims`, for
-    /// those that give one (a mass start of mixed shapes); the others, and every
-    /// instance when it is empty, use `query`.
-    pub shapes: Vec<Option<CandidateQuery>>,
+    /// What instances ask of their own, by the place of their claim in `claims`
+    /// (a mass start of mixed shapes, a drain); an instance past its end asks
+    /// nothing of its own.
+    pub shapes: Vec<Shape>,
+    /// Whether the instances move as one (a drain): a consumer the pick has not
+    /// placed yet counts nowhere for its groups' rules, which the caller checks
+    /// once all are placed.
+    pub together: bool,
+}
+
+/// What one instance of a pick asks of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Its query (None: the pick's).
+    pub query: Option<CandidateQuery>,
+    /// Sharing providers its root must reach through an aggregate: a drain's
+    /// consumer keeps what it holds there.
+    pub reach: Vec<ProviderId>,
 }
 
 /// What a pick placed.
@@ -84,22 +98,12 @@ pub struct Placed {
 
 impl State {
     /// Plans a pick (see the module doc): every claim it makes, in one plan.
-    pub fn plan_pick(&self, mut pick: Pick, now: Timestamp) -> Plan<Placed> {
-        let at_now = |query: &mut CandidateQuery| {
-            query.now = now;
-            query.limit = Some(1);
-        };
-        let mut query = pick.query.clone();
-        at_now(&mut query);
-        pick.shapes.iter_mut().flatten().for_each(at_now);
-        let outcome = match pick.affinity {
-            Affinity::SameRoot => self.place_on_one_root(&pick, &query, now)?,
-            affinity => self.place_each(&pick, &query, affinity, None, now)?,
-        };
-        let total = pick.claims.len();
+    pub fn plan_pick(&self, pick: Pick, now: Timestamp) -> Plan<Placed> {
+        let (affinity, partial, total) = (pick.affinity, pick.partial, pick.claims.len());
+        let outcome = self.place_all(pick, now)?;
         let placed = outcome.placed.claims.len();
-        if placed == 0 || (!pick.partial && placed < total) {
-            let rule = match pick.affinity {
+        if placed == 0 || (!partial && placed < total) {
+            let rule = match affinity {
                 Affinity::None => "",
                 Affinity::DifferentRoots => " each on a root of its own",
                 Affinity::SameRoot => " on one root",
@@ -117,6 +121,25 @@ impl State {
             ));
         }
         Ok((outcome.placed, outcome.changes))
+    }
+
+    /// Places what fits of a pick, refusing nothing for what does not (a drain
+    /// names its consumers left over).
+    pub(crate) fn place_all(&self, mut pick: Pick, now: Timestamp) -> crate::Result<Outcome> {
+        let at_now = |query: &mut CandidateQuery| {
+            query.now = now;
+            query.limit = Some(1);
+        };
+        let mut query = pick.query.clone();
+        at_now(&mut query);
+        pick.shapes
+            .iter_mut()
+            .filter_map(|s| s.query.as_mut())
+            .for_each(at_now);
+        match pick.affinity {
+            Affinity::SameRoot => self.place_on_one_root(&pick, &query, now),
+            affinity => self.place_each(&pick, &query, affinity, None, now),
+        }
     }
 
     /// Places the instances one after another, each on the first candidate its
@@ -141,14 +164,19 @@ impl State {
         let in_order = pick.options.random_seed.is_none();
         let mut floors: Vec<(&CandidateQuery, ProviderId)> = Vec::new();
         for (i, claim) in pick.claims.iter().enumerate() {
-            let query = pick.shapes.get(i).and_then(Option::as_ref).unwrap_or(query);
+            let shape = pick.shapes.get(i);
+            let query = shape.and_then(|s| s.query.as_ref()).unwrap_or(query);
             let in_order = in_order && !query.weigh.is_set();
             let floor = floors
                 .iter()
                 .find(|(shape, _)| *shape == query)
                 .map_or(ProviderId(0), |&(_, floor)| floor);
+            let later: Vec<Uuid> = match pick.together {
+                true => pick.claims[i + 1..].iter().map(|c| c.consumer).collect(),
+                false => Vec::new(),
+            };
             let guard = match scratch.has_server_groups() {
-                true => Guard::new(&scratch, &claim.consumer, claim.server_group, now),
+                true => Guard::new(&scratch, &claim.consumer, claim.server_group, &later, now),
                 false => Guard::default(),
             };
             let so_far = SoFar {
@@ -156,6 +184,7 @@ impl State {
                 only,
                 floor,
                 roots: &roots,
+                reach: shape.map_or(&[], |s| &s.reach[..]),
             };
             let search = |soft: bool| search(&scratch, pick, query, &so_far, &guard, soft);
             // Soft rules first: the roots that keep them, else any the hard ones
@@ -211,7 +240,7 @@ impl State {
                 },
                 now,
             )?;
-            let before = (!guard.is_empty()).then(|| scratch.clone());
+            let before = (!guard.is_empty() && !pick.together).then(|| scratch.clone());
             scratch.apply(&changes);
             if let Some(before) = before {
                 // The guard chose; the rule's own check confirms (a candidate on
@@ -274,12 +303,20 @@ struct SoFar<'a> {
     floor: ProviderId,
     /// The roots the instances before it took.
     roots: &'a BTreeSet<ProviderId>,
+    /// The sharing providers the instance's root must reach.
+    reach: &'a [ProviderId],
 }
 
 impl SoFar<'_> {
     /// Whether the rule admits a candidate on `root` (None: on sharing providers
     /// alone), or an anchor that is `root` (`anchor`).
-    fn admits(&self, root: Option<ProviderId>, anchor: bool) -> bool {
+    fn admits(&self, view: &State, root: Option<ProviderId>, anchor: bool) -> bool {
+        if let Some(root) = root {
+            // Drained roots take nothing new; a drain's consumer must reach its pools.
+            if view.is_drained(root) || !self.reach.iter().all(|&s| view.reaches(root, s)) {
+                return false;
+            }
+        }
         match (self.affinity, self.only) {
             (_, Some(only)) => root == Some(only),
             _ if anchor && root.is_some_and(|a| a < self.floor) => false,
@@ -312,10 +349,10 @@ fn search(
     };
     // The roots the rule keeps out are not searched at all; the candidates found
     // are checked too, as one anchored elsewhere may stand on such a root.
-    let anchor = |a: ProviderId| so_far.admits(Some(a), true) && (guard.is_empty() || kept(a));
+    let anchor = |a: ProviderId| so_far.admits(view, Some(a), true) && (guard.is_empty() || kept(a));
     let candidate = |c: &AllocationRequest| {
         let root = root_of(view, c);
-        so_far.admits(root, false) && (guard.is_empty() || root.is_none_or(kept))
+        so_far.admits(view, root, false) && (guard.is_empty() || root.is_none_or(kept))
     };
     let admit = Admit {
         anchor: &anchor,
@@ -330,9 +367,11 @@ fn search(
 
 /// What placing some instances made.
 #[derive(Debug, Default)]
-struct Outcome {
-    placed: Placed,
-    changes: Vec<Change>,
+pub(crate) struct Outcome {
+    /// The claims made and the instances left.
+    pub placed: Placed,
+    /// The changes.
+    pub changes: Vec<Change>,
 }
 
 /// The root a candidate stands on: that of its providers that do not share through

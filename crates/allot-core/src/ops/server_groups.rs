@@ -324,8 +324,15 @@ impl RootCheck {
 }
 
 impl Guard {
-    /// The checks for a claim of `consumer`, which joins `join` with it, on `state`.
-    pub fn new(state: &State, consumer: &Uuid, join: Option<Uuid>, now: Timestamp) -> Guard {
+    /// The checks for a claim of `consumer`, which joins `join` with it, on `state`;
+    /// the members in `unplaced` count nowhere (they move with it, later).
+    pub fn new(
+        state: &State,
+        consumer: &Uuid,
+        join: Option<Uuid>,
+        unplaced: &[Uuid],
+        now: Timestamp,
+    ) -> Guard {
         let mut guard = Guard::default();
         let mut groups: Vec<Uuid> = state.groups_of(consumer).to_vec();
         groups.extend(join.filter(|g| !groups.contains(g)));
@@ -333,7 +340,13 @@ impl Guard {
             let Some(group) = state.server_group(&g) else {
                 continue;
             };
-            let check = RootCheck::new(state, g, group.rule(), &group.members, consumer, now);
+            let members: Vec<Uuid> = group
+                .members
+                .iter()
+                .filter(|m| !unplaced.contains(m))
+                .copied()
+                .collect();
+            let check = RootCheck::new(state, g, group.rule(), &members, consumer, now);
             match group.policy.is_hard() {
                 true => guard.hard.push(check),
                 false => guard.soft.push(check),

@@ -164,7 +164,10 @@ impl State {
                 | Change::DeleteClaim(_)
                 // Groups order nothing a kept order keeps (see `candidates::order`).
                 | Change::PutServerGroup(_)
-                | Change::DeleteServerGroup(_) => {}
+                | Change::DeleteServerGroup(_)
+                // A drain keeps roots out through the pick's filter, not a bound.
+                | Change::PutDrain(_)
+                | Change::DeleteDrain(_) => {}
             }
         }
         if lowered.is_empty() {

@@ -70,6 +70,8 @@ pub struct State {
     pub(crate) claims: PHashTable<Box<Claim>>,
     /// Server groups and their members (see [`groups`]).
     pub(crate) groups: groups::Groups,
+    /// Drains, and the roots the open ones hold (see [`crate::drains`]).
+    pub(crate) drains: crate::drains::Drains,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -344,6 +346,8 @@ impl State {
             Change::DeleteClaim(uuid) => self.remove_claim(uuid),
             Change::PutServerGroup(group) => self.upsert_server_group(group),
             Change::DeleteServerGroup(uuid) => self.remove_server_group(uuid),
+            Change::PutDrain(drain) => self.upsert_drain(drain),
+            Change::DeleteDrain(uuid) => self.remove_drain(uuid),
             Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
         }
     }

@@ -43,6 +43,7 @@ fn pick(amount: u64, instances: u128, affinity: Affinity, partial: bool) -> Pick
         affinity,
         partial,
         shapes: Vec::new(),
+        together: false,
     }
 }
 

@@ -231,6 +231,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                             affinity: [Affinity::None, Affinity::DifferentRoots][rng.below(2)],
                             partial: rng.below(2) == 0,
                             shapes: Vec::new(),
+                            together: false,
                         };
                         tally.grouped_picks += usize::from(join.is_some());
                         let result = s.plan_pick(pick, now).map(|(placed, c)| {
@@ -395,6 +396,7 @@ fn a_pick_places_members_apart_and_refuses_the_one_that_does_not_fit() {
         affinity: Affinity::None,
         partial: false,
         shapes: Vec::new(),
+        together: false,
     };
     let (placed, changes) = s.plan_pick(pick(1, 3), 0).unwrap();
     s.apply(&changes);
