@@ -83,9 +83,14 @@ enum ServerGroupsCommand {
         #[arg(long = "remove")]
         remove: Vec<Uuid>,
     },
-    /// Make or replace, with the same uuids and members, the groups of
-    /// `openstack server group list --all-projects --long -f json` (a file, or `-`
-    /// for stdin). Imported groups never refuse Placement's allocation writes.
+    /// Make or replace Nova's groups as `openstack server group list --all-projects
+    /// --long -f json` prints them.
+    ///
+    /// Each keeps Nova's uuid, name, project, user, policy, rules and members, and
+    /// never refuses Placement's allocation writes (`enforce_on_allocations` false).
+    /// Also read: `openstack server group show ID -f json` of several groups, one
+    /// after another (which, unlike the list, prints the rules). A group allot cannot
+    /// hold is named and skipped, and the command fails after importing the others.
     Import {
         /// The file (`-`: standard input).
         file: String,
