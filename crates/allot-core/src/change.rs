@@ -11,12 +11,12 @@
 
 use uuid::Uuid;
 
+use crate::drains::Drain;
 use crate::metadata::ClassMetadata;
 use crate::model::{
     Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
-use crate::drains::Drain;
 use crate::server_groups::ServerGroup;
 
 /// One durable change.

@@ -82,7 +82,11 @@ pub(crate) struct Drains {
 impl State {
     /// A drain by uuid.
     pub fn drain(&self, uuid: &Uuid) -> Option<&Drain> {
-        self.drains.records.iter().find(|d| d.uuid == *uuid).map(|d| &**d)
+        self.drains
+            .records
+            .iter()
+            .find(|d| d.uuid == *uuid)
+            .map(|d| &**d)
     }
 
     /// Every drain, oldest first.

@@ -60,6 +60,7 @@ fn a_deployment_goes_through_a_dump_unchanged() {
             allocations: 8,
             claims: 5,
             server_groups: 2,
+            drains: 1,
         }
     );
     // numa1_0's VCPU: 6 allocated on a capacity of 4, kept with a warning.

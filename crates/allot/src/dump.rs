@@ -213,11 +213,12 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
         .count();
     let pending = dump.claims.iter().filter(|c| c.state == "pending").count();
     let ended = dump.claims.len() - pending;
-    let groups = dump.server_groups.len();
-    if with_metadata + dump.claims.len() + groups > 0 {
+    let (groups, drains) = (dump.server_groups.len(), dump.drains.len());
+    if with_metadata + dump.claims.len() + groups + drains > 0 {
         let what = format!(
             "{pending} pending claim(s), {ended} ended claim(s), {with_metadata} custom \
-             class(es) with metadata and {groups} server group(s) (Nova keeps its own)"
+             class(es) with metadata, {groups} server group(s) (Nova keeps its own) and \
+             {drains} drain(s)"
         );
         if !args.drop_extensions {
             return Err(anyhow!(
@@ -228,6 +229,7 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
         eprintln!("allot export: leaving out {what} (--drop-extensions)");
         dump.claims.clear();
         dump.server_groups.clear();
+        dump.drains.clear();
         for c in &mut dump.resource_classes {
             c.metadata = None;
         }

@@ -98,7 +98,13 @@ impl State {
         let consumers = self.consumers_in(&roots, new.consumers.as_deref())?;
         let mut drain = Drain {
             uuid: new.uuid,
-            roots: new.roots.iter().copied().collect::<BTreeSet<_>>().into_iter().collect(),
+            roots: new
+                .roots
+                .iter()
+                .copied()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
             disabled: Vec::new(),
             claims: Vec::new(),
             state: DrainState::Open,
@@ -309,21 +315,30 @@ impl State {
                     reach.push(p.id());
                 }
             }
-            let query = new.requests.get(uuid).cloned().unwrap_or_else(|| CandidateQuery {
-                groups: by_provider
-                    .into_values()
-                    .enumerate()
-                    .map(|(i, resources)| RequestGroup {
-                        suffix: format!("{}", i + 1),
-                        resources,
-                        ..RequestGroup::default()
-                    })
-                    .collect(),
-                root_required: new.required.iter().cloned().map(RequestedName::Name).collect(),
-                nested_aware: true,
-                weigh: new.weigh.clone(),
-                ..CandidateQuery::default()
-            });
+            let query = new
+                .requests
+                .get(uuid)
+                .cloned()
+                .unwrap_or_else(|| CandidateQuery {
+                    groups: by_provider
+                        .into_values()
+                        .enumerate()
+                        .map(|(i, resources)| RequestGroup {
+                            suffix: format!("{}", i + 1),
+                            resources,
+                            ..RequestGroup::default()
+                        })
+                        .collect(),
+                    root_required: new
+                        .required
+                        .iter()
+                        .cloned()
+                        .map(RequestedName::Name)
+                        .collect(),
+                    nested_aware: true,
+                    weigh: new.weigh.clone(),
+                    ..CandidateQuery::default()
+                });
             claims.push(NewClaim {
                 uuid: claim_uuid(),
                 consumer: *uuid,

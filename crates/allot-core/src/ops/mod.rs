@@ -8,10 +8,10 @@
 //! [`Change`]: crate::Change
 
 pub mod aggregates;
-pub mod drains;
 pub mod allocations;
 pub mod claims;
 pub mod classes;
+pub mod drains;
 pub mod inventories;
 pub mod pick;
 mod placing;

@@ -349,7 +349,8 @@ fn search(
     };
     // The roots the rule keeps out are not searched at all; the candidates found
     // are checked too, as one anchored elsewhere may stand on such a root.
-    let anchor = |a: ProviderId| so_far.admits(view, Some(a), true) && (guard.is_empty() || kept(a));
+    let anchor =
+        |a: ProviderId| so_far.admits(view, Some(a), true) && (guard.is_empty() || kept(a));
     let candidate = |c: &AllocationRequest| {
         let root = root_of(view, c);
         so_far.admits(view, root, false) && (guard.is_empty() || root.is_none_or(kept))

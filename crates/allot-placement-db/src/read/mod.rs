@@ -184,6 +184,7 @@ fn dump_of(
         consumers,
         claims: Vec::new(),
         server_groups: Vec::new(),
+        drains: Vec::new(),
     }
 }
 

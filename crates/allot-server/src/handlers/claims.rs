@@ -113,7 +113,13 @@ async fn create_picked(
     let shapes = pick
         .shapes
         .iter()
-        .map(|shape| shape.as_deref().map(parse).transpose())
+        .map(|shape| {
+            let query = shape.as_deref().map(parse).transpose()?;
+            Ok::<_, ApiError>(allot_core::ops::pick::Shape {
+                query,
+                reach: Vec::new(),
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // A pick weighed otherwise than by spread alone weighs every anchor or candidate
     // again for each instance (the loads change as the instances land), all in the
@@ -123,7 +129,7 @@ async fn create_picked(
         q.weigh.is_set() && !kept_order
     };
     if std::iter::once(&query)
-        .chain(shapes.iter().flatten())
+        .chain(shapes.iter().filter_map(|s| s.query.as_ref()))
         .any(weighed_anew)
         && pick
             .instances
@@ -171,6 +177,7 @@ async fn create_picked(
                 affinity: pick.affinity,
                 partial: pick.partial,
                 shapes,
+                together: false,
             };
             let (placed, changes) = view.plan_pick(pick, now)?;
             Ok(((placed, now), changes))

@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use super::{
     load_state, Dump, DumpAllocation, DumpClaim, DumpClaimAmount, DumpClass, DumpConsumer,
-    DumpInventory, DumpMetadata, DumpProvider, DumpServerGroup, DumpTrait, FORMAT, VERSION,
+    DumpDrain, DumpDrainClaim, DumpInventory, DumpMetadata, DumpProvider, DumpServerGroup,
+    DumpTrait, FORMAT, VERSION,
 };
 use crate::{Store, StoreError};
 
@@ -34,7 +35,33 @@ pub fn export(state: &State, exported_at: Timestamp) -> Dump {
         consumers: consumers(state),
         claims: claims(state),
         server_groups: server_groups(state),
+        drains: drains(state),
     }
+}
+
+/// The drains, by uuid.
+fn drains(state: &State) -> Vec<DumpDrain> {
+    let mut drains: Vec<DumpDrain> = state
+        .drains()
+        .map(|d| DumpDrain {
+            uuid: d.uuid,
+            state: d.state.as_str().to_owned(),
+            roots: d.roots.clone(),
+            disabled: d.disabled.clone(),
+            claims: d
+                .claims
+                .iter()
+                .map(|c| DumpDrainClaim {
+                    consumer: c.consumer,
+                    claim: c.claim,
+                })
+                .collect(),
+            created_at: d.created_at,
+            ended_at: d.ended_at,
+        })
+        .collect();
+    drains.sort_by_key(|d| d.uuid);
+    drains
 }
 
 /// The server groups, by uuid.

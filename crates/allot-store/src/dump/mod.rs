@@ -72,6 +72,9 @@ pub struct Dump {
     /// dumps written before them).
     #[serde(default)]
     pub server_groups: Vec<DumpServerGroup>,
+    /// Drains, by uuid (an allot extension; absent from dumps written before them).
+    #[serde(default)]
+    pub drains: Vec<DumpDrain>,
 }
 
 impl Dump {
@@ -87,6 +90,7 @@ impl Dump {
             allocations: self.consumers.iter().map(|c| c.allocations.len()).sum(),
             claims: self.claims.len(),
             server_groups: self.server_groups.len(),
+            drains: self.drains.len(),
         }
     }
 }
@@ -264,6 +268,36 @@ pub struct DumpServerGroup {
     pub updated_at: Timestamp,
 }
 
+/// A drain (an allot extension, issue 44).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumpDrain {
+    /// The drain's uuid.
+    pub uuid: Uuid,
+    /// `open` or `confirmed`.
+    pub state: String,
+    /// The roots drained.
+    pub roots: Vec<Uuid>,
+    /// The roots it gave `COMPUTE_STATUS_DISABLED`.
+    pub disabled: Vec<Uuid>,
+    /// Each consumer moved and its claim, in placing order.
+    pub claims: Vec<DumpDrainClaim>,
+    /// When made.
+    pub created_at: Timestamp,
+    /// When confirmed (null while open).
+    pub ended_at: Option<Timestamp>,
+}
+
+/// One consumer of a drain and its claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumpDrainClaim {
+    /// The consumer.
+    pub consumer: Uuid,
+    /// The claim holding its target.
+    pub claim: Uuid,
+}
+
 /// One amount of a claim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -327,6 +361,8 @@ pub struct Counts {
     pub claims: usize,
     /// Server groups.
     pub server_groups: usize,
+    /// Drains.
+    pub drains: usize,
 }
 
 impl std::fmt::Display for Counts {
@@ -345,6 +381,9 @@ impl std::fmt::Display for Counts {
         )?;
         if self.server_groups > 0 {
             write!(f, ", {} server groups", self.server_groups)?;
+        }
+        if self.drains > 0 {
+            write!(f, ", {} drains", self.drains)?;
         }
         Ok(())
     }
@@ -376,6 +415,7 @@ pub fn counts(state: &State) -> Counts {
         allocations: state.consumers().map(|c| c.allocations.len()).sum(),
         claims: state.claims().count(),
         server_groups: state.server_groups().count(),
+        drains: state.drains().count(),
     }
 }
 

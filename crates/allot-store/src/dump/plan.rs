@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::num::NonZeroU64;
 
+use allot_core::drains::{Drain, DrainClaim, DrainState};
 use allot_core::metadata::{self, ClassMetadata};
 use allot_core::names::{is_custom_name, is_well_formed_name};
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
@@ -22,8 +23,8 @@ use allot_core::{
 use uuid::Uuid;
 
 use super::{
-    Counts, Dump, DumpClaim, DumpClass, DumpConsumer, DumpInventory, DumpProvider, DumpServerGroup,
-    DumpTrait, ImportError, MAX_PROBLEMS,
+    Counts, Dump, DumpClaim, DumpClass, DumpConsumer, DumpDrain, DumpInventory, DumpProvider,
+    DumpServerGroup, DumpTrait, ImportError, MAX_PROBLEMS,
 };
 
 /// A dump checked and turned into changes, ready to persist.
@@ -70,6 +71,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
     check_consumers(&dump.consumers, &names, &providers, &mut used, &mut out);
     check_server_groups(&dump.server_groups, &mut out);
     check_claims(dump, &names, &providers, &mut used, &mut out);
+    check_drains(&dump.drains, &mut out);
     capacity_warnings(&used, &providers.inventories, &mut out.warnings);
     // Every record skipped above was named as a problem, so a plan that stands
     // writes all of the dump.
@@ -600,6 +602,47 @@ fn check_server_groups(groups: &[DumpServerGroup], out: &mut Findings) {
                 created_at: g.created_at,
                 updated_at: g.updated_at,
             })));
+    }
+}
+
+// ----- drains -----
+
+/// Each drain: unique, in a state that is one. Its roots and claims are kept as
+/// given: a root deleted since holds nothing, and an ended claim holds no target.
+fn check_drains(drains: &[DumpDrain], out: &mut Findings) {
+    let mut seen: HashSet<Uuid> = HashSet::new();
+    for d in drains {
+        if !seen.insert(d.uuid) {
+            out.problems.add(format!("drain {} appears twice", d.uuid));
+            continue;
+        }
+        let Some(state) = DrainState::parse(&d.state) else {
+            out.problems.add(format!(
+                "drain {}: state {:?} is not open or confirmed",
+                d.uuid, d.state
+            ));
+            continue;
+        };
+        let mut roots = d.roots.clone();
+        roots.sort_unstable();
+        let mut disabled = d.disabled.clone();
+        disabled.sort_unstable();
+        out.changes.push(Change::PutDrain(Box::new(Drain {
+            uuid: d.uuid,
+            roots,
+            disabled,
+            claims: d
+                .claims
+                .iter()
+                .map(|c| DrainClaim {
+                    consumer: c.consumer,
+                    claim: c.claim,
+                })
+                .collect(),
+            state,
+            created_at: d.created_at,
+            ended_at: d.ended_at,
+        })));
     }
 }
 

@@ -30,6 +30,7 @@ use allot_core::{
     Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 
+use allot_core::drains::{Drain, DrainClaim, DrainState};
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
 
 use crate::StoreError;
@@ -434,6 +435,7 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     // Groups before claims: a member's claims are then indexed as they come.
     read_server_groups(source, &mut out)?;
     read_claims(source, &mut out)?;
+    read_drains(source, &mut out)?;
     out.flush()
 }
 
@@ -581,6 +583,66 @@ fn read_server_groups(source: &impl Source, out: &mut Steps) -> Result<(), Store
                 updated_at: r.int(10)?,
             };
             out.push(Step::Change(Change::PutServerGroup(Box::new(group))))
+        },
+    )
+}
+
+/// Drains, each with its roots and claims (few: gathered first), after the
+/// providers their roots name.
+fn read_drains(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
+    let mut roots: HashMap<Uuid, (Vec<Uuid>, Vec<Uuid>)> = HashMap::new();
+    each_row(
+        source,
+        "SELECT drain_uuid, root_uuid, disabled FROM drain_roots",
+        |r| {
+            let (all, disabled) = roots.entry(r.uuid(0, "drain")?).or_default();
+            let root = r.uuid(1, "root")?;
+            all.push(root);
+            if r.int(2)? != 0 {
+                disabled.push(root);
+            }
+            Ok(())
+        },
+    )?;
+    let mut claims: HashMap<Uuid, Vec<(i64, DrainClaim)>> = HashMap::new();
+    each_row(
+        source,
+        "SELECT drain_uuid, position, consumer_uuid, claim_uuid FROM drain_claims",
+        |r| {
+            let claim = DrainClaim {
+                consumer: r.uuid(2, "consumer")?,
+                claim: r.uuid(3, "claim")?,
+            };
+            claims
+                .entry(r.uuid(0, "drain")?)
+                .or_default()
+                .push((r.int(1)?, claim));
+            Ok(())
+        },
+    )?;
+    each_row(
+        source,
+        "SELECT uuid, state, created_at, ended_at FROM drains ORDER BY created_at, uuid",
+        |r| {
+            let uuid = r.uuid(0, "drain")?;
+            let state = r.string(1)?;
+            let state = DrainState::parse(state)
+                .ok_or_else(|| StoreError::Corrupt(format!("drain {uuid}: state {state:?}")))?;
+            let (mut all, mut disabled) = roots.remove(&uuid).unwrap_or_default();
+            all.sort_unstable();
+            disabled.sort_unstable();
+            let mut placed = claims.remove(&uuid).unwrap_or_default();
+            placed.sort_unstable_by_key(|(position, _)| *position);
+            let drain = Drain {
+                uuid,
+                roots: all,
+                disabled,
+                claims: placed.into_iter().map(|(_, c)| c).collect(),
+                state,
+                created_at: r.int(2)?,
+                ended_at: r.opt_int(3)?,
+            };
+            out.push(Step::Change(Change::PutDrain(Box::new(drain))))
         },
     )
 }

@@ -167,9 +167,9 @@ struct Head {
     /// Custom classes, their metadata and custom traits, as the change log writes
     /// them (`crate::log`).
     catalogue: Vec<u8>,
-    /// The server groups and then the claims, likewise, as `Change::PutServerGroup`s
-    /// and `Change::PutClaim`s (groups first: a member's claims are indexed as they
-    /// come).
+    /// The server groups, the claims and the drains, likewise, as
+    /// `Change::PutServerGroup`s, `Change::PutClaim`s and `Change::PutDrain`s
+    /// (groups first: a member's claims are indexed as they come).
     claims: Vec<u8>,
     providers: u64,
     consumers: u64,
@@ -573,8 +573,10 @@ fn head(
     let groups = view
         .server_groups()
         .map(|g| Change::PutServerGroup(Box::new(g.clone())));
+    let drains = view.drains().map(|d| Change::PutDrain(Box::new(d.clone())));
     let claims: Vec<Change> = groups
         .chain(view.claims().map(|c| Change::PutClaim(Box::new(c.clone()))))
+        .chain(drains)
         .collect();
     Head {
         origin,
@@ -728,9 +730,12 @@ pub(crate) fn load(
     }
     state.join_consumers(table, texts);
     for change in crate::log::decode(&head.claims)? {
-        if !matches!(change, Change::PutClaim(_) | Change::PutServerGroup(_)) {
+        if !matches!(
+            change,
+            Change::PutClaim(_) | Change::PutServerGroup(_) | Change::PutDrain(_)
+        ) {
             return Err(corrupt(
-                "a change among the claims that is not a claim or a server group",
+                "a change among the claims that is not a claim, a server group or a drain",
             ));
         }
         state.load_change(change);

@@ -81,6 +81,12 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&SERVER_GROUPS),
             Ddl::Table(&SERVER_GROUP_MEMBERS),
         ],
+        // 8 (schema version 9): drains (issue 44).
+        &[
+            Ddl::Table(&DRAINS),
+            Ddl::Table(&DRAIN_ROOTS),
+            Ddl::Table(&DRAIN_CLAIMS),
+        ],
     ]
 };
 

@@ -9,6 +9,7 @@ use allot_core::{
     Inventory, ProviderId, ProviderRow, ResourceClass, State, Text, TraitName, TraitRecord, Uuid,
 };
 
+use allot_core::drains::{Drain, DrainClaim, DrainState};
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
 
 pub const AGG: Uuid = Uuid::from_u128(0xa66);
@@ -246,6 +247,19 @@ pub fn world() -> Vec<Change> {
         Scope::parse("trait:CUSTOM_RACK_").unwrap(),
         vec![4],
     ));
+    // A drain, confirmed (an open one would keep its root from the tests' claims).
+    c.push(Change::PutDrain(Box::new(Drain {
+        uuid: Uuid::from_u128(0xd1a1),
+        roots: vec![uuid(7)],
+        disabled: vec![uuid(7)],
+        claims: vec![DrainClaim {
+            consumer: Uuid::from_u128(0xf01),
+            claim: Uuid::from_u128(0xc1a1_0001),
+        }],
+        state: DrainState::Confirmed,
+        created_at: 700,
+        ended_at: Some(701),
+    })));
     c
 }
 
@@ -299,6 +313,7 @@ pub struct Everything {
     pub consumers: Vec<(ConsumerRow, Vec<Held>)>,
     pub claims: Vec<Claim>,
     pub server_groups: Vec<ServerGroup>,
+    pub drains: Vec<Drain>,
     /// Each member's groups, by the view's index.
     pub memberships: Vec<(Uuid, Vec<Uuid>)>,
 }
@@ -376,5 +391,6 @@ pub fn everything(s: &State) -> Everything {
         },
         claims,
         server_groups: groups,
+        drains: s.drains().cloned().collect(),
     }
 }

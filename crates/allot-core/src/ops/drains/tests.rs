@@ -26,14 +26,20 @@ fn world() -> State {
     let mut s = State::new();
     let mut changes = vec![
         new_provider(POOL, puuid(POOL), None, 0),
-        Change::SetInventories(ProviderId(POOL), vec![(rc("DISK_GB"), Inventory::with_total(1000))]),
+        Change::SetInventories(
+            ProviderId(POOL),
+            vec![(rc("DISK_GB"), Inventory::with_total(1000))],
+        ),
         Change::SetTraits(ProviderId(POOL), vec![tn(SHARING_TRAIT)]),
         Change::SetAggregates(ProviderId(POOL), vec![agg]),
     ];
     for r in 1..=4 {
         changes.push(new_provider(r, puuid(r), None, 0));
         changes.push(new_provider(r + 10, puuid(r + 10), Some(r), 0));
-        changes.push(Change::SetInventories(ProviderId(r), vec![(rc("VCPU"), Inventory::with_total(8))]));
+        changes.push(Change::SetInventories(
+            ProviderId(r),
+            vec![(rc("VCPU"), Inventory::with_total(8))],
+        ));
         changes.push(Change::SetInventories(
             ProviderId(r + 10),
             vec![(rc("SRIOV_NET_VF"), Inventory::with_total(4))],
@@ -137,7 +143,9 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     assert!(drained.unplaced.is_empty(), "{:?}", drained.unplaced);
     assert_eq!(drained.claims.len(), 4);
     assert!(
-        !changes.iter().any(|c| matches!(c, Change::SetAllocations(..))),
+        !changes
+            .iter()
+            .any(|c| matches!(c, Change::SetAllocations(..))),
         "the sources stay until confirm"
     );
     s.apply(&changes);
@@ -145,7 +153,11 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     // Each claim is what the consumer adds on its target: VCPU and a VF in one
     // tree other than root 1's, nothing on the pool.
     let target = |n: u128| {
-        let claim = drained.claims.iter().find(|c| c.consumer == consumer(n)).unwrap();
+        let claim = drained
+            .claims
+            .iter()
+            .find(|c| c.consumer == consumer(n))
+            .unwrap();
         let roots: BTreeSet<u64> = claim
             .allocations
             .iter()
@@ -165,7 +177,11 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     );
     // Root 1 takes nothing new, and is marked disabled.
     assert!(s.is_drained(ProviderId(1)));
-    assert!(s.provider(ProviderId(1)).unwrap().traits.contains(DISABLED_TRAIT));
+    assert!(s
+        .provider(ProviderId(1))
+        .unwrap()
+        .traits
+        .contains(DISABLED_TRAIT));
     let claim = NewClaim {
         allocations: vec![Requested {
             provider: puuid(1).into(),
@@ -183,14 +199,24 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     confirmed.apply(&changes);
     assert!(confirmed.check_usage_index());
     for n in 1..=4 {
-        assert_eq!(roots_of(&confirmed, n), vec![target(n), POOL], "consumer {n}");
+        assert_eq!(
+            roots_of(&confirmed, n),
+            vec![target(n), POOL],
+            "consumer {n}"
+        );
     }
     assert_eq!(confirmed.used(ProviderId(POOL), &rc("DISK_GB"), 20), 60);
     assert_eq!(confirmed.used(ProviderId(1), &rc("VCPU"), 20), 0);
     assert!(!confirmed.is_drained(ProviderId(1)));
-    assert!(!confirmed.provider(ProviderId(1)).unwrap().traits.contains(DISABLED_TRAIT));
+    assert!(!confirmed
+        .provider(ProviderId(1))
+        .unwrap()
+        .traits
+        .contains(DISABLED_TRAIT));
     for g in [1, 2] {
-        let group = confirmed.server_group(&Uuid::from_u128(0x6000 + g)).unwrap();
+        let group = confirmed
+            .server_group(&Uuid::from_u128(0x6000 + g))
+            .unwrap();
         assert_eq!(confirmed.group_broken(&group.rule(), &group.members, 20), 0);
     }
 
@@ -206,7 +232,10 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     for p in before.providers() {
         assert_eq!(p.traits, abandoned.provider(p.id()).unwrap().traits);
         for (class, _) in p.inventories.iter() {
-            assert_eq!(before.used(p.id(), class, 20), abandoned.used(p.id(), class, 20));
+            assert_eq!(
+                before.used(p.id(), class, 20),
+                abandoned.used(p.id(), class, 20)
+            );
         }
     }
 }
@@ -234,7 +263,11 @@ fn a_drain_that_cannot_place_everyone_names_them_or_refuses_whole() {
     let (drained, _) = s.plan_drain(partial, &mut draw(), 0).unwrap();
     assert_eq!(drained.claims.len(), 3);
     assert_eq!(drained.unplaced.len(), 1);
-    assert!(drained.unplaced[0].1.contains("capacity"), "{:?}", drained.unplaced);
+    assert!(
+        drained.unplaced[0].1.contains("capacity"),
+        "{:?}",
+        drained.unplaced
+    );
     // Bad requests.
     assert!(matches!(
         s.plan_drain(drain_of(&[11], false), &mut draw(), 0),
@@ -245,4 +278,3 @@ fn a_drain_that_cannot_place_everyone_names_them_or_refuses_whole() {
         Err(Error::Invalid(_))
     ));
 }
-

@@ -74,6 +74,12 @@ static MIGRATIONS: &[&[Ddl]] = {
         ],
         // 4 (schema version 5): server groups (issue 44).
         &[Ddl::Table(&SERVER_GROUPS), Ddl::Table(&SERVER_GROUP_MEMBERS)],
+        // 5 (schema version 6): drains (issue 44).
+        &[
+            Ddl::Table(&DRAINS),
+            Ddl::Table(&DRAIN_ROOTS),
+            Ddl::Table(&DRAIN_CLAIMS),
+        ],
     ]
 };
 

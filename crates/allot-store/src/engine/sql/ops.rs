@@ -3,6 +3,7 @@
 //! preconditions a shared database checks (an op that must change exactly one row:
 //! [`Op::one_row_of`]).
 
+use allot_core::drains::Drain;
 use allot_core::server_groups::ServerGroup;
 use allot_core::{
     Allocation, Change, Claim, ClassMetadata, ClassRecord, ConsumerRow, Inventory, ProviderId,
@@ -12,9 +13,9 @@ use allot_core::{
 use super::dialect::Conflict;
 use super::statement::{Op, Statement, Value};
 use super::tables::{
-    ALLOCATIONS, CLAIMS, CLAIM_ALLOCATIONS, CLASS_METADATA, CONSUMERS, INVENTORIES, PROVIDERS,
-    PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES, SERVER_GROUPS, SERVER_GROUP_MEMBERS,
-    TRAITS,
+    ALLOCATIONS, CLAIMS, CLAIM_ALLOCATIONS, CLASS_METADATA, CONSUMERS, DRAINS, DRAIN_CLAIMS,
+    DRAIN_ROOTS, INVENTORIES, PROVIDERS, PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES,
+    SERVER_GROUPS, SERVER_GROUP_MEMBERS, TRAITS,
 };
 
 static DELETE_CLASS: Statement = Statement::delete(&RESOURCE_CLASSES, &["name"]);
@@ -80,6 +81,12 @@ static PUT_SERVER_GROUP: Statement = Statement::insert(&SERVER_GROUPS, Conflict:
 static DELETE_SERVER_GROUP: Statement = Statement::delete(&SERVER_GROUPS, &["uuid"]);
 static INSERT_MEMBER: Statement = Statement::insert(&SERVER_GROUP_MEMBERS, Conflict::Fail);
 static DELETE_MEMBERS: Statement = Statement::delete(&SERVER_GROUP_MEMBERS, &["group_uuid"]);
+static PUT_DRAIN: Statement = Statement::insert(&DRAINS, Conflict::Replace);
+static DELETE_DRAIN: Statement = Statement::delete(&DRAINS, &["uuid"]);
+static INSERT_DRAIN_ROOT: Statement = Statement::insert(&DRAIN_ROOTS, Conflict::Fail);
+static DELETE_DRAIN_ROOTS: Statement = Statement::delete(&DRAIN_ROOTS, &["drain_uuid"]);
+static INSERT_DRAIN_CLAIM: Statement = Statement::insert(&DRAIN_CLAIMS, Conflict::Fail);
+static DELETE_DRAIN_CLAIMS: Statement = Statement::delete(&DRAIN_CLAIMS, &["drain_uuid"]);
 
 /// Appends the statements that write `change` to `out`, in the order they must run.
 pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
@@ -107,6 +114,8 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         Change::DeleteClaim(uuid) => delete_claim(*uuid, out),
         Change::PutServerGroup(group) => put_server_group(group, out),
         Change::DeleteServerGroup(uuid) => delete_server_group(*uuid, out),
+        Change::PutDrain(drain) => put_drain(drain, out),
+        Change::DeleteDrain(uuid) => delete_drain(*uuid, out),
         Change::DeleteConsumer(uuid) => delete_consumer(*uuid, out),
         Change::SetAllocations(uuid, allocations) => {
             set_allocations(change, *uuid, allocations, out)
@@ -425,6 +434,48 @@ fn delete_server_group<'a>(uuid: Uuid, out: &mut Vec<Op<'a>>) {
     let uuid = Value::Uuid(uuid);
     push(out, &DELETE_MEMBERS, vec![uuid]);
     push(out, &DELETE_SERVER_GROUP, vec![uuid]);
+}
+
+/// A drain's record replaced, its roots and claims written anew (a drain has few).
+fn put_drain<'a>(drain: &'a Drain, out: &mut Vec<Op<'a>>) {
+    let uuid = Value::Uuid(drain.uuid);
+    push(
+        out,
+        &PUT_DRAIN,
+        vec![
+            uuid,
+            Value::Text(drain.state.as_str()),
+            Value::Int(drain.created_at),
+            Value::opt_int(drain.ended_at),
+        ],
+    );
+    push(out, &DELETE_DRAIN_ROOTS, vec![uuid]);
+    for root in &drain.roots {
+        let disabled = i64::from(drain.disabled.contains(root));
+        push(
+            out,
+            &INSERT_DRAIN_ROOT,
+            vec![uuid, Value::Uuid(*root), Value::Int(disabled)],
+        );
+    }
+    push(out, &DELETE_DRAIN_CLAIMS, vec![uuid]);
+    for (i, c) in drain.claims.iter().enumerate() {
+        let params = vec![
+            uuid,
+            Value::count(i as u64),
+            Value::Uuid(c.consumer),
+            Value::Uuid(c.claim),
+        ];
+        push(out, &INSERT_DRAIN_CLAIM, params);
+    }
+}
+
+/// An abandoned drain forgotten, with its roots and claims' rows.
+fn delete_drain<'a>(uuid: Uuid, out: &mut Vec<Op<'a>>) {
+    let uuid = Value::Uuid(uuid);
+    push(out, &DELETE_DRAIN_ROOTS, vec![uuid]);
+    push(out, &DELETE_DRAIN_CLAIMS, vec![uuid]);
+    push(out, &DELETE_DRAIN, vec![uuid]);
 }
 
 /// A consumer deleted, with its allocations.

@@ -320,6 +320,45 @@ pub(crate) static SERVER_GROUP_MEMBERS: Table = Table {
     clustered: true,
 };
 
+/// Drains (issue 44); their roots and claims are in [`DRAIN_ROOTS`] and
+/// [`DRAIN_CLAIMS`].
+pub(crate) static DRAINS: Table = Table {
+    name: "drains",
+    columns: &[
+        col("uuid", Type::Uuid),
+        col("state", Text),
+        col("created_at", Int),
+        nullable("ended_at", Int),
+    ],
+    key: &["uuid"],
+    clustered: true,
+};
+
+/// A drain's roots, and whether it gave each `COMPUTE_STATUS_DISABLED`.
+pub(crate) static DRAIN_ROOTS: Table = Table {
+    name: "drain_roots",
+    columns: &[
+        col("drain_uuid", Type::Uuid),
+        col("root_uuid", Type::Uuid),
+        col("disabled", Int),
+    ],
+    key: &["drain_uuid", "root_uuid"],
+    clustered: true,
+};
+
+/// A drain's consumers and their claims, in placing order.
+pub(crate) static DRAIN_CLAIMS: Table = Table {
+    name: "drain_claims",
+    columns: &[
+        col("drain_uuid", Type::Uuid),
+        col("position", Int),
+        col("consumer_uuid", Type::Uuid),
+        col("claim_uuid", Type::Uuid),
+    ],
+    key: &["drain_uuid", "position"],
+    clustered: true,
+};
+
 /// The change log's columns (each engine names its log table: see its docs).
 pub(crate) const LOG_COLUMNS: &[Column] =
     &[col("seq", Int), col("at", Int), col("changes", Type::Bytes)];
