@@ -95,7 +95,7 @@ pub enum ClaimExpiry {
 }
 
 impl ClaimExpiry {
-    fn is_server_default(&self) -> bool {
+    pub(crate) fn is_server_default(&self) -> bool {
         *self == ClaimExpiry::ServerDefault
     }
 }

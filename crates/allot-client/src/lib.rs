@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+pub mod drains;
 mod headroom;
 pub mod server_groups;
 pub mod status;

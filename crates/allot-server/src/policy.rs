@@ -160,6 +160,14 @@ actions! {
     ServerGroupsDelete => "allot:server_groups:delete",
     /// `POST /server_groups/{uuid}/members`, allot's own (issue 44).
     ServerGroupsMembers => "allot:server_groups:members",
+    /// `POST /drains`, allot's own (issue 44).
+    DrainsCreate => "allot:drains:create",
+    /// `GET /drains` and `GET /drains/{uuid}`, allot's own (issue 44).
+    DrainsShow => "allot:drains:show",
+    /// `POST /drains/{uuid}/confirm`, allot's own (issue 44).
+    DrainsConfirm => "allot:drains:confirm",
+    /// `DELETE /drains/{uuid}`, allot's own (issue 44).
+    DrainsDelete => "allot:drains:delete",
     /// `GET /metrics` and `GET /status`, allot's own (issue 23).
     MetricsShow => "allot:metrics",
     /// `GET /headroom`, allot's own (issue 24).
@@ -363,7 +371,11 @@ impl Action {
             | Action::ServerGroupsList
             | Action::ServerGroupsShow
             | Action::ServerGroupsDelete
-            | Action::ServerGroupsMembers => ADMIN_OR_SERVICE,
+            | Action::ServerGroupsMembers
+            | Action::DrainsCreate
+            | Action::DrainsShow
+            | Action::DrainsConfirm
+            | Action::DrainsDelete => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -794,6 +806,10 @@ mod tests {
                     | ServerGroupsShow
                     | ServerGroupsDelete
                     | ServerGroupsMembers
+                    | DrainsCreate
+                    | DrainsShow
+                    | DrainsConfirm
+                    | DrainsDelete
                     | MetricsShow
                     | Headroom
                     | Explain
@@ -806,7 +822,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 49);
+        assert_eq!(Action::ALL.len(), 53);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

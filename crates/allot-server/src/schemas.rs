@@ -606,6 +606,44 @@ pub fn server_group_delete_query() -> Value {
     })
 }
 
+/// The most roots one drain takes.
+pub const MAX_DRAIN_ROOTS: usize = 100;
+
+/// `POST /drains` (an allot extension, issue 44).
+pub fn drain_create() -> Value {
+    let uuid = json!({"type": "string", "format": "uuid"});
+    json!({
+        "type": "object",
+        "properties": {
+            "roots": {"type": "array", "items": uuid, "minItems": 1, "maxItems": MAX_DRAIN_ROOTS},
+            "consumers": {"type": "array", "items": uuid, "minItems": 1, "maxItems": MAX_PICK_INSTANCES},
+            "requests": {
+                "type": "object",
+                "patternProperties": {
+                    UUID_KEY_PATTERN: {"type": "string", "minLength": 1, "maxLength": MAX_PICK_QUERY},
+                },
+                "additionalProperties": false,
+            },
+            "required": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 255},
+                "maxItems": 100,
+            },
+            "partial": {"type": "boolean"},
+            "sort": {"type": "string", "enum": ["pack", "spread", "random"]},
+            "prefer": {"type": "string", "minLength": 1},
+            "expires_in": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_CLAIM_EXPIRES_IN,
+            },
+            "disable": {"type": "boolean"},
+        },
+        "required": ["roots"],
+        "additionalProperties": false,
+    })
+}
+
 /// The query string of `DELETE /claims`: the consumer whose live claims go.
 pub fn claims_release_query() -> Value {
     json!({

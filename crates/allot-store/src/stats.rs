@@ -109,13 +109,15 @@ pub enum WriteKind {
     Reshape,
     /// A server group made, deleted, or given or relieved of members.
     ServerGroup,
+    /// A drain made, confirmed or abandoned.
+    Drain,
     /// Anything else (tools and tests).
     Other,
 }
 
 impl WriteKind {
     /// Every kind, in the order of [`WriterBusy::by_kind`].
-    pub const ALL: [WriteKind; 12] = [
+    pub const ALL: [WriteKind; 13] = [
         WriteKind::Provider,
         WriteKind::Inventory,
         WriteKind::Trait,
@@ -127,6 +129,7 @@ impl WriteKind {
         WriteKind::Sweep,
         WriteKind::Reshape,
         WriteKind::ServerGroup,
+        WriteKind::Drain,
         WriteKind::Other,
     ];
 
@@ -144,6 +147,7 @@ impl WriteKind {
             WriteKind::Sweep => "sweep",
             WriteKind::Reshape => "reshape",
             WriteKind::ServerGroup => "server_group",
+            WriteKind::Drain => "drain",
             WriteKind::Other => "other",
         }
     }

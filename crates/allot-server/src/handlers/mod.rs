@@ -9,6 +9,7 @@ pub mod aggregates;
 pub mod allocation_candidates;
 pub mod allocations;
 pub mod claims;
+pub mod drains;
 pub mod headroom;
 pub mod inventories;
 pub mod provider_traits;
@@ -77,5 +78,6 @@ pub fn routes() -> Router<AppState> {
         .merge(allocation_candidates::routes())
         .merge(claims::routes())
         .merge(server_groups::routes())
+        .merge(drains::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

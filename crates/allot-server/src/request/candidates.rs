@@ -275,6 +275,19 @@ fn check_between_groups(
 /// The query parameters allot adds to Placement's (issue 24).
 const ALLOT_PARAMETERS: [&str; 2] = ["sort", "prefer"];
 
+/// `sort` and `prefer` given apart from a query (a drain's body), read as
+/// [`weigh`] reads them from one.
+pub fn weigh_of(sort: Option<&str>, prefer: Option<&str>, seed: u64) -> Result<Weigh, ApiError> {
+    let pairs = [("sort", sort), ("prefer", prefer)];
+    let query = Query(
+        pairs
+            .iter()
+            .filter_map(|(k, v)| Some(((*k).to_owned(), (*v)?.to_owned())))
+            .collect(),
+    );
+    weigh(&query, seed)
+}
+
 /// allot's `sort` and `prefer` (issue 24): `sort` is one of three words, the last
 /// given; `prefer` is a comma-separated list of traits, and may be repeated.
 fn weigh(query: &Query, seed: u64) -> Result<Weigh, ApiError> {

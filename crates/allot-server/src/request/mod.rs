@@ -19,6 +19,7 @@ pub mod allocations;
 pub mod candidates;
 pub mod claims;
 pub mod classes;
+pub mod drains;
 pub mod headroom;
 pub mod inventories;
 pub mod path;

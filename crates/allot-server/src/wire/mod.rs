@@ -31,6 +31,7 @@ pub mod allocations;
 pub mod candidates;
 pub mod claims;
 pub mod classes;
+pub mod drains;
 pub mod explain;
 pub mod inventories;
 pub mod providers;
