@@ -98,42 +98,26 @@ impl State {
         let consumers = self.consumers_in(&roots, new.consumers.as_deref())?;
         let mut drain = Drain {
             uuid: new.uuid,
-            roots: new
-                .roots
-                .iter()
-                .copied()
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
+            roots: roots.iter().map(|&r| self.uuid_of(r)).collect(),
             disabled: Vec::new(),
             claims: Vec::new(),
             state: DrainState::Open,
             created_at: now,
             ended_at: None,
         };
+        drain.roots.sort_unstable();
         let mut changes = Vec::new();
         if new.disable {
-            for &root in roots.iter().filter(|&&r| !self.has_disabled(r)) {
-                changes.extend(self.set_disabled(root, true, now));
-                drain.disabled.push(self.uuid_of(root));
-            }
+            changes = self.disable(&roots, &mut drain, now);
         }
         // The roots are drained before anything is placed: no consumer goes back.
         let mut scratch = self.clone();
         scratch.apply(&[Change::PutDrain(Box::new(drain.clone()))]);
         scratch.apply(&changes);
         let (claims, shapes, queries) = self.drain_instances(&new, &roots, &consumers, claim_uuid);
-        let Some(first) = queries.first().cloned() else {
-            changes.insert(0, Change::PutDrain(Box::new(drain.clone())));
-            let drained = Drained {
-                drain,
-                claims: Vec::new(),
-                unplaced: Vec::new(),
-            };
-            return Ok((drained, changes));
-        };
+        // (No consumer: nothing is placed, and the roots are drained at once.)
         let pick = Pick {
-            query: first,
+            query: queries.first().cloned().unwrap_or_default(),
             options: new.options,
             claims,
             affinity: Affinity::None,
@@ -165,8 +149,10 @@ impl State {
             .unplaced
             .iter()
             .map(|c| {
-                let at = consumers.iter().position(|x| x == c).unwrap_or(0);
-                (*c, after.why_unplaced(&queries[at], &new.options))
+                (
+                    *c,
+                    after.why_unplaced(c, &consumers, &queries, &new.options),
+                )
             })
             .collect();
         drain.claims = placed
@@ -359,9 +345,17 @@ impl State {
         (claims, shapes, queries)
     }
 
-    /// Why no target was found for a consumer, in the words `explain` uses.
-    fn why_unplaced(&self, query: &CandidateQuery, options: &SearchOptions) -> String {
-        match self.explain(query, options) {
+    /// Why no target was found for `consumer` (whose query is at its place in
+    /// `consumers`), in the words `explain` uses.
+    fn why_unplaced(
+        &self,
+        consumer: &Uuid,
+        consumers: &[Uuid],
+        queries: &[CandidateQuery],
+        options: &SearchOptions,
+    ) -> String {
+        let at = consumers.iter().position(|x| x == consumer).unwrap_or(0);
+        match self.explain(&queries[at], options) {
             Ok(e) => e.emptied_by.unwrap_or_else(|| {
                 "the server groups' rules, the drain's other consumers or the sharing \
                  pools it must reach leave no root"
@@ -369,6 +363,17 @@ impl State {
             }),
             Err(e) => e.to_string(),
         }
+    }
+
+    /// The disabled trait given to those of `roots` that lack it, which `drain`
+    /// records.
+    fn disable(&self, roots: &[ProviderId], drain: &mut Drain, now: Timestamp) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for &root in roots.iter().filter(|&&r| !self.has_disabled(r)) {
+            changes.extend(self.set_disabled(root, true, now));
+            drain.disabled.push(self.uuid_of(root));
+        }
+        changes
     }
 
     fn has_disabled(&self, root: ProviderId) -> bool {

@@ -171,14 +171,7 @@ impl State {
                 .iter()
                 .find(|(shape, _)| *shape == query)
                 .map_or(ProviderId(0), |&(_, floor)| floor);
-            let later: Vec<Uuid> = match pick.together {
-                true => pick.claims[i + 1..].iter().map(|c| c.consumer).collect(),
-                false => Vec::new(),
-            };
-            let guard = match scratch.has_server_groups() {
-                true => Guard::new(&scratch, &claim.consumer, claim.server_group, &later, now),
-                false => Guard::default(),
-            };
+            let guard = guard_of(&scratch, pick, i, now);
             let so_far = SoFar {
                 affinity,
                 only,
@@ -199,17 +192,7 @@ impl State {
                 out.placed.unplaced.push(claim.consumer);
                 continue;
             };
-            let allocations = chosen
-                .allocations
-                .iter()
-                .filter_map(|&(id, k, amount)| {
-                    Some(Requested {
-                        provider: scratch.provider(id)?.uuid().into(),
-                        class: RequestedName::Name(found.classes[k].clone()),
-                        used: amount,
-                    })
-                })
-                .collect();
+            let allocations = requested(&scratch, &found, chosen);
             let chosen_root = root_of(&scratch, chosen);
             if soft_broken {
                 let root = chosen_root.and_then(|r| scratch.provider(r));
@@ -292,6 +275,39 @@ impl State {
             changes: Vec::new(),
         }))
     }
+}
+
+/// The server groups' checks for instance `i` of `pick` on `view`: with `together`,
+/// the instances after it count nowhere yet.
+fn guard_of(view: &State, pick: &Pick, i: usize, now: Timestamp) -> Guard {
+    if !view.has_server_groups() {
+        return Guard::default();
+    }
+    let later: Vec<Uuid> = match pick.together {
+        true => pick.claims[i + 1..].iter().map(|c| c.consumer).collect(),
+        false => Vec::new(),
+    };
+    let claim = &pick.claims[i];
+    Guard::new(view, &claim.consumer, claim.server_group, &later, now)
+}
+
+/// A candidate's amounts, as a claim asks for them.
+fn requested(
+    view: &State,
+    found: &crate::candidates::Candidates,
+    chosen: &AllocationRequest,
+) -> Vec<Requested> {
+    chosen
+        .allocations
+        .iter()
+        .filter_map(|&(id, k, amount)| {
+            Some(Requested {
+                provider: view.provider(id)?.uuid().into(),
+                class: RequestedName::Name(found.classes[k].clone()),
+                used: amount,
+            })
+        })
+        .collect()
 }
 
 /// What the pick's own rule keeps out of the next instance's search, so far.

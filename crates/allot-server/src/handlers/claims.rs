@@ -15,9 +15,9 @@
 //! [`sweep_claims`] is the sweeper's pass; `allot serve` runs it on an interval
 //! ([`spawn_sweeper`]), and tests call it directly.
 
-use allot_core::candidates::Sort;
+use allot_core::candidates::{CandidateQuery, Sort};
 use allot_core::ops::claims::{NewClaim, Swept};
-use allot_core::ops::pick::Pick;
+use allot_core::ops::pick::{Pick, Shape};
 use allot_core::{Error, Uuid};
 use allot_store::WriteKind;
 use axum::extract::{Path, RawQuery, State};
@@ -104,44 +104,7 @@ async fn create_picked(
         + 'static,
     pick: PickRequest,
 ) -> ApiResult {
-    let seed = Uuid::new_v4().as_u64_pair().0;
-    let parse = |query: &str| {
-        request::candidates::parse(crate::microversion::MAX, Some(query), 0, seed)
-            .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))
-    };
-    let query = parse(&pick.query)?;
-    let shapes = pick
-        .shapes
-        .iter()
-        .map(|shape| {
-            let query = shape.as_deref().map(parse).transpose()?;
-            Ok::<_, ApiError>(allot_core::ops::pick::Shape {
-                query,
-                reach: Vec::new(),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // A pick weighed otherwise than by spread alone weighs every anchor or candidate
-    // again for each instance (the loads change as the instances land), all in the
-    // writer: bounded, so that one request cannot hold every other write for long.
-    let weighed_anew = |q: &allot_core::candidates::CandidateQuery| {
-        let kept_order = q.weigh.sort == Some(Sort::Spread) && q.weigh.prefer.is_empty();
-        q.weigh.is_set() && !kept_order
-    };
-    if std::iter::once(&query)
-        .chain(shapes.iter().filter_map(|s| s.query.as_ref()))
-        .any(weighed_anew)
-        && pick
-            .instances
-            .as_ref()
-            .is_some_and(|i| i.len() > MAX_WEIGHED_INSTANCES)
-    {
-        return Err(ApiError::bad_request(format!(
-            "A pick with sort=pack, sort=random or prefer places at most \
-             {MAX_WEIGHED_INSTANCES} instances in one request; send several, use \
-             sort=spread, or leave the order to the search."
-        )));
-    }
+    let (query, shapes) = pick_queries(&pick)?;
     let single = pick.instances.is_none();
     let instances = pick.instances.unwrap_or_else(|| {
         vec![InstanceRequest {
@@ -203,6 +166,50 @@ async fn create_picked(
         soft_rules_broken: soft_broken,
     };
     Ok(http::json(StatusCode::CREATED, &body))
+}
+
+/// A pick's queries, the body's and each instance's own, parsed as at 1.39; a pick
+/// weighed otherwise than by spread alone is bounded (see [`MAX_WEIGHED_INSTANCES`]).
+fn pick_queries(pick: &PickRequest) -> Result<(CandidateQuery, Vec<Shape>), ApiError> {
+    let seed = Uuid::new_v4().as_u64_pair().0;
+    let parse = |query: &str| {
+        request::candidates::parse(crate::microversion::MAX, Some(query), 0, seed)
+            .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))
+    };
+    let query = parse(&pick.query)?;
+    let shapes = pick
+        .shapes
+        .iter()
+        .map(|shape| {
+            let query = shape.as_deref().map(parse).transpose()?;
+            Ok::<_, ApiError>(Shape {
+                query,
+                reach: Vec::new(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // A pick weighed otherwise than by spread alone weighs every anchor or candidate
+    // again for each instance (the loads change as the instances land), all in the
+    // writer: bounded, so that one request cannot hold every other write for long.
+    let weighed_anew = |q: &CandidateQuery| {
+        let kept_order = q.weigh.sort == Some(Sort::Spread) && q.weigh.prefer.is_empty();
+        q.weigh.is_set() && !kept_order
+    };
+    if std::iter::once(&query)
+        .chain(shapes.iter().filter_map(|s| s.query.as_ref()))
+        .any(weighed_anew)
+        && pick
+            .instances
+            .as_ref()
+            .is_some_and(|i| i.len() > MAX_WEIGHED_INSTANCES)
+    {
+        return Err(ApiError::bad_request(format!(
+            "A pick with sort=pack, sort=random or prefer places at most \
+             {MAX_WEIGHED_INSTANCES} instances in one request; send several, use \
+             sort=spread, or leave the order to the search."
+        )));
+    }
+    Ok((query, shapes))
 }
 
 /// `GET /claims`: the claims the filters admit, oldest first, paged by `limit` and

@@ -258,16 +258,8 @@ impl ClaimRequest {
             ));
         }
         // `sort` and `prefer` weigh every instance, whatever its shape.
-        let with_weighers = |request: &str| {
-            let mut query = request.trim_start_matches('?').to_owned();
-            for (key, value) in [("sort", &body.sort), ("prefer", &body.prefer)] {
-                if let Some(value) = value {
-                    let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
-                    query = format!("{query}&{key}={value}");
-                }
-            }
-            query
-        };
+        let with_weighers =
+            |request: &str| with_weighers(request, body.sort.as_deref(), body.prefer.as_deref());
         let shapes = body
             .consumers
             .iter()
@@ -286,6 +278,19 @@ impl ClaimRequest {
             partial: body.partial.unwrap_or(false),
         }))
     }
+}
+
+/// A query string with a body's `sort` and `prefer` after it (the last of each
+/// wins), as a pick or a drain weighs every query it is given.
+pub(crate) fn with_weighers(request: &str, sort: Option<&str>, prefer: Option<&str>) -> String {
+    let mut query = request.trim_start_matches('?').to_owned();
+    for (key, value) in [("sort", sort), ("prefer", prefer)] {
+        if let Some(value) = value {
+            let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+            query = format!("{query}&{key}={value}");
+        }
+    }
+    query
 }
 
 /// A server group named in a body: any spelling of a uuid the schema accepts.

@@ -9,7 +9,7 @@ use allot_core::{TraitName, Uuid};
 use serde::Deserialize;
 
 use super::allocations::consumer_uuid;
-use super::claims::Expiry;
+use super::claims::{with_weighers, Expiry};
 use super::{present, JsonBody};
 use crate::error::ApiError;
 use crate::params::uuid_like;
@@ -57,13 +57,7 @@ pub fn read_create(
     let mut requests = BTreeMap::new();
     for (consumer, query) in &body.requests {
         // `sort` and `prefer` weigh every consumer's targets, its own query's too.
-        let mut query = query.trim_start_matches('?').to_owned();
-        for (key, value) in [("sort", &body.sort), ("prefer", &body.prefer)] {
-            if let Some(value) = value {
-                let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
-                query = format!("{query}&{key}={value}");
-            }
-        }
+        let query = with_weighers(query, body.sort.as_deref(), body.prefer.as_deref());
         let parsed = super::candidates::parse(crate::microversion::MAX, Some(&query), 0, seed)
             .map_err(|e| ApiError::bad_request(format!("Invalid request: {}", e.message)))?;
         requests.insert(consumer_uuid(consumer)?, parsed);
