@@ -1,6 +1,8 @@
-//! The writer keeps server groups: over random worlds and random writes, no write
-//! that places a member makes a hard rule more broken, a refused write is refused for
-//! a reason it names, and the view's member index stays exact.
+//! The writer keeps server groups: over random worlds and random writes (claims,
+//! picks, allocations, confirms, drains and their ends, member changes, releases,
+//! expiries, trait and aggregate changes), no write that places a member makes a
+//! hard rule more broken, a refused write is refused for a reason it names, and the
+//! view's member index stays exact.
 
 use super::*;
 use crate::candidates::{CandidateQuery, RequestGroup, Rng, SearchOptions, Sort};
@@ -141,6 +143,24 @@ struct Tally {
     soft_broken: usize,
     grouped_picks: usize,
     broken_groups_seen: usize,
+    drained: usize,
+    drains_confirmed: usize,
+}
+
+/// A drain of one root, every consumer there, all or none.
+fn drain_of(root: Uuid, n: u128) -> crate::ops::drains::NewDrain {
+    crate::ops::drains::NewDrain {
+        uuid: Uuid::from_u128(0xd000 + n),
+        roots: vec![root],
+        consumers: None,
+        requests: Default::default(),
+        required: Vec::new(),
+        partial: false,
+        weigh: Default::default(),
+        expires_at: None,
+        disable: n % 2 == 0,
+        options: SearchOptions::default(),
+    }
 }
 
 /// Random worlds, random groups (some start broken: members placed before they
@@ -192,7 +212,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
             .count();
         assert!(s.check_usage_index(), "case {case}");
         for step in 0..40 {
-            let kind = rng.below(9);
+            let kind = rng.below(11);
             let who = rng.below(12);
             let join = (rng.below(3) > 0).then(|| group_uuid(rng.below(groups)));
             n += 1;
@@ -272,7 +292,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                     }
                     7 => {
                         // Places nobody: a release, a leave, or a root moving rack.
-                        let changes = match rng.below(3) {
+                        let changes = match rng.below(4) {
                             0 => s
                                 .plan_release_consumer_claims(&consumer(who), now)
                                 .map(|(_, c)| c),
@@ -284,13 +304,62 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                                     now,
                                 )
                                 .map(|(_, c)| c),
-                            _ => {
+                            2 => {
                                 let r = 1 + rng.below(roots as usize) as u64;
                                 let rack = ["CUSTOM_RACK_A", "CUSTOM_RACK_B"][rng.below(2)];
                                 Ok(vec![Change::SetTraits(ProviderId(r), vec![tn(rack)])])
                             }
+                            _ => {
+                                let r = 1 + rng.below(roots as usize) as u64;
+                                let aggregates = vec![Uuid::from_u128(0xa1 + rng.below(2) as u128)];
+                                Ok(vec![Change::SetAggregates(ProviderId(r), aggregates)])
+                            }
                         };
                         (changes, Vec::new(), false)
+                    }
+                    9 => {
+                        let root = s.uuid_of(ProviderId(1 + rng.below(roots as usize) as u64));
+                        let mut drain = drain_of(root, n);
+                        drain.partial = rng.below(2) == 0;
+                        let mut next = n * 100;
+                        let mut draw = || {
+                            next += 1;
+                            Uuid::from_u128(0xc1a1_0000 + next)
+                        };
+                        let result = s.plan_drain(drain, &mut draw, now).map(|(d, c)| {
+                            assert!(
+                                !c.iter().any(|c| matches!(c, Change::SetAllocations(..))),
+                                "a drain moves nobody before its confirm"
+                            );
+                            tally.drained += d.claims.len();
+                            (c, d.claims.iter().map(|c| c.consumer).collect())
+                        });
+                        match result {
+                            Ok((changes, moved)) => (Ok(changes), moved, false),
+                            Err(e) => (Err(e), Vec::new(), false),
+                        }
+                    }
+                    10 => {
+                        let drains: Vec<Uuid> = s.drains().map(|d| d.uuid).collect();
+                        if drains.is_empty() {
+                            continue;
+                        }
+                        let uuid = drains[rng.below(drains.len())];
+                        let moved: Vec<Uuid> = s
+                            .drain(&uuid)
+                            .unwrap()
+                            .claims
+                            .iter()
+                            .map(|c| c.consumer)
+                            .collect();
+                        if rng.below(3) == 0 {
+                            let result = s.plan_abandon_drain(&uuid, now).map(|((), c)| c);
+                            (result, Vec::new(), false)
+                        } else {
+                            tally.drains_confirmed += 1;
+                            let result = s.plan_confirm_drain(&uuid, now).map(|(_, c)| c);
+                            (result, moved, false)
+                        }
                     }
                     _ => {
                         now += 3; // claims expire as time passes
@@ -335,6 +404,10 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
     assert!(tally.soft_broken > 10, "{tally:?}");
     assert!(tally.grouped_picks > 500, "{tally:?}");
     assert!(tally.broken_groups_seen > 20, "{tally:?}");
+    assert!(
+        tally.drained > 50 && tally.drains_confirmed > 50,
+        "{tally:?}"
+    );
 }
 
 /// A pick keeps a hard rule as it chooses: of an anti-affinity group whose first
