@@ -253,7 +253,8 @@ fn parse_resource(text: &str) -> Result<ResourceArg, String> {
     })
 }
 
-fn connect(remote: &Remote) -> anyhow::Result<(tokio::runtime::Runtime, Client)> {
+/// A runtime and a client for the server `remote` names (every remote command's).
+pub(crate) fn connect(remote: &Remote) -> anyhow::Result<(tokio::runtime::Runtime, Client)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -516,7 +517,7 @@ fn released(format: Format, what: &str) -> String {
 }
 
 /// `value` as pretty JSON with a final newline.
-fn json_text(value: &impl serde::Serialize) -> String {
+pub(crate) fn json_text(value: &impl serde::Serialize) -> String {
     let mut text = serde_json::to_string_pretty(value).expect("answers serialise");
     text.push('\n');
     text
@@ -524,7 +525,10 @@ fn json_text(value: &impl serde::Serialize) -> String {
 
 /// Rows aligned under a header, two spaces between columns; the last column is not
 /// padded (no trailing blanks).
-fn table<const N: usize>(header: [&str; N], rows: impl IntoIterator<Item = [String; N]>) -> String {
+pub(crate) fn table<const N: usize>(
+    header: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> String {
     let mut lines = vec![header.map(str::to_owned)];
     lines.extend(rows);
     let mut widths = [0; N];

@@ -2,7 +2,7 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot server-groups` its server groups (and imports Nova's);
-//! `allot export` and `allot import` move a deployment between
+//! `allot drain` and `allot drains` drain hosts; `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -17,6 +17,7 @@ mod bench;
 mod claims;
 mod classes;
 mod config;
+mod drains;
 mod dump;
 mod policy;
 mod serve;
@@ -59,6 +60,11 @@ enum Command {
     /// groups, or import Nova's (`-f json` for scripts).
     #[command(name = "server-groups")]
     ServerGroups(server_groups::ServerGroupsArgs),
+    /// Drain hosts: place every consumer of the roots elsewhere, as one plan, each
+    /// target held by a pending claim (`allot drains confirm` moves them).
+    Drain(drains::DrainArgs),
+    /// List, show, confirm or abandon a running allot's drains.
+    Drains(drains::DrainsArgs),
     /// Write a whole deployment from a database to a portable JSON dump (no server
     /// needed; stop the one using the database first).
     Export(dump::ExportArgs),
@@ -116,6 +122,8 @@ fn main() -> anyhow::Result<()> {
         Command::Claims(args) => claims::run(args),
         Command::Pending(args) => claims::run_pending(args),
         Command::ServerGroups(args) => server_groups::run(args),
+        Command::Drain(args) => drains::run_drain(args),
+        Command::Drains(args) => drains::run_drains(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.

@@ -20,13 +20,14 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use allot_client::server_groups::{Members, NewServerGroup, Rules, ServerGroup, ServerGroupFilter};
-use allot_client::{Client, Config};
+use allot_client::Client;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
+use crate::claims::{connect, json_text, table};
 use crate::classes::{Format, Remote};
 
 /// Nova's policy names, the only ones a group may have.
@@ -160,17 +161,6 @@ impl CreateArgs {
     }
 }
 
-fn connect(remote: &Remote) -> anyhow::Result<(tokio::runtime::Runtime, Client)> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let config = Config {
-        token: remote.token.clone(),
-        ..Config::new(remote.url.trim_end_matches('/'))
-    };
-    Ok((runtime, Client::new(&config)?))
-}
-
 /// Runs a server-groups command to completion.
 pub fn run(args: ServerGroupsArgs) -> anyhow::Result<()> {
     let (runtime, client) = connect(&args.remote)?;
@@ -245,37 +235,6 @@ async fn all_groups(
             _ => return Ok(all),
         }
     }
-}
-
-/// `value` as pretty JSON with a final newline.
-fn json_text(value: &impl Serialize) -> String {
-    let mut text = serde_json::to_string_pretty(value).expect("answers serialise");
-    text.push('\n');
-    text
-}
-
-/// Rows aligned under a header, two spaces between columns; the last column is not
-/// padded (no trailing blanks). As `allot claims` prints them.
-fn table<const N: usize>(header: [&str; N], rows: impl IntoIterator<Item = [String; N]>) -> String {
-    let mut lines = vec![header.map(str::to_owned)];
-    lines.extend(rows);
-    let mut widths = [0; N];
-    for line in &lines {
-        for (width, cell) in widths.iter_mut().zip(line) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for line in &lines {
-        for (i, cell) in line.iter().enumerate() {
-            out.push_str(cell);
-            if i + 1 < N {
-                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
-            }
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// Items joined with `, `, or `-` for none.

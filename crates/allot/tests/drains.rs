@@ -400,3 +400,56 @@ fn a_drain_refuses_what_it_cannot_take() {
     let listed = call(&client, "GET", "/drains", None, 200);
     assert_eq!(listed["drains"].as_array().unwrap().len(), 1);
 }
+
+/// `allot ARGS` against `server`; its standard output, which must come with success.
+fn allot(server: &Server, args: &[&str]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(args)
+        .env("ALLOT_URL", format!("http://{}", server.addr))
+        .output()
+        .expect("run allot");
+    support::stdout_of(output)
+}
+
+#[test]
+fn the_command_line_drains_confirms_and_abandons() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("a.db"));
+    let client = server.client();
+    let world = world(&client);
+    let consumers: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    for (n, c) in consumers.iter().enumerate() {
+        allocate(&client, &world, *c, n, 0);
+    }
+    let root0 = world.0[0].to_string();
+    let drain = json(&allot(
+        &server,
+        &["drain", &root0, "--disable", "-f", "json"],
+    ));
+    let uuid = drain["uuid"].as_str().unwrap().to_owned();
+    assert_eq!(drain["claims"].as_array().unwrap().len(), 3, "{drain}");
+    assert_eq!(drain["disabled"], json!([root0]));
+    let table = allot(&server, &["drains", "show", &uuid]);
+    assert!(
+        table.contains("open") && table.contains(&consumers[0].to_string()),
+        "{table}"
+    );
+    let listed = json(&allot(&server, &["drains", "-f", "json"]));
+    assert_eq!(listed["drains"][0]["uuid"], uuid.as_str());
+    let confirmed = json(&allot(&server, &["drains", "confirm", &uuid, "-f", "json"]));
+    assert_eq!(confirmed["state"], "confirmed");
+    for c in &consumers {
+        let (at, _) = held(&client, &world, *c);
+        assert!(!at.contains(&0), "{c}: {at:?}");
+    }
+    // A second drain, of the roots the consumers went to, abandoned.
+    let root1 = world.0[1].to_string();
+    let second = json(&allot(
+        &server,
+        &["drain", &root1, "--partial", "-f", "json"],
+    ));
+    let second = second["uuid"].as_str().unwrap().to_owned();
+    let said = allot(&server, &["drains", "abandon", &second]);
+    assert_eq!(said, format!("abandoned drain {second}\n"));
+    call(&client, "GET", &format!("/drains/{second}"), None, 404);
+}
