@@ -20,7 +20,8 @@
 //!   more than a scrape should carry past that); the same four summed by class at
 //!   any size (`allot_resource_*`); the build's version and the store's engine and
 //!   schema; allot's own counts (providers, consumers, pending claims and what they
-//!   hold by class); the view's lag behind the store; how long the start took to load
+//!   hold by class, server groups and how broken they are by policy, open drains);
+//!   the view's lag behind the store; how long the start took to load
 //!   the view and from where ([`allot_store::Loaded`]);
 //!   the writer's commit batch sizes, commit latency and store errors
 //!   ([`allot_store::WriterStats`]); and the process collector's series (resident
@@ -590,7 +591,39 @@ impl Snapshot {
             pending
                 .iter()
                 .map(|(class, amount)| ([("resourcetype", class.as_str())], *amount as i64)),
-        )
+        )?;
+        self.group_series(e)
+    }
+
+    /// Server groups by policy, how broken they are now, and the open drains
+    /// (issue 44).
+    fn group_series(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut by_policy: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
+        for g in self.view.server_groups() {
+            let broken = self.view.group_broken(&g.rule(), &g.members, self.now);
+            let entry = by_policy.entry(g.policy.as_str()).or_default();
+            entry.0 += 1;
+            entry.1 = entry.1.saturating_add(broken.min(i64::MAX as u64) as i64);
+        }
+        gauges(
+            e,
+            "allot_server_groups",
+            "Server groups, by policy",
+            by_policy.iter().map(|(p, (n, _))| ([("policy", *p)], *n)),
+        )?;
+        gauges(
+            e,
+            "allot_server_group_violations",
+            "How broken the server groups' rules are now, added up by policy (0: every \
+             rule holds; see docs/api.md, \"Server groups\")",
+            by_policy.iter().map(|(p, (_, broken))| ([("policy", *p)], *broken)),
+        )?;
+        let open = self
+            .view
+            .drains()
+            .filter(|d| d.state == allot_core::drains::DrainState::Open)
+            .count();
+        gauge(e, "allot_drains_open", "Drains open now", open as i64)
     }
 
     /// The view itself: how far it may lag behind the store, how long the server has

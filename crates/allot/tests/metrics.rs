@@ -97,6 +97,17 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         )),
     );
     assert_eq!(status, 201, "{body}");
+    // A server group holding the allocation's consumer and another one on the same
+    // root: as Nova might hold it, broken (issue 44).
+    let (status, body) = client.call(
+        "PUT",
+        "/server_groups/5e7e0000-0000-4000-8000-000000000001",
+        Some(
+            r#"{"name": "g", "project_id": "p", "policy": "anti-affinity",
+                "members": ["c0000001-0000-4000-8000-000000000000"]}"#,
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
 
     // Who may scrape on the API's port.
     let addr = &server.addr;
@@ -182,6 +193,9 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         assert_eq!(s["allot_providers"], 2.0);
         assert_eq!(s["allot_consumers"], 1.0);
         assert_eq!(s["allot_claims_pending"], 1.0);
+        assert_eq!(s["allot_server_groups{policy=\"anti-affinity\"}"], 1.0);
+        assert_eq!(s["allot_server_group_violations{policy=\"anti-affinity\"}"], 0.0);
+        assert_eq!(s["allot_drains_open"], 0.0);
         assert_eq!(s["allot_pending{resourcetype=\"VCPU\"}"], 2.0);
         assert_eq!(s["allot_view_staleness_seconds"], 0.0);
         // A fresh database: the view came from its tables.
