@@ -483,3 +483,56 @@ fn a_mass_start_of_mixed_shapes_keeps_each_instance_s_group() {
         .remove("request");
     call(&client, "POST", "/claims", Some(no_shape), 400);
 }
+
+#[test]
+fn placement_s_allocation_writes_answer_only_to_enforced_groups() {
+    let (_dir, server, hosts) = cloud(2, 8, None);
+    let client = server.client();
+    let put = |consumer: Uuid, host: Uuid, status: u16| {
+        let body = json!({"allocations": {host.to_string(): {"resources": {"VCPU": 1}}},
+                          "project_id": "p", "user_id": "u", "consumer_generation": null,
+                          "consumer_type": "INSTANCE"});
+        call(
+            &client,
+            "PUT",
+            &format!("/allocations/{consumer}"),
+            Some(body),
+            status,
+        )
+    };
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    put(a, hosts[0], 204);
+    let enforced = Uuid::new_v4();
+    let body = json!({"name": "e", "project_id": "p", "policy": "anti-affinity",
+                      "enforce_on_allocations": true, "members": [a, b]});
+    call(
+        &client,
+        "PUT",
+        &format!("/server_groups/{enforced}"),
+        Some(body),
+        200,
+    );
+    let refused = put(b, hosts[0], 409);
+    assert_eq!(refused["errors"][0]["code"], "allot.server_group.violated");
+    let held = call(&client, "GET", &format!("/allocations/{b}"), None, 200);
+    assert_eq!(
+        held["allocations"],
+        json!({}),
+        "the refused write changed nothing"
+    );
+    put(b, hosts[1], 204);
+    // Not enforced (Nova's own groups): Placement's writes are Nova's to judge.
+    let lenient = Uuid::new_v4();
+    let body = json!({"name": "l", "project_id": "p", "policy": "anti-affinity",
+                      "members": [a, c]});
+    call(
+        &client,
+        "PUT",
+        &format!("/server_groups/{lenient}"),
+        Some(body),
+        200,
+    );
+    put(c, hosts[0], 204);
+    let (_, violations) = placement(&client, lenient);
+    assert_eq!(violations, 1, "held broken, as Nova made it");
+}

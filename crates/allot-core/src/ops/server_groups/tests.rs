@@ -400,7 +400,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
         }
     }
     assert!(tally.accepted > 1000, "{tally:?}");
-    assert!(tally.violated > 100, "{tally:?}");
+    assert!(tally.violated > 50, "{tally:?}");
     assert!(tally.soft_broken > 10, "{tally:?}");
     assert!(tally.grouped_picks > 500, "{tally:?}");
     assert!(tally.broken_groups_seen > 20, "{tally:?}");
