@@ -51,6 +51,33 @@ pub enum Enforced {
     OnAllocations,
 }
 
+impl NewServerGroup {
+    /// The record of the group, with these members and times.
+    fn record(
+        self,
+        members: Vec<Uuid>,
+        created_at: Timestamp,
+        updated_at: Timestamp,
+    ) -> crate::Result<ServerGroup> {
+        if self.max_per_domain == 0 {
+            return Err(Error::invalid("max_server_per_host must be at least 1."));
+        }
+        Ok(ServerGroup {
+            uuid: self.uuid,
+            name: self.name,
+            project_id: self.project_id,
+            user_id: self.user_id,
+            policy: self.policy,
+            max_per_domain: self.max_per_domain,
+            scope: self.scope,
+            enforce_on_allocations: self.enforce_on_allocations,
+            members,
+            created_at,
+            updated_at,
+        })
+    }
+}
+
 fn unknown_group(uuid: &Uuid) -> Error {
     Error::not_found(format!("No server group with uuid {uuid} found."))
 }
@@ -68,22 +95,7 @@ impl State {
                 format!("A server group with uuid {} already exists.", new.uuid),
             ));
         }
-        if new.max_per_domain == 0 {
-            return Err(Error::invalid("max_server_per_host must be at least 1."));
-        }
-        let group = ServerGroup {
-            uuid: new.uuid,
-            name: new.name,
-            project_id: new.project_id,
-            user_id: new.user_id,
-            policy: new.policy,
-            max_per_domain: new.max_per_domain,
-            scope: new.scope,
-            enforce_on_allocations: new.enforce_on_allocations,
-            members: Vec::new(),
-            created_at: now,
-            updated_at: now,
-        };
+        let group = new.record(Vec::new(), now, now)?;
         Ok((group.clone(), vec![Change::PutServerGroup(Box::new(group))]))
     }
 
@@ -97,26 +109,12 @@ impl State {
         members: &[Uuid],
         now: Timestamp,
     ) -> Plan<ServerGroup> {
-        if new.max_per_domain == 0 {
-            return Err(Error::invalid("max_server_per_host must be at least 1."));
-        }
         let mut members = members.to_vec();
         members.sort_unstable();
         members.dedup();
         let old = self.server_group(&new.uuid);
-        let mut group = ServerGroup {
-            uuid: new.uuid,
-            name: new.name,
-            project_id: new.project_id,
-            user_id: new.user_id,
-            policy: new.policy,
-            max_per_domain: new.max_per_domain,
-            scope: new.scope,
-            enforce_on_allocations: new.enforce_on_allocations,
-            members,
-            created_at: old.map_or(now, |g| g.created_at),
-            updated_at: old.map_or(now, |g| g.updated_at),
-        };
+        let (created, updated) = old.map_or((now, now), |g| (g.created_at, g.updated_at));
+        let mut group = new.record(members, created, updated)?;
         if old == Some(&group) {
             // As it is: nothing to write (an import run twice).
             return Ok((group, Vec::new()));
