@@ -158,7 +158,7 @@ fn drain_of(root: Uuid, n: u128) -> crate::ops::drains::NewDrain {
         partial: false,
         weigh: Default::default(),
         expires_at: None,
-        disable: n % 2 == 0,
+        disable: n.is_multiple_of(2),
         options: SearchOptions::default(),
     }
 }
