@@ -1,5 +1,5 @@
-//! The web UI at `/ui` (issue 26): capacity, providers, allocations, pending claims
-//! and headroom, for people, served by allot itself.
+//! The web UI at `/ui` (issue 26): capacity, providers, allocations, pending claims,
+//! headroom, server groups and drains, for people, served by allot itself.
 //!
 //! Server-rendered HTML ([maud](https://maud.lambda.xyz): HTML in Rust macros,
 //! checked at compile time, escaped by default) with one small script (countdowns to
@@ -18,6 +18,7 @@
 //! ([`headers`]).
 
 pub mod format;
+pub mod groups;
 pub mod login;
 pub mod overview;
 pub mod pages;
@@ -75,6 +76,9 @@ pub fn routes(state: AppState) -> Router {
         .route("/ui/consumers/{uuid}", get(pages::consumer))
         .route("/ui/claims", get(pages::claims))
         .route("/ui/headroom", get(pages::headroom))
+        .route("/ui/groups", get(groups::list))
+        .route("/ui/groups/{uuid}", get(groups::show))
+        .route("/ui/drains", get(groups::drains))
         .route("/ui/static/{file}", get(asset))
         .route("/ui/{*rest}", get(not_found).post(not_found))
         .route_layer(axum::middleware::from_fn(crate::request_log::note_route))
@@ -252,6 +256,10 @@ pub enum Tab {
     Claims,
     /// Headroom.
     Headroom,
+    /// Server groups.
+    Groups,
+    /// Drains.
+    Drains,
 }
 
 /// A page with the navigation, the logged-in user and the logout form.
@@ -262,6 +270,8 @@ pub fn page(viewer: &Viewer, tab: Tab, title: &str, content: Markup) -> Response
         (Tab::Providers, "/ui/providers", "Providers"),
         (Tab::Claims, "/ui/claims", "Pending claims"),
         (Tab::Headroom, "/ui/headroom", "Headroom"),
+        (Tab::Groups, "/ui/groups", "Groups"),
+        (Tab::Drains, "/ui/drains", "Drains"),
     ];
     let markup = html! {
         (DOCTYPE)
