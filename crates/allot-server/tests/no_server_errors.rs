@@ -37,7 +37,19 @@ const PATHS: &[&str] = &[
     "/usages",
     "/reshaper",
     "/allocation_candidates",
+    // allot's extensions.
+    "/claims",
+    "/server_groups",
+    "/server_groups/{sg}",
+    "/server_groups/{sg}/members",
+    "/server_groups/{rp}",
+    "/drains",
+    "/drains/{rp}",
+    "/drains/{rp}/confirm",
 ];
+
+/// A server group the seed makes, holding the seed's consumer.
+const SG: &str = "5e7e0000-0000-4000-8000-000000000001";
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"];
 
@@ -61,6 +73,9 @@ const QUERY_KEYS: &[&str] = &[
     "associated",
     "in_tree1",
     "resources_X",
+    "policy",
+    "force",
+    "marker",
 ];
 
 const QUERY_VALUES: &[&str] = &[
@@ -89,6 +104,8 @@ const QUERY_VALUES: &[&str] = &[
     "%ff",
     "1",
     "_X",
+    "anti-affinity",
+    SG,
 ];
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -109,6 +126,11 @@ fn arb_json() -> impl Strategy<Value = Value> {
             "in:",
             "INSTANCE",
             "☃",
+            "anti-affinity",
+            "root",
+            "trait:CUSTOM_",
+            "resources=VCPU:1",
+            SG,
         ])
         .prop_map(Value::from),
     ];
@@ -136,6 +158,22 @@ fn arb_json() -> impl Strategy<Value = Value> {
         "VCPU",
         RP,
         "x",
+        // allot's extensions: claims, picks, server groups, drains.
+        "consumer_uuid",
+        "request",
+        "consumers",
+        "server_group",
+        "policy",
+        "rules",
+        "max_server_per_host",
+        "scope",
+        "members",
+        "add",
+        "remove",
+        "roots",
+        "requests",
+        "disable",
+        "partial",
     ]);
     leaf.prop_recursive(4, 32, 6, move |inner| {
         prop_oneof![
@@ -190,7 +228,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
         .prop_map(
             |(method, path, query, version, content_type, body, token)| Case {
                 method,
-                path: path.replace("{rp}", RP),
+                path: path.replace("{rp}", RP).replace("{sg}", SG),
                 query,
                 version,
                 content_type,
@@ -200,8 +238,8 @@ fn arb_case() -> impl Strategy<Value = Case> {
         )
 }
 
-/// A server with one provider, an inventory, a custom class and trait, and an
-/// allocation, so that handlers reach their deeper paths.
+/// A server with one provider, an inventory, a custom class and trait, an
+/// allocation and a server group, so that handlers reach their deeper paths.
 fn seeded_app(rt: &tokio::runtime::Runtime) -> (axum::Router, tempfile::TempDir) {
     let (app, dir) = support::app();
     let seed = [
@@ -222,6 +260,12 @@ fn seeded_app(rt: &tokio::runtime::Runtime) -> (axum::Router, tempfile::TempDir)
             "/allocations/b1b2c3d4-0000-4000-8000-000000000002".to_owned(),
             json!({"allocations": {RP: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
                    "consumer_generation": null, "consumer_type": "INSTANCE"}),
+        ),
+        (
+            "PUT",
+            format!("/server_groups/{SG}"),
+            json!({"name": "g", "project_id": "p", "policy": "anti-affinity",
+                   "members": ["b1b2c3d4-0000-4000-8000-000000000002"]}),
         ),
     ];
     rt.block_on(async {
