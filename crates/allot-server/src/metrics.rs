@@ -616,7 +616,9 @@ impl Snapshot {
             "allot_server_group_violations",
             "How broken the server groups' rules are now, added up by policy (0: every \
              rule holds; see docs/api.md, \"Server groups\")",
-            by_policy.iter().map(|(p, (_, broken))| ([("policy", *p)], *broken)),
+            by_policy
+                .iter()
+                .map(|(p, (_, broken))| ([("policy", *p)], *broken)),
         )?;
         let open = self
             .view

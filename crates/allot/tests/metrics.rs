@@ -194,7 +194,10 @@ fn metrics_are_guarded_typed_and_say_what_the_api_says() {
         assert_eq!(s["allot_consumers"], 1.0);
         assert_eq!(s["allot_claims_pending"], 1.0);
         assert_eq!(s["allot_server_groups{policy=\"anti-affinity\"}"], 1.0);
-        assert_eq!(s["allot_server_group_violations{policy=\"anti-affinity\"}"], 0.0);
+        assert_eq!(
+            s["allot_server_group_violations{policy=\"anti-affinity\"}"],
+            0.0
+        );
         assert_eq!(s["allot_drains_open"], 0.0);
         assert_eq!(s["allot_pending{resourcetype=\"VCPU\"}"], 2.0);
         assert_eq!(s["allot_view_staleness_seconds"], 0.0);
