@@ -7,7 +7,8 @@
 //! must be reported): what it reports accepted must be exactly what the server now
 //! holds, and no provider may end up over its capacity. Last, `allot bench
 //! mass-start` in each of its ways: what it reports placed is what the server holds,
-//! in requests that match the way.
+//! in requests that match the way; and `allot bench groups-anti`, whose pick names
+//! each instance's server group and must leave every group on distinct roots.
 
 mod support;
 
@@ -525,4 +526,97 @@ fn mass_start_each_way_places_what_the_server_holds() {
         "{over}"
     );
     assert_eq!(over["conflicts_capacity"], 1, "{over}");
+}
+
+/// Runs `allot bench groups-anti` with `args` on the 20 seeded roots; its table and
+/// JSON report.
+fn groups_anti(url: &str, dir: &std::path::Path, way: &str, args: &[&str]) -> (String, Value) {
+    let report = dir.join(format!("groups-anti-{way}.json"));
+    let mut all = vec!["groups-anti", "--way", way, "--roots", "20", "--url", url];
+    all.extend_from_slice(&["--json", report.to_str().unwrap()]);
+    all.extend_from_slice(args);
+    let table = bench(&all);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(table.contains("groups anti"), "{table}");
+    // Whatever was placed, the read-back found it held, nothing over capacity, and
+    // every placed instance where the rule is counted.
+    assert_eq!(report["held"], true, "{table}\n{report}");
+    assert_eq!(report["over_capacity"], serde_json::json!([]), "{report}");
+    assert_eq!(report["errors"], serde_json::json!({}), "{report}");
+    assert_eq!(
+        report["violations"]["members_found"], report["placed"],
+        "{report}"
+    );
+    (table, report)
+}
+
+#[test]
+fn groups_anti_keeps_each_group_on_distinct_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("groups.db"));
+    let url = format!("http://{}", server.addr);
+    bench(&["seed", "--shape", "flat", "--roots", "20", "--url", &url]);
+    let small = ["--instances", "20", "--groups", "4", "--schedulers", "4"];
+
+    // allot's way: 4 groups made on the server, then one pick per instance naming
+    // its group (instance i in group i mod 4), none retried, none refused.
+    let (table, pick) = groups_anti(&url, dir.path(), "pick", &small);
+    assert!(table.contains("violations: 0 in 0 of 4 groups"), "{table}");
+    assert_eq!(
+        (pick["placed"].as_u64(), pick["requests"].as_u64()),
+        (Some(20), Some(20)),
+        "{pick}"
+    );
+    assert_eq!(pick["setup_requests"], 4, "{pick}");
+    for figure in [
+        "retries",
+        "unplaced",
+        "conflicts_generation",
+        "conflicts_capacity",
+    ] {
+        assert_eq!(pick[figure], 0, "{figure}: {pick}");
+    }
+    assert_eq!(pick["conflicts_server_group"], 0, "{pick}");
+    assert_eq!(pick["violations"]["count"], 0, "{pick}");
+    assert_eq!(pick["violations"]["server_count"], 0, "{pick}");
+    // The server holds the groups: 5 members each, on 5 distinct roots.
+    let project = pick["project_id"].as_str().unwrap();
+    let groups = get(&server, &format!("/server_groups?project_id={project}"));
+    let groups = groups["server_groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 4, "{groups:?}");
+    for group in groups {
+        assert_eq!(group["policy"], "anti-affinity", "{group}");
+        let shown = get(
+            &server,
+            &format!("/server_groups/{}", group["uuid"].as_str().unwrap()),
+        );
+        let mut roots: Vec<&str> = shown["placement"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|place| place["roots"].as_array().unwrap())
+            .map(|root| root.as_str().unwrap())
+            .collect();
+        assert_eq!(roots.len(), 5, "{shown}");
+        roots.sort();
+        roots.dedup();
+        assert_eq!(roots.len(), 5, "{shown}");
+    }
+
+    // Nova's way against allot: no group on the server, the hosts read back from
+    // the allocations; a GET and a PUT per try.
+    let (_, nova) = groups_anti(&url, dir.path(), "nova", &small);
+    let placed = nova["placed"].as_u64().unwrap();
+    assert_eq!(placed + nova["unplaced"].as_u64().unwrap(), 20, "{nova}");
+    assert_eq!(nova["setup_requests"], 0, "{nova}");
+    assert_eq!(nova["violations"]["server_count"], Value::Null, "{nova}");
+    // Every 409 is tried again; a try whose candidates are all on the group's
+    // hosts ends the instance after its GET.
+    let retries = nova["retries"].as_u64().unwrap();
+    let no_valid_host = nova["no_valid_host"].as_u64().unwrap();
+    assert_eq!(
+        nova["requests"].as_u64().unwrap(),
+        2 * (placed + retries) + no_valid_host,
+        "{nova}"
+    );
 }

@@ -10,6 +10,12 @@
 //!   (pick-and-claim, `POST /claims` with `small`), weighed by `--sort` (`spread` by
 //!   default; `none` for the search's own order): the server's choice, back to back.
 //!
+//! `--server-groups N` (with `pick`) makes N anti-affinity server groups for the
+//! run before the clock starts, and each pick names one of them in turn (the k-th
+//! pick the group k mod N): the writer then keeps the rule as it chooses, and its
+//! time per pick (`/metrics`) can be set beside that of picks naming none. The
+//! groups grow for as long as the run lasts (a pick a group every N picks).
+//!
 //! `--pickers N` adds N clients that send such picks beside the main mode, paced at
 //! `--pick-rate` a second in all (a storm beside the schedulers that let the server
 //! choose); their picks are counted and timed apart, for a project of their own.
@@ -48,6 +54,7 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::groups::{create_server_groups, InTurn};
 use super::held::{self, Ledger};
 use super::query::{ms, percentile, read_rss_sum, rss_json};
 use super::shapes::{named, Shape, FLAVOUR, PROJECT, USER};
@@ -93,6 +100,10 @@ pub struct ClaimsArgs {
     /// The pickers' picks a second, in all.
     #[arg(long, default_value_t = 1000.0)]
     pick_rate: f64,
+    /// `pick`: make N anti-affinity server groups for the run and have each pick
+    /// name one, in turn (0: none).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    server_groups: u32,
     #[command(flatten)]
     endpoint: Endpoint,
     /// Another node of the same deployment (repeatable): client K speaks to the
@@ -210,6 +221,9 @@ struct Tally {
     refused_capacity: u64,
     /// 409s on the claim: a generation moved underneath.
     refused_generation: u64,
+    /// 409s on a pick: `allot.server_group.violated` (a pick keeps its group's
+    /// rule as it chooses, so none is expected).
+    refused_server_group: u64,
     /// Candidate queries that came back with nothing to pick (schedule).
     no_candidates: u64,
     /// Anything else.
@@ -225,6 +239,7 @@ impl Tally {
         self.attempts += other.attempts;
         self.refused_capacity += other.refused_capacity;
         self.refused_generation += other.refused_generation;
+        self.refused_server_group += other.refused_server_group;
         self.no_candidates += other.no_candidates;
         self.errors.merge(other.errors);
         self.latencies.extend(other.latencies);
@@ -385,24 +400,43 @@ async fn claim(
     }
 }
 
-/// The body of a pick-and-claim of `small` for a fresh consumer, weighed by `sort`.
-fn pick_body(claim_as: &ClaimAs, sort: &str) -> Value {
+/// How a run's picks are made: weighed by `sort`, each naming the next of `groups`
+/// (none when there are none).
+#[derive(Debug, Clone)]
+struct PickAs {
+    sort: Arc<str>,
+    groups: InTurn,
+}
+
+impl PickAs {
+    fn new(sort: &str, groups: InTurn) -> PickAs {
+        let sort = sort.into();
+        PickAs { sort, groups }
+    }
+}
+
+/// The body of a pick-and-claim of `small` for a fresh consumer, weighed and named
+/// as `pick_as` says.
+fn pick_body(claim_as: &ClaimAs, pick_as: &PickAs) -> Value {
     let mut body = json!({
         "request": FLAVOUR,
         "consumer_uuid": Uuid::new_v4(),
         "project_id": &*claim_as.project,
         "user_id": USER,
     });
-    if sort != "none" {
-        body["sort"] = json!(sort);
+    if &*pick_as.sort != "none" {
+        body["sort"] = json!(&*pick_as.sort);
+    }
+    if let Some(group) = pick_as.groups.next() {
+        body["server_group"] = json!(group);
     }
     body
 }
 
 /// Sends one pick-and-claim and records its outcome; `true` when the server decided
 /// it (201 or 409).
-async fn pick(client: &Client, claim_as: &ClaimAs, sort: &str, tally: &mut Tally) -> bool {
-    let body = pick_body(claim_as, sort);
+async fn pick(client: &Client, claim_as: &ClaimAs, pick_as: &PickAs, tally: &mut Tally) -> bool {
+    let body = pick_body(claim_as, pick_as);
     tally.attempts += 1;
     match send(client, Method::POST, "/claims", Some(&body)).await {
         Ok(response) if response.status == StatusCode::CREATED => {
@@ -411,7 +445,12 @@ async fn pick(client: &Client, claim_as: &ClaimAs, sort: &str, tally: &mut Tally
             true
         }
         Ok(response) if response.status == StatusCode::CONFLICT => {
-            tally.refused_capacity += 1;
+            let envelope: Value = serde_json::from_slice(&response.body).unwrap_or_default();
+            if envelope["errors"][0]["code"] == "allot.server_group.violated" {
+                tally.refused_server_group += 1;
+            } else {
+                tally.refused_capacity += 1;
+            }
             true
         }
         Ok(response) => {
@@ -432,7 +471,7 @@ async fn pick(client: &Client, claim_as: &ClaimAs, sort: &str, tally: &mut Tally
 async fn picker_loop(
     client: Client,
     claim_as: ClaimAs,
-    sort: String,
+    pick_as: PickAs,
     every: Duration,
     deadline: Instant,
 ) -> Tally {
@@ -441,7 +480,7 @@ async fn picker_loop(
     while next < deadline && Instant::now() < deadline {
         tokio::time::sleep_until(next.into()).await;
         let started = Instant::now();
-        if pick(&client, &claim_as, &sort, &mut tally).await {
+        if pick(&client, &claim_as, &pick_as, &mut tally).await {
             tally.latencies.push(started.elapsed());
         }
         next += every;
@@ -456,7 +495,7 @@ async fn client_loop(
     roots: u64,
     mut rng: Rng,
     claim_as: ClaimAs,
-    sort: String,
+    pick_as: PickAs,
     deadline: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
@@ -473,7 +512,7 @@ async fn client_loop(
                 }
             }
             Mode::Pick => {
-                if pick(&client, &claim_as, &sort, &mut tally).await {
+                if pick(&client, &claim_as, &pick_as, &mut tally).await {
                     tally.latencies.push(started.elapsed());
                 }
             }
@@ -607,6 +646,23 @@ pub async fn claims(args: ClaimsArgs) -> anyhow::Result<()> {
     }
     // Last, so that the figures are out before the run fails on them.
     held.map(drop).and(pickers_held)
+}
+
+/// The groups `--server-groups` asks for, made for the run's project before the
+/// clock starts (none without it).
+async fn server_groups(
+    args: &ClaimsArgs,
+    client: &Client,
+    claim_as: &ClaimAs,
+) -> anyhow::Result<Vec<Uuid>> {
+    if args.server_groups == 0 {
+        return Ok(Vec::new());
+    }
+    if args.mode != Mode::Pick {
+        bail!("--server-groups goes with --mode pick");
+    }
+    let project = &claim_as.project;
+    create_server_groups(client, args.server_groups, project, "bench-pick").await
 }
 
 /// Reads back what the pickers were granted (pending claims of their own project);
@@ -745,6 +801,9 @@ async fn run_clients(
     pickers_as: &ClaimAs,
 ) -> anyhow::Result<(Tally, ReaderTally, Tally, Duration)> {
     let node = |k: u32| clients[k as usize % clients.len()].clone();
+    // The groups are made before the clock starts.
+    let groups = server_groups(args, &clients[0], claim_as).await?;
+    let pick_as = PickAs::new(&args.sort, InTurn::new(groups));
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
     let readers: Vec<_> = (0..args.readers)
@@ -759,18 +818,20 @@ async fn run_clients(
                 args.roots,
                 rng,
                 claim_as.clone(),
-                args.sort.clone(),
+                pick_as.clone(),
                 deadline,
             ))
         })
         .collect();
     let every = Duration::from_secs_f64(f64::from(args.pickers.max(1)) / args.pick_rate);
+    // The pickers name no group: they are the load beside the main mode.
+    let pickers_pick_as = PickAs::new(&args.sort, InTurn::default());
     let pickers: Vec<_> = (0..args.pickers)
         .map(|k| {
             tokio::spawn(picker_loop(
                 node(k),
                 pickers_as.clone(),
-                args.sort.clone(),
+                pickers_pick_as.clone(),
                 every,
                 deadline,
             ))
@@ -870,6 +931,12 @@ impl Report {
         for (what, n) in tally.errors.iter() {
             println!("  errors {what}: {n}");
         }
+        if args.server_groups > 0 {
+            println!(
+                "  each pick named one of {} anti-affinity groups; refused for a group: {}",
+                args.server_groups, tally.refused_server_group
+            );
+        }
         if tally.no_candidates > 0 {
             println!(
                 "  candidate queries with no candidates: {}",
@@ -894,6 +961,8 @@ impl Report {
             "attempts": tally.attempts,
             "refused_capacity": tally.refused_capacity,
             "refused_generation": tally.refused_generation,
+            "refused_server_group": tally.refused_server_group,
+            "server_groups": args.server_groups,
             "conflict_rate": self.conflict_rate,
             "no_candidates": tally.no_candidates,
             "errors": tally.errors,

@@ -11,12 +11,17 @@
 //! - `mass_start`: many instances started at once, Nova's way (candidates, weigh,
 //!   claim, retry) or allot's pick-and-claim; wall time, requests, conflicts,
 //!   over-commit.
+//! - `groups`: instances in anti-affinity server groups started at once, Nova's way
+//!   (a shared record of the groups' hosts, candidates, filter, weigh, claim, retry)
+//!   or allot's pick-and-claim naming the group; wall time, requests, retries, and
+//!   the rule's violations read back afterwards.
 //! - `held`: the read-back of the claims and mass-start runs: the server must hold
 //!   exactly what it accepted.
 //!
 //! The commands run their own tokio runtime: they share nothing with `allot serve`.
 
 mod claims;
+mod groups;
 mod held;
 mod mass_start;
 mod query;
@@ -50,6 +55,13 @@ enum BenchCommand {
     /// per instance, or one for all); wall time, requests, conflicts and retries,
     /// then checks that what was accepted is held and nothing is over capacity.
     MassStart(mass_start::MassStartArgs),
+    /// `groups` scenario `anti`: instances of `small` in anti-affinity server groups
+    /// (1,000 in 200 groups of 5), started at once on a seeded flat shape: Nova's
+    /// way (a shared record of the groups' hosts, candidates, filter, weigh, PUT,
+    /// retry on 409) or allot's (the groups made on the server, one pick-and-claim
+    /// per instance naming its group); wall time, requests, 409s and retries, and
+    /// the rule's violations read back afterwards.
+    GroupsAnti(groups::GroupsAntiArgs),
 }
 
 /// Where the endpoint is and how to talk to it.
@@ -94,6 +106,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             BenchCommand::Query(args) => query::query(args).await,
             BenchCommand::Claims(args) => claims::claims(args).await,
             BenchCommand::MassStart(args) => mass_start::mass_start(args).await,
+            BenchCommand::GroupsAnti(args) => groups::groups_anti(args).await,
         }
     })
 }
