@@ -620,3 +620,45 @@ fn groups_anti_keeps_each_group_on_distinct_roots() {
         "{nova}"
     );
 }
+
+/// `allot bench drain`, both ways on 20 seeded roots: two hosts of four instances
+/// each, half of them in anti-affinity groups with members elsewhere; every
+/// instance leaves the drained hosts, and no group ends with two members on a host.
+#[test]
+fn drain_moves_everyone_off_and_keeps_the_groups() {
+    for way in ["drain", "nova"] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(&dir.path().join("a.db"));
+        let url = format!("http://{}", server.addr);
+        bench(&["seed", "--shape", "flat", "--roots", "20", "--url", &url]);
+        let report = dir.path().join("drain.json");
+        let out = bench(&[
+            "drain",
+            "--way",
+            way,
+            "--roots",
+            "20",
+            "--hosts",
+            "2",
+            "--per-host",
+            "4",
+            "--url",
+            &url,
+            "--json",
+            report.to_str().unwrap(),
+        ]);
+        assert!(out.contains(&format!("drain {way}:")), "{out}");
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(report["instances"], 8, "{report}");
+        assert_eq!(report["groups"], 4, "{report}");
+        assert_eq!(report["left_on_drained_hosts"], 0, "{report}");
+        assert_eq!(report["unplaced"], 0, "{report}");
+        if way == "drain" {
+            assert_eq!(report["violations"], 0, "{report}");
+            assert_eq!(
+                (report["requests"].as_u64(), report["retries"].as_u64()),
+                (Some(4), Some(0))
+            );
+        }
+    }
+}

@@ -15,12 +15,16 @@
 //!   (a shared record of the groups' hosts, candidates, filter, weigh, claim, retry)
 //!   or allot's pick-and-claim naming the group; wall time, requests, retries, and
 //!   the rule's violations read back afterwards.
+//! - `drain`: hosts drained, Nova's way (per instance: allocations, candidates,
+//!   filter, move, retry) or allot's (a drain per host and its confirm); wall time,
+//!   requests, retries, unplaced, and the groups' violations read back.
 //! - `held`: the read-back of the claims and mass-start runs: the server must hold
 //!   exactly what it accepted.
 //!
 //! The commands run their own tokio runtime: they share nothing with `allot serve`.
 
 mod claims;
+mod drain;
 mod groups;
 mod held;
 mod mass_start;
@@ -62,6 +66,11 @@ enum BenchCommand {
     /// per instance naming its group); wall time, requests, 409s and retries, and
     /// the rule's violations read back afterwards.
     GroupsAnti(groups::GroupsAntiArgs),
+    /// Hosts drained on a seeded flat shape, half their instances in anti-affinity
+    /// groups with members elsewhere: Nova's way (per instance: allocations,
+    /// candidates, filter, move, retry on 409) or allot's (one drain per host, then
+    /// its confirm); wall time, requests, retries, unplaced, violations read back.
+    Drain(drain::DrainArgs),
 }
 
 /// Where the endpoint is and how to talk to it.
@@ -107,6 +116,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             BenchCommand::Claims(args) => claims::claims(args).await,
             BenchCommand::MassStart(args) => mass_start::mass_start(args).await,
             BenchCommand::GroupsAnti(args) => groups::groups_anti(args).await,
+            BenchCommand::Drain(args) => drain::run(args).await,
         }
     })
 }
