@@ -655,6 +655,7 @@ fn drain_moves_everyone_off_and_keeps_the_groups() {
         assert_eq!(report["unplaced"], 0, "{report}");
         if way == "drain" {
             assert_eq!(report["violations"], 0, "{report}");
+            assert_eq!(report["conflicts"], 0, "{report}");
             assert_eq!(
                 (report["requests"].as_u64(), report["retries"].as_u64()),
                 (Some(4), Some(0))

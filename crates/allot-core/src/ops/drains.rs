@@ -94,7 +94,7 @@ impl State {
                 format!("A drain with uuid {} already exists.", new.uuid),
             ));
         }
-        let roots = self.drain_roots(&new.roots)?;
+        let roots = self.drain_roots(&new.roots, now)?;
         let consumers = self.consumers_in(&roots, new.consumers.as_deref())?;
         let mut drain = Drain {
             uuid: new.uuid,
@@ -218,8 +218,9 @@ impl State {
         Ok(((), changes))
     }
 
-    /// The roots a drain names: roots, each once, none already drained.
-    fn drain_roots(&self, uuids: &[Uuid]) -> crate::Result<Vec<ProviderId>> {
+    /// The roots a drain names: roots, each once, none already drained or holding
+    /// another open drain's targets.
+    fn drain_roots(&self, uuids: &[Uuid], now: Timestamp) -> crate::Result<Vec<ProviderId>> {
         if uuids.is_empty() {
             return Err(Error::invalid("A drain needs at least one root."));
         }
@@ -239,11 +240,40 @@ impl State {
                     format!("Resource provider {uuid} is being drained already."),
                 ));
             }
+            // Consumers another drain is moving here would land on it after both
+            // confirm: that drain must end first.
+            if let Some(other) = self.drain_targeting(p.id(), now) {
+                return Err(Error::conflict(
+                    ConflictCode::Other,
+                    format!(
+                        "Resource provider {uuid} holds targets of drain {other}: confirm or \
+                         abandon it first."
+                    ),
+                ));
+            }
             roots.push(p.id());
         }
         roots.sort_unstable();
         roots.dedup();
         Ok(roots)
+    }
+
+    /// An open drain with a live claim in the tree of `root`.
+    fn drain_targeting(&self, root: ProviderId, now: Timestamp) -> Option<Uuid> {
+        let in_tree = |provider: &Uuid| {
+            self.provider_by_uuid(provider)
+                .is_some_and(|p| p.row.root == root)
+        };
+        self.drains()
+            .filter(|d| d.state == DrainState::Open)
+            .find(|d| {
+                d.claims.iter().any(|c| {
+                    self.claim(&c.claim).is_some_and(|c| {
+                        c.live(now) && c.allocations.iter().any(|a| in_tree(&a.provider))
+                    })
+                })
+            })
+            .map(|d| d.uuid)
     }
 
     /// The consumers holding allocations in the trees of `roots` (only those of

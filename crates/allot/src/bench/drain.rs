@@ -52,7 +52,7 @@ pub struct DrainArgs {
     /// Instances on each drained host.
     #[arg(long, default_value_t = 20)]
     per_host: usize,
-    /// Concurrent migrations (Nova's way) or drains (allot's).
+    /// Concurrent migrations (Nova's way; allot's drains go one at a time).
     #[arg(long, default_value_t = 16)]
     schedulers: usize,
     #[command(flatten)]
@@ -365,8 +365,10 @@ async fn make_groups(client: &Client, world: &World) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every host drained allot's way: one drain and its confirm per host.
-async fn drain(client: &Client, world: &World, schedulers: usize) -> Tally {
+/// Every host drained allot's way: one drain and its confirm per host, host after
+/// host as an operator takes them out (a host holding another open drain's targets
+/// is refused until that drain ends, so drains of the same cloud run one at a time).
+async fn drain(client: &Client, world: &World) -> Tally {
     let tallies: Vec<Tally> = stream::iter(&world.hosts)
         .map(|host| async move {
             let mut tally = Tally::default();
@@ -401,7 +403,7 @@ async fn drain(client: &Client, world: &World, schedulers: usize) -> Tally {
             }
             tally
         })
-        .buffer_unordered(schedulers)
+        .buffered(1)
         .collect()
         .await;
     sum(tallies)
@@ -446,7 +448,7 @@ pub async fn run(args: DrainArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let tally = match args.way {
         Way::Nova => nova(&client, &world, args.schedulers).await?,
-        Way::Drain => drain(&client, &world, args.schedulers).await,
+        Way::Drain => drain(&client, &world).await,
     };
     let wall = started.elapsed().as_secs_f64();
     let (violations, left) = read_back(&client, &world).await?;

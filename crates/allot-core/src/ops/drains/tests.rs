@@ -268,6 +268,27 @@ fn a_drain_that_cannot_place_everyone_names_them_or_refuses_whole() {
         "{:?}",
         drained.unplaced
     );
+    // A root holding another open drain's targets waits for that drain's end.
+    let target = s
+        .provider_by_uuid(&drained.claims[0].allocations[0].provider)
+        .unwrap()
+        .row
+        .root;
+    let mut applied = s.clone();
+    let (_, changes) = {
+        let mut partial = drain_of(&[1], false);
+        partial.partial = true;
+        s.plan_drain(partial, &mut draw(), 0).unwrap()
+    };
+    applied.apply(&changes);
+    let mut second = drain_of(&[target.0], false);
+    second.uuid = Uuid::from_u128(0xd1);
+    match applied.plan_drain(second, &mut draw(), 0) {
+        Err(Error::Conflict { message, .. }) => {
+            assert!(message.contains("holds targets"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
     // Bad requests.
     assert!(matches!(
         s.plan_drain(drain_of(&[11], false), &mut draw(), 0),
