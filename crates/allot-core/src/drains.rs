@@ -3,8 +3,9 @@
 //! migration oVirt's Pending Resource Manager was built for).
 //!
 //! A drain's record names its roots, the claims that hold each consumer's target,
-//! and the roots it marked `COMPUTE_STATUS_DISABLED`. While it is open its roots take
-//! nothing new from allot (claims and picks; Placement's own allocation writes are
+//! and the roots it marked `COMPUTE_STATUS_DISABLED`. Until it is deleted (open, or
+//! confirmed: the host emptied and in maintenance) its roots take nothing new from
+//! allot (claims and picks; Placement's own allocation writes are
 //! Nova's, and Nova's service state keeps it off them). The rules that make, confirm
 //! and abandon a drain are `crate::ops::drains`'.
 
@@ -45,12 +46,13 @@ pub struct DrainClaim {
     pub claim: Uuid,
 }
 
-/// Where a drain is in its life.
+/// Where a drain is in its life. Either way its roots take nothing new from allot
+/// until it is deleted: a host drained stays in maintenance once emptied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DrainState {
-    /// Its roots take nothing new; its claims hold the targets.
+    /// Its claims hold the targets.
     Open,
-    /// Its claims were confirmed in one write; its roots are open again.
+    /// Its claims were confirmed in one write: the consumers moved.
     Confirmed,
 }
 
@@ -94,7 +96,7 @@ impl State {
         self.drains.records.iter().map(|d| &**d)
     }
 
-    /// Whether `root` is held by an open drain.
+    /// Whether `root` is held by a drain (open or confirmed: until it is deleted).
     pub fn is_drained(&self, root: ProviderId) -> bool {
         !self.drains.drained.is_empty() && self.drains.drained.contains(&root)
     }
@@ -137,7 +139,6 @@ impl State {
     fn index_drained(&mut self) {
         let drained: BTreeSet<ProviderId> = self
             .drains()
-            .filter(|d| d.state == DrainState::Open)
             .flat_map(|d| d.roots.iter())
             .filter_map(|u| self.provider_by_uuid(u))
             .map(|p| p.id())

@@ -620,12 +620,14 @@ impl Snapshot {
                 .iter()
                 .map(|(p, (_, broken))| ([("policy", *p)], *broken)),
         )?;
-        let open = self
-            .view
-            .drains()
-            .filter(|d| d.state == allot_core::drains::DrainState::Open)
-            .count();
-        gauge(e, "allot_drains_open", "Drains open now", open as i64)
+        // A drain holds its roots until it is deleted, confirmed or not.
+        let open = self.view.drains().count();
+        gauge(
+            e,
+            "allot_drains_open",
+            "Drains not yet deleted (their roots take nothing new from allot)",
+            open as i64,
+        )
     }
 
     /// The view itself: how far it may lag behind the store, how long the server has

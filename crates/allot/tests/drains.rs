@@ -270,6 +270,10 @@ fn drain_a_root(clients: &[Client]) {
         200,
     );
     assert_eq!(confirmed["state"], "confirmed");
+    assert_eq!(
+        call(node(1), "GET", &format!("/drains/{uuid}"), None, 200)["state"],
+        "confirmed"
+    );
     for c in &s.moving {
         let (at, disk) = held(node(1), &s.world, *c);
         assert!(!at.contains(&0), "{c} left root 0: {at:?}");
@@ -285,17 +289,30 @@ fn drain_a_root(clients: &[Client]) {
     );
     assert_eq!(usages["usages"]["VCPU"], 0);
     check_groups(node(1));
-    let traits = call(
-        node(1),
-        "GET",
-        &format!("/resource_providers/{root0}/traits"),
-        None,
-        200,
+    let disabled = |client: &Client| {
+        let path = format!("/resource_providers/{root0}/traits");
+        let traits = call(client, "GET", &path, None, 200);
+        traits["traits"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("COMPUTE_STATUS_DISABLED"))
+    };
+    assert!(
+        disabled(node(1)),
+        "in maintenance until the drain is deleted"
     );
-    assert!(!traits["traits"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("COMPUTE_STATUS_DISABLED")));
+    let claim_on_root0 = json!({"consumer_uuid": Uuid::new_v4(), "project_id": "p",
+        "user_id": "u", "allocations": {root0.to_string(): {"resources": {"VCPU": 1}}}});
+    call(
+        node(2),
+        "POST",
+        "/claims",
+        Some(claim_on_root0.clone()),
+        409,
+    );
+    call(node(2), "DELETE", &format!("/drains/{uuid}"), None, 204);
+    assert!(!disabled(node(1)));
+    call(node(1), "POST", "/claims", Some(claim_on_root0), 201);
 
     // A second drain of another root, abandoned: everything as it was.
     let root1 = s.world.0[1];
@@ -438,6 +455,10 @@ fn the_command_line_drains_confirms_and_abandons() {
     assert_eq!(listed["drains"][0]["uuid"], uuid.as_str());
     let confirmed = json(&allot(&server, &["drains", "confirm", &uuid, "-f", "json"]));
     assert_eq!(confirmed["state"], "confirmed");
+    assert_eq!(
+        call(&client, "GET", &format!("/drains/{uuid}"), None, 200)["state"],
+        "confirmed"
+    );
     for c in &consumers {
         let (at, _) = held(&client, &world, *c);
         assert!(!at.contains(&0), "{c}: {at:?}");

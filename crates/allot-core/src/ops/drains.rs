@@ -14,12 +14,13 @@
 //!   drained trees alone (`State::plan_confirm_claim`). Members moving, staying or
 //!   elsewhere are kept to their groups' rules by the pick's own check.
 //! - **confirmed** ([`State::plan_confirm_drain`]): every claim still pending
-//!   confirmed in one write; the roots open again.
-//! - **abandoned** ([`State::plan_abandon_drain`]): every claim still pending
-//!   released, the roots open again, the record forgotten.
+//!   confirmed in one write; the roots stay out (the hosts are in maintenance).
+//! - **deleted** ([`State::plan_abandon_drain`]): every claim still pending
+//!   released (an open drain is abandoned), the roots open again, the record
+//!   forgotten.
 //!
 //! `COMPUTE_STATUS_DISABLED` is set on the roots that lack it when asked, and taken
-//! off those again when the drain ends.
+//! off those again when the drain is deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -173,8 +174,8 @@ impl State {
     }
 
     /// Plans confirming a drain: every claim still pending confirmed (each
-    /// replacing what its consumer holds in the drained trees), the roots open
-    /// again, in one write. A confirmed drain is left as it is.
+    /// replacing what its consumer holds in the drained trees), in one write; the
+    /// roots stay out until the drain is deleted. A confirmed drain is left as it is.
     pub fn plan_confirm_drain(&self, uuid: &Uuid, now: Timestamp) -> Plan<Drain> {
         let drain = self.drain(uuid).ok_or_else(|| unknown_drain(uuid))?;
         if drain.state == DrainState::Confirmed {
@@ -195,13 +196,13 @@ impl State {
             ended_at: Some(now),
             ..drain.clone()
         };
-        changes.extend(self.enable_again(drain, now));
         changes.push(Change::PutDrain(Box::new(ended.clone())));
         Ok((ended, changes))
     }
 
-    /// Plans abandoning a drain: its pending claims released, its roots open again,
-    /// its record forgotten. A confirmed drain is forgotten alike.
+    /// Plans deleting a drain: its pending claims released (an open drain is
+    /// abandoned), its roots open again, the disabled trait taken off, its record
+    /// forgotten.
     pub fn plan_abandon_drain(&self, uuid: &Uuid, now: Timestamp) -> Plan<()> {
         let drain = self.drain(uuid).ok_or_else(|| unknown_drain(uuid))?;
         let mut changes = Vec::new();
@@ -211,9 +212,7 @@ impl State {
                 changes.extend(more);
             }
         }
-        if drain.state == DrainState::Open {
-            changes.extend(self.enable_again(drain, now));
-        }
+        changes.extend(self.enable_again(drain, now));
         changes.push(Change::DeleteDrain(*uuid));
         Ok(((), changes))
     }

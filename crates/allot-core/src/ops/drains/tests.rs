@@ -207,12 +207,25 @@ fn a_drain_moves_every_consumer_keeping_its_pool_and_its_groups() {
     }
     assert_eq!(confirmed.used(ProviderId(POOL), &rc("DISK_GB"), 20), 60);
     assert_eq!(confirmed.used(ProviderId(1), &rc("VCPU"), 20), 0);
-    assert!(!confirmed.is_drained(ProviderId(1)));
-    assert!(!confirmed
-        .provider(ProviderId(1))
-        .unwrap()
-        .traits
-        .contains(DISABLED_TRAIT));
+    // The host stays in maintenance until the drain is deleted.
+    let disabled = |s: &State| {
+        s.provider(ProviderId(1))
+            .unwrap()
+            .traits
+            .contains(DISABLED_TRAIT)
+    };
+    assert!(confirmed.is_drained(ProviderId(1)) && disabled(&confirmed));
+    let ((), changes) = confirmed
+        .plan_abandon_drain(&drained.drain.uuid, 30)
+        .unwrap();
+    let mut ended = confirmed.clone();
+    ended.apply(&changes);
+    assert!(!ended.is_drained(ProviderId(1)) && !disabled(&ended));
+    assert_eq!(
+        roots_of(&ended, 1),
+        roots_of(&confirmed, 1),
+        "the moves stay"
+    );
     for g in [1, 2] {
         let group = confirmed
             .server_group(&Uuid::from_u128(0x6000 + g))
