@@ -190,11 +190,20 @@ fn setup(client: &Client) -> Setup {
     }
 }
 
+/// Waits until every node has seen the last write (docs/api.md, "Several nodes":
+/// within a second); nothing to wait for on one node.
+fn settle(clients: &[Client]) {
+    if clients.len() > 1 {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+    }
+}
+
 /// The drain, then its confirm, then an abandoned second one, each step through
 /// the next of `clients` (one node, or several on one database).
 fn drain_a_root(clients: &[Client]) {
     let node = |i: usize| &clients[i % clients.len()];
     let s = setup(node(0));
+    settle(clients);
     let root0 = s.world.0[0];
     let before: BTreeMap<Uuid, (BTreeSet<usize>, u64)> = s
         .moving
@@ -209,6 +218,7 @@ fn drain_a_root(clients: &[Client]) {
         201,
     );
     let uuid = drain["uuid"].as_str().unwrap().to_owned();
+    settle(clients);
     assert_eq!(drain["unplaced"], Value::Null, "{drain}");
     let claims = drain["claims"].as_array().unwrap();
     assert_eq!(claims.len(), 40);
@@ -270,6 +280,7 @@ fn drain_a_root(clients: &[Client]) {
         200,
     );
     assert_eq!(confirmed["state"], "confirmed");
+    settle(clients);
     assert_eq!(
         call(node(1), "GET", &format!("/drains/{uuid}"), None, 200)["state"],
         "confirmed"
@@ -311,11 +322,13 @@ fn drain_a_root(clients: &[Client]) {
         409,
     );
     call(node(2), "DELETE", &format!("/drains/{uuid}"), None, 204);
+    settle(clients);
     assert!(!disabled(node(1)));
     call(node(1), "POST", "/claims", Some(claim_on_root0), 201);
 
     // A second drain of another root, abandoned: everything as it was.
     let root1 = s.world.0[1];
+    settle(clients);
     let held_before: Vec<_> = s
         .moving
         .iter()
@@ -330,6 +343,7 @@ fn drain_a_root(clients: &[Client]) {
     );
     let second = drain["uuid"].as_str().unwrap().to_owned();
     call(node(0), "DELETE", &format!("/drains/{second}"), None, 204);
+    settle(clients);
     call(node(1), "GET", &format!("/drains/{second}"), None, 404);
     let held_after: Vec<_> = s
         .moving
