@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use crate::claims::{connect, json_text, table};
 use crate::classes::{Format, Remote};
+use crate::server_groups::joined;
 
 /// `allot drain ROOT...`.
 #[derive(Args, Debug)]
@@ -195,16 +196,4 @@ fn render(drain: &Drain, format: Format) -> String {
         ));
     }
     out
-}
-
-/// Items joined with `, `, or `-` for none.
-fn joined<T: ToString>(items: &[T]) -> String {
-    match items.is_empty() {
-        true => "-".into(),
-        false => items
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-    }
 }

@@ -237,8 +237,8 @@ async fn all_groups(
     }
 }
 
-/// Items joined with `, `, or `-` for none.
-fn joined<T: ToString>(items: &[T]) -> String {
+/// Items joined with `, `, or `-` for none (also `allot drains`').
+pub(crate) fn joined<T: ToString>(items: &[T]) -> String {
     match items.is_empty() {
         true => "-".into(),
         false => items

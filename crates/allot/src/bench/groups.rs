@@ -617,69 +617,6 @@ async fn violations_from_groups(client: &Client, groups: &[Uuid]) -> anyhow::Res
     })
 }
 
-/// One provider's figures for the over-commit check.
-struct Held {
-    /// Per class: `(total - reserved) * allocation_ratio`, rounded down.
-    capacity: BTreeMap<String, u64>,
-    /// Per class: allocated plus pending.
-    used: BTreeMap<String, u64>,
-}
-
-/// Reads what `rp` has and holds (`mass-start`'s check, which is private to its
-/// module). A Placement without pending claims answers 404 to `/pending`: nothing
-/// pending.
-async fn read_held(client: &Client, rp: &str) -> anyhow::Result<Held> {
-    let get = |what: &'static str| async move {
-        let path = format!("/resource_providers/{rp}/{what}");
-        let response = client.request(Method::GET, &path, None).await?;
-        match response.status {
-            StatusCode::OK => anyhow::Ok(serde_json::from_slice::<Value>(&response.body)?),
-            StatusCode::NOT_FOUND if what == "pending" => Ok(json!({})),
-            status => bail!("GET {path}: {status}"),
-        }
-    };
-    let mut capacity = BTreeMap::new();
-    let inventories = get("inventories").await?;
-    for (class, inventory) in inventories["inventories"].as_object().into_iter().flatten() {
-        let total = inventory["total"].as_u64().unwrap_or(0);
-        let reserved = inventory["reserved"].as_u64().unwrap_or(0);
-        let ratio = inventory["allocation_ratio"].as_f64().unwrap_or(1.0);
-        // Placement's own rounding: the product, truncated.
-        let room = (total.saturating_sub(reserved) as f64 * ratio) as u64;
-        capacity.insert(class.clone(), room);
-    }
-    let mut used = BTreeMap::new();
-    for (what, key) in [("usages", "usages"), ("pending", "pending")] {
-        let body = get(what).await?;
-        for (class, n) in body[key].as_object().into_iter().flatten() {
-            *used.entry(class.clone()).or_default() += n.as_u64().unwrap_or(0);
-        }
-    }
-    Ok(Held { capacity, used })
-}
-
-/// Where `rp` holds more than it has, one line per class.
-fn over_capacity(rp: &str, held: &Held) -> Vec<String> {
-    let over = held.used.iter().filter_map(|(class, &used)| {
-        let capacity = held.capacity.get(class).copied().unwrap_or(0);
-        (used > capacity).then(|| format!("{rp}: {class} holds {used} of a capacity of {capacity}"))
-    });
-    over.collect()
-}
-
-/// The over-commit check over every provider the run claimed on.
-async fn check_capacity(
-    client: &Client,
-    providers: &BTreeSet<String>,
-) -> anyhow::Result<Vec<String>> {
-    let lines: Vec<Vec<String>> = stream::iter(providers)
-        .map(|rp| async move { anyhow::Ok(over_capacity(rp, &read_held(client, rp).await?)) })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(lines.into_iter().flatten().collect())
-}
-
 pub async fn groups_anti(args: GroupsAntiArgs) -> anyhow::Result<()> {
     let endpoint = &args.endpoint;
     let client = endpoint.client(&endpoint.url, &endpoint.token)?;
@@ -716,7 +653,7 @@ pub async fn groups_anti(args: GroupsAntiArgs) -> anyhow::Result<()> {
     let project = &claim_as.project;
     let ledger = &tally.ledger;
     let held = held::verify(&client, project, ledger, Duration::ZERO, args.way.holding()).await;
-    let over = check_capacity(&client, &tally.providers).await;
+    let over = super::mass_start::check_capacity(&client, &tally.providers).await;
     let violations = match args.way {
         Way::Nova => violations_from_allocations(&client, &tally.members).await,
         Way::Pick => violations_from_groups(&client, &groups).await,
@@ -1050,22 +987,5 @@ mod tests {
             ),
             (1, 1, 3)
         );
-    }
-
-    #[test]
-    fn over_capacity_counts_allocations_and_pending_against_capacity() {
-        let held = Held {
-            capacity: [("VCPU".into(), 256), ("MEMORY_MB".into(), 258048)].into(),
-            used: [("VCPU".into(), 257), ("MEMORY_MB".into(), 258048)].into(),
-        };
-        assert_eq!(
-            over_capacity("rp", &held),
-            ["rp: VCPU holds 257 of a capacity of 256"]
-        );
-        let orphan = Held {
-            capacity: BTreeMap::new(),
-            used: [("DISK_GB".into(), 1)].into(),
-        };
-        assert_eq!(over_capacity("rp", &orphan).len(), 1);
     }
 }

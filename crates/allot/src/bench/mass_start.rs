@@ -434,8 +434,9 @@ fn over_capacity(rp: &str, held: &Held) -> Vec<String> {
     over
 }
 
-/// The over-commit check over every provider the run claimed on.
-async fn check_capacity(
+/// The over-commit check over every provider the run claimed on (the groups
+/// scenario's too).
+pub(super) async fn check_capacity(
     client: &Client,
     providers: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<String>> {
