@@ -14,7 +14,8 @@ use uuid::Uuid;
 use crate::drains::Drain;
 use crate::metadata::ClassMetadata;
 use crate::model::{
-    Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, TraitRecord,
+    Allocation, Claim, ClassRecord, ConsumerRow, Inventory, ProviderId, ProviderRow, Timestamp,
+    TraitRecord,
 };
 use crate::names::{ResourceClass, TraitName};
 use crate::server_groups::ServerGroup;
@@ -81,6 +82,18 @@ pub enum Change {
     PutServerGroup(Box<ServerGroup>),
     /// Delete a server group (its members stay consumers).
     DeleteServerGroup(Uuid),
+    /// Make a consumer a member of a server group, at `at` (the group's
+    /// `updated_at`): what a claim or a pick naming the group writes, one member's
+    /// row where `PutServerGroup` writes every member's. A member already in it, or
+    /// a group gone, changes nothing.
+    JoinServerGroup {
+        /// The group.
+        group: Uuid,
+        /// The new member.
+        consumer: Uuid,
+        /// When it joined.
+        at: Timestamp,
+    },
     /// Create or replace a drain's record (an allot extension, issue 44).
     PutDrain(Box<Drain>),
     /// Forget an abandoned drain.

@@ -24,8 +24,8 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::model::{Claim, Provider, ProviderId, Timestamp};
-use crate::names::{is_well_formed_name, TraitName, SHARING_TRAIT};
+use crate::model::{Provider, ProviderId, Timestamp};
+use crate::names::{is_well_formed_name, TraitName};
 use crate::ops::server_groups::RootCheck;
 use crate::state::State;
 
@@ -188,21 +188,23 @@ impl Scope {
 
     /// The domains a root is in.
     pub fn domains_of(&self, root: &Provider) -> Vec<Domain> {
+        let mut domains = Vec::new();
+        self.push_domains(root, &mut domains);
+        domains
+    }
+
+    /// [`Scope::domains_of`], appended to `out`.
+    pub fn push_domains(&self, root: &Provider, out: &mut Vec<Domain>) {
         match self {
-            Scope::Root => vec![Domain::Root(root.uuid())],
-            Scope::Aggregate => root
-                .aggregates
-                .iter()
-                .copied()
-                .map(Domain::Aggregate)
-                .collect(),
-            Scope::TraitPrefix(prefix) => root
-                .traits
-                .iter()
-                .filter(|t| t.as_str().starts_with(prefix.as_str()))
-                .cloned()
-                .map(Domain::Trait)
-                .collect(),
+            Scope::Root => out.push(Domain::Root(root.uuid())),
+            Scope::Aggregate => out.extend(root.aggregates.iter().copied().map(Domain::Aggregate)),
+            Scope::TraitPrefix(prefix) => out.extend(
+                root.traits
+                    .iter()
+                    .filter(|t| t.as_str().starts_with(prefix.as_str()))
+                    .cloned()
+                    .map(Domain::Trait),
+            ),
         }
     }
 }
@@ -266,27 +268,86 @@ impl Rule {
     /// How broken the rule is (see the module doc) with its members in these
     /// domains, one list per member (empty: placed nowhere, or in no domain).
     pub fn broken(&self, members: &[Vec<Domain>]) -> u64 {
-        self.broken_of(members.iter().map(|m| &m[..]))
+        self.tally(members.iter().map(|m| &m[..])).broken_with(&[])
     }
 
-    /// [`Rule::broken`] over any list of members' domains.
-    pub fn broken_of<'a>(&self, members: impl Iterator<Item = &'a [Domain]> + Clone) -> u64 {
-        let mut counts: Vec<(&Domain, u64)> = Vec::new();
-        for domains in members.clone() {
-            for d in domains {
-                match counts.iter_mut().find(|(at, _)| *at == d) {
-                    Some((_, n)) => *n += 1,
-                    None => counts.push((d, 1)),
-                }
+    /// The members counted per domain, once: how broken the rule is with them and
+    /// one more member, for each root a pick considers (see [`Tally::broken_with`]).
+    pub fn tally<'a>(&self, members: impl Iterator<Item = &'a [Domain]>) -> Tally {
+        let mut all: Vec<Domain> = Vec::new();
+        let mut placed = 0;
+        for domains in members {
+            placed += u64::from(!domains.is_empty());
+            all.extend_from_slice(domains);
+        }
+        self.tally_of(all, placed)
+    }
+
+    /// The tally of `placed` members whose domains, each member's once, are `all`.
+    fn tally_of(&self, mut all: Vec<Domain>, placed: u64) -> Tally {
+        all.sort_unstable();
+        let mut counts: Vec<(Domain, u64)> = Vec::new();
+        for d in all {
+            match counts.last_mut() {
+                Some((last, n)) if *last == d => *n += 1,
+                _ => counts.push((d, 1)),
             }
         }
-        if self.policy.is_anti() {
-            let max = u64::from(self.max_per_domain.max(1));
-            counts.iter().map(|&(_, n)| n.saturating_sub(max)).sum()
+        let max = u64::from(self.max_per_domain.max(1));
+        Tally {
+            anti: self.policy.is_anti(),
+            max,
+            placed,
+            most: counts.iter().map(|&(_, n)| n).max().unwrap_or(0),
+            over: counts.iter().map(|&(_, n)| n.saturating_sub(max)).sum(),
+            counts,
+        }
+    }
+}
+
+/// A group's members counted per domain (see [`Rule::tally`]), so that the number
+/// with one more member costs that member's domains, not a recount of all.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    anti: bool,
+    /// For anti-affinity: how many members a domain may hold.
+    max: u64,
+    /// The members in some domain.
+    placed: u64,
+    /// How many members each domain holds, by domain.
+    counts: Vec<(Domain, u64)>,
+    /// The most any domain holds.
+    most: u64,
+    /// Over the domains, the members beyond `max`.
+    over: u64,
+}
+
+impl Tally {
+    fn count(&self, d: &Domain) -> u64 {
+        self.counts
+            .binary_search_by(|(at, _)| at.cmp(d))
+            .map_or(0, |i| self.counts[i].1)
+    }
+
+    /// [`Rule::broken`] of the members counted and one more in `mine` (sorted, each
+    /// once; empty: that member is placed nowhere, and counts for nothing).
+    pub fn broken_with(&self, mine: &[Domain]) -> u64 {
+        if mine.is_empty() {
+            return if self.anti {
+                self.over
+            } else {
+                self.placed - self.most
+            };
+        }
+        if self.anti {
+            // Each of its domains already full gains one over.
+            self.over + mine.iter().filter(|d| self.count(d) >= self.max).count() as u64
         } else {
-            let placed = members.filter(|d| !d.is_empty()).count() as u64;
-            let most = counts.iter().map(|&(_, n)| n).max().unwrap_or(0);
-            placed - most
+            let most = mine
+                .iter()
+                .map(|d| self.count(d) + 1)
+                .fold(self.most, u64::max);
+            self.placed + 1 - most
         }
     }
 }
@@ -296,32 +357,65 @@ impl State {
     /// else those of its allocations; in id order, each once. A sharing provider
     /// is no place (it serves many roots), as for a pick's affinity.
     pub fn member_roots(&self, consumer: &Uuid, now: Timestamp) -> Vec<ProviderId> {
-        let mut roots: Vec<ProviderId> = self.live_claim_roots(consumer, now).collect();
+        let mut roots = Vec::new();
+        self.member_roots_in(consumer, now, &mut roots);
+        roots
+    }
+
+    /// [`State::member_roots`] into `roots`, a buffer the caller reuses (a pick
+    /// reads every member of its groups).
+    fn member_roots_in(&self, consumer: &Uuid, now: Timestamp, roots: &mut Vec<ProviderId>) {
+        roots.clear();
+        self.push_live_claim_providers(consumer, now, roots);
+        self.to_roots(roots);
         if roots.is_empty() {
             if let Some(c) = self.consumer(consumer) {
-                roots = c
-                    .allocations
-                    .iter()
-                    .filter_map(|a| self.provider(a.provider))
-                    .filter(|p| !p.traits.contains(SHARING_TRAIT))
-                    .map(|p| p.row.root)
-                    .collect();
+                roots.extend(c.allocations.iter().map(|a| a.provider));
+                self.to_roots(roots);
             }
         }
         roots.sort_unstable();
         roots.dedup();
-        roots
+    }
+
+    /// Providers replaced by their roots, sharing ones (no place) left out.
+    fn to_roots(&self, providers: &mut Vec<ProviderId>) {
+        providers.retain_mut(|id| {
+            let root = (!self.sharing.contains(id))
+                .then(|| self.provider(*id))
+                .flatten()
+                .map(|p| p.row.root);
+            *id = root.unwrap_or(*id);
+            root.is_some()
+        });
+    }
+
+    /// The tally of `members` where they are at `now` (see [`Rule::tally`]), read
+    /// with two buffers for them all rather than lists for each.
+    pub(crate) fn tally_members<'a>(
+        &self,
+        rule: &Rule,
+        members: impl Iterator<Item = &'a Uuid>,
+        now: Timestamp,
+    ) -> Tally {
+        let mut roots = Vec::new();
+        let mut all = Vec::new();
+        let mut placed = 0;
+        for m in members {
+            self.member_roots_in(m, now, &mut roots);
+            let start = all.len();
+            self.push_domains_at(rule, &roots, &mut all);
+            placed += u64::from(all.len() > start);
+        }
+        rule.tally_of(all, placed)
     }
 
     /// How broken `rule` is with `members` where they are at `now` (see
     /// [`Rule::broken`]): a write is checked by this number on the view before it
     /// and on the plan's copy after it.
     pub fn group_broken(&self, rule: &Rule, members: &[Uuid], now: Timestamp) -> u64 {
-        let placed: Vec<Vec<Domain>> = members
-            .iter()
-            .map(|m| self.domains_at(rule, self.member_roots(m, now)))
-            .collect();
-        rule.broken(&placed)
+        self.tally_members(rule, members.iter(), now)
+            .broken_with(&[])
     }
 
     /// Whether a new claim of member `consumer` on `root` (live at `now`) would make
@@ -344,29 +438,11 @@ impl State {
             && RootCheck::new(self, Uuid::nil(), rule.clone(), members, consumer, now).breaks(root)
     }
 
-    /// The roots of `consumer`'s claims live at `now`: from its own index for a
-    /// member, else read from every claim.
-    fn live_claim_roots<'a>(
-        &'a self,
-        consumer: &'a Uuid,
-        now: Timestamp,
-    ) -> impl Iterator<Item = ProviderId> + 'a {
-        let indexed = self.member_claims(consumer);
-        let claims: Box<dyn Iterator<Item = &Claim> + 'a> = match indexed {
-            Some(uuids) => Box::new(uuids.iter().filter_map(|u| self.claim(u))),
-            None => Box::new(self.claims().filter(move |c| c.consumer == *consumer)),
-        };
-        claims
-            .filter(move |c| c.live(now))
-            .flat_map(|c| c.allocations.iter())
-            .filter_map(|a| self.provider_by_uuid(&a.provider))
-            .filter(|p| !p.traits.contains(SHARING_TRAIT))
-            .map(|p| p.row.root)
-    }
-
     /// The domains member `consumer` is in at `now` under the rule's scope.
     pub fn member_domains(&self, rule: &Rule, consumer: &Uuid, now: Timestamp) -> Vec<Domain> {
-        self.domains_at(rule, self.member_roots(consumer, now))
+        let mut domains = Vec::new();
+        self.push_domains_at(rule, &self.member_roots(consumer, now), &mut domains);
+        domains
     }
 
     /// The domains of `consumer`'s live claims at `now` under the rule's scope.
@@ -376,20 +452,27 @@ impl State {
         consumer: &Uuid,
         now: Timestamp,
     ) -> Vec<Domain> {
-        self.domains_at(rule, self.live_claim_roots(consumer, now).collect())
+        let mut roots = Vec::new();
+        self.push_live_claim_providers(consumer, now, &mut roots);
+        self.to_roots(&mut roots);
+        let mut domains = Vec::new();
+        self.push_domains_at(rule, &roots, &mut domains);
+        domains
     }
 
-    /// The domains of `roots` under the rule's scope, each once (a member on two
-    /// roots of one domain is in it once).
-    fn domains_at(&self, rule: &Rule, roots: Vec<ProviderId>) -> Vec<Domain> {
-        let mut domains: Vec<Domain> = roots
-            .into_iter()
-            .filter_map(|root| self.provider(root))
-            .flat_map(|root| rule.scope.domains_of(root))
-            .collect();
-        domains.sort();
-        domains.dedup();
-        domains
+    /// Appends the domains of `roots` under the rule's scope to `out`, sorted, each
+    /// once (a member on two roots of one domain is in it once).
+    fn push_domains_at(&self, rule: &Rule, roots: &[ProviderId], out: &mut Vec<Domain>) {
+        let start = out.len();
+        for root in roots.iter().filter_map(|&r| self.provider(r)) {
+            rule.scope.push_domains(root, out);
+        }
+        if out.len() > start + 1 {
+            let mut mine = out.split_off(start);
+            mine.sort_unstable();
+            mine.dedup();
+            out.append(&mut mine);
+        }
     }
 }
 
@@ -675,6 +758,17 @@ mod tests {
             let mut more = members.clone();
             more.push(vec![]);
             assert_eq!(r.broken(&more), before);
+            // One more member on two domains at once, counted from the tally.
+            let two = [root(rng.below(2) as u128), root(2 + rng.below(2) as u128)];
+            let mut more = members.clone();
+            more.push(two.to_vec());
+            let tally = r.tally(members.iter().map(|m| &m[..]));
+            assert_eq!(
+                tally.broken_with(&two),
+                r.broken(&more),
+                "{r:?} {members:?}"
+            );
+            assert_eq!(tally.broken_with(&[]), before);
             for d in &all {
                 let mut more = members.clone();
                 more.push(vec![d.clone()]);
@@ -684,6 +778,8 @@ mod tests {
                     count(d) == all.iter().map(count).max().unwrap_or(0)
                 };
                 let after = r.broken(&more);
+                let tally = r.tally(members.iter().map(|m| &m[..]));
+                assert_eq!(tally.broken_with(std::slice::from_ref(d)), after);
                 if room {
                     assert_eq!(after, before, "{r:?} {members:?} + {d:?}");
                 } else {

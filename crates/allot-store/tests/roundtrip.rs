@@ -16,6 +16,7 @@ mod support;
 mod pg;
 use pg::PgDatabase;
 
+use allot_core::server_groups::{Policy, Scope, ServerGroup};
 use allot_core::{
     Allocation, Change, ConsumerRow, Inventory, ProviderId, ProviderRow, ResourceClass, State,
     TraitName, Uuid,
@@ -175,6 +176,20 @@ fn suite(url: &str) {
             vec![allocation(2, "VCPU", used)],
         ));
     }
+    // A server group with one member; another joins below.
+    changes.push(Change::PutServerGroup(Box::new(ServerGroup {
+        uuid: Uuid::from_u128(0x6001),
+        name: "group ☃".into(),
+        project_id: "p".into(),
+        user_id: "u".into(),
+        policy: Policy::AntiAffinity,
+        max_per_domain: 1,
+        scope: Scope::Root,
+        enforce_on_allocations: false,
+        members: vec![Uuid::from_u128(10)],
+        created_at: 100,
+        updated_at: 100,
+    })));
     store.persist(&changes).unwrap();
     state.apply(&changes);
 
@@ -242,6 +257,12 @@ fn suite(url: &str) {
             },
             Change::SetAllocations(Uuid::from_u128(13), vec![allocation(2, "VCPU", 9)]),
             Change::DeleteConsumer(Uuid::from_u128(13)),
+            // A member joins: its row alone, and the group's time.
+            Change::JoinServerGroup {
+                group: Uuid::from_u128(0x6001),
+                consumer: Uuid::from_u128(12),
+                at: 170,
+            },
         ],
     ]
     .concat();
@@ -262,6 +283,12 @@ fn suite(url: &str) {
         7
     );
     assert_eq!(reloaded.consumers().count(), 2);
+    let group = reloaded.server_group(&Uuid::from_u128(0x6001)).unwrap();
+    assert_eq!(
+        (&group.members[..], group.updated_at, group.created_at),
+        (&[Uuid::from_u128(10), Uuid::from_u128(12)][..], 170, 100)
+    );
+    assert_eq!(Some(group), state.server_group(&Uuid::from_u128(0x6001)));
     let c10 = reloaded.consumer(&Uuid::from_u128(10)).unwrap();
     assert_eq!(c10.row, consumer(10, 1, Some("MIGRATION")));
     assert_eq!(&*c10.allocations, &[allocation(2, "VCPU", 1)]);

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::allocations::Requested;
 use super::claims::NewClaim;
-use super::server_groups::{Enforced, Guard};
+use super::server_groups::Guard;
 use super::Plan;
 use crate::candidates::{Admit, AllocationRequest, CandidateQuery, SearchOptions};
 use crate::change::Change;
@@ -223,12 +223,11 @@ impl State {
                 },
                 now,
             )?;
-            let before = (!guard.is_empty() && !pick.together).then(|| scratch.clone());
             scratch.apply(&changes);
-            if let Some(before) = before {
-                // The guard chose; the rule's own check confirms (a candidate on
-                // sharing providers alone has no root the guard saw).
-                before.groups_kept(&scratch, &[claim.consumer], Enforced::Always, now)?;
+            if !pick.together {
+                // (Together, the instances after it count nowhere yet: the
+                // caller checks the groups once all are placed.)
+                guard.confirm(&scratch, &claim.consumer, now)?;
             }
             out.changes.extend(changes);
             out.placed.claims.push(made);

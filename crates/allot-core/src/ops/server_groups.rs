@@ -17,7 +17,7 @@ use super::Plan;
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::Timestamp;
-use crate::server_groups::{Domain, Policy, Scope, ServerGroup};
+use crate::server_groups::{Domain, Policy, Rule, Scope, ServerGroup, Tally};
 use crate::state::State;
 
 /// A group as a request asks for it, checked for form at the edge.
@@ -184,13 +184,14 @@ impl State {
         let group = self
             .server_group(group)
             .ok_or_else(|| Error::invalid(format!("No server group with uuid {group} found.")))?;
-        let Err(at) = group.members.binary_search(&consumer) else {
+        if group.has_member(&consumer) {
             return Ok(None);
-        };
-        let mut joined = group.clone();
-        joined.members.insert(at, consumer);
-        joined.updated_at = now;
-        Ok(Some(Change::PutServerGroup(Box::new(joined))))
+        }
+        Ok(Some(Change::JoinServerGroup {
+            group: group.uuid,
+            consumer,
+            at: now,
+        }))
     }
 
     /// Refuses `changes` (planned against this view) if they make a hard group of
@@ -202,9 +203,12 @@ impl State {
         enforced: Enforced,
         now: Timestamp,
     ) -> crate::Result<()> {
-        let joins = changes
-            .iter()
-            .any(|c| matches!(c, Change::PutServerGroup(_)));
+        let joins = changes.iter().any(|c| {
+            matches!(
+                c,
+                Change::PutServerGroup(_) | Change::JoinServerGroup { .. }
+            )
+        });
         if !joins && placed.iter().all(|c| self.groups_of(c).is_empty()) {
             return Ok(());
         }
@@ -270,9 +274,9 @@ pub(crate) struct Guard {
 pub(crate) struct RootCheck {
     /// The group.
     pub group: Uuid,
-    rule: crate::server_groups::Rule,
-    /// Where the other members are.
-    others: Vec<Vec<Domain>>,
+    rule: Rule,
+    /// The other members, counted per domain once.
+    others: Tally,
     /// Where the consumer's live claims already put it.
     own: Vec<Domain>,
     /// The number now.
@@ -286,38 +290,33 @@ impl RootCheck {
     pub fn new(
         state: &State,
         group: Uuid,
-        rule: crate::server_groups::Rule,
+        rule: Rule,
         members: &[Uuid],
         consumer: &Uuid,
         now: Timestamp,
     ) -> RootCheck {
-        let others: Vec<Vec<Domain>> = members
-            .iter()
-            .filter(|m| *m != consumer)
-            .map(|m| state.member_domains(&rule, m, now))
-            .collect();
+        let others = state.tally_members(&rule, members.iter().filter(|m| *m != consumer), now);
         let mine = match members.contains(consumer) {
             true => state.member_domains(&rule, consumer, now),
             false => Vec::new(),
         };
-        let all = others.iter().map(|d| &d[..]);
         RootCheck {
             group,
-            before: rule.broken_of(all.chain(std::iter::once(&mine[..]))),
+            before: others.broken_with(&mine),
             own: state.live_claim_domains(&rule, consumer, now),
             others,
             rule,
         }
     }
 
-    /// Whether a new claim of the consumer on `root` makes the group more broken.
+    /// Whether a new claim of the consumer on `root` makes the group more broken:
+    /// the root's own domains looked up in the tally, the members not recounted.
     pub fn breaks(&self, root: &crate::model::Provider) -> bool {
         let mut mine = self.own.clone();
         mine.extend(self.rule.scope.domains_of(root));
         mine.sort();
         mine.dedup();
-        let all = self.others.iter().map(|d| &d[..]);
-        self.rule.broken_of(all.chain(std::iter::once(&mine[..]))) > self.before
+        self.others.broken_with(&mine) > self.before
     }
 }
 
@@ -356,6 +355,24 @@ impl Guard {
     /// Whether there is nothing to check.
     pub fn is_empty(&self) -> bool {
         self.hard.is_empty() && self.soft.is_empty()
+    }
+
+    /// Refuses the claim of `consumer` the guard was made for, now applied to
+    /// `after`, if it made a hard group more broken: what [`State::groups_kept`]
+    /// answers, with the other members counted once already (a claim moves its own
+    /// consumer only). The guard chose the root; this confirms it, as a candidate on
+    /// sharing providers alone has no root the guard saw.
+    pub fn confirm(&self, after: &State, consumer: &Uuid, now: Timestamp) -> crate::Result<()> {
+        for check in &self.hard {
+            let mine = after.member_domains(&check.rule, consumer, now);
+            if check.others.broken_with(&mine) > check.before {
+                // (The claim deletes no group: the record is there to name.)
+                if let Some(group) = after.server_group(&check.group) {
+                    return Err(violated(after, group, consumer, now));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

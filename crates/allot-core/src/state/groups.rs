@@ -5,15 +5,18 @@
 //!
 //! Only members' claims are indexed: an index of every consumer's pending claims
 //! cost a `spread` pick a fifth of its writer time (docs/design/server-groups.md).
-//! A consumer that joins a group has its claims found once, by a scan of the claims
-//! (a store loads groups before claims, so a load scans nothing).
+//! While the view holds a group, it counts the pending claims of every other
+//! consumer that has some, a number in a small table (a cloud without groups pays
+//! nothing for it): a consumer that joins a group has its claims found by a scan of
+//! every claim only if it has some, and a new instance a pick places has none. A
+//! store loads groups before claims, so a load scans nothing.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::model::{Claim, ClaimState};
+use crate::model::{Claim, ClaimState, ProviderId, Timestamp, NEVER};
 use crate::persistent::PHashTable;
 use crate::server_groups::ServerGroup;
 use crate::state::State;
@@ -24,6 +27,10 @@ use crate::state::State;
 pub(crate) struct Groups {
     by_uuid: PHashTable<Arc<ServerGroup>>,
     members: PHashTable<Arc<Membership>>,
+    /// While there is a group: per consumer in none with any, how many claims it
+    /// has recorded as pending (live or past their expiry); a member's are in its
+    /// entry. Empty while there is no group.
+    pending: PHashTable<(Uuid, u32)>,
 }
 
 /// What the view keeps of one member.
@@ -32,8 +39,38 @@ struct Membership {
     consumer: Uuid,
     /// The groups it is in, sorted.
     groups: Vec<Uuid>,
-    /// Its claims recorded as pending (live or past their expiry), sorted.
-    claims: Vec<Uuid>,
+    /// Its claims recorded as pending (live or past their expiry), by uuid.
+    claims: Vec<MemberClaim>,
+}
+
+/// What the view keeps of a member's pending claim: what where the member is
+/// ([`State::member_roots`]) reads of it, so that a pick reads no claim record and
+/// looks no provider up by uuid for each member of its groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemberClaim {
+    uuid: Uuid,
+    /// When it expires (`NEVER` if it does not).
+    expires_at: Timestamp,
+    /// The providers it is on, by id (they exist while it is pending), each once.
+    providers: Box<[ProviderId]>,
+}
+
+impl MemberClaim {
+    fn of(state: &State, claim: &Claim) -> MemberClaim {
+        let mut providers: Vec<ProviderId> = claim
+            .allocations
+            .iter()
+            .filter_map(|a| state.provider_by_uuid(&a.provider))
+            .map(|p| p.id())
+            .collect();
+        providers.sort_unstable();
+        providers.dedup();
+        MemberClaim {
+            uuid: claim.uuid,
+            expires_at: claim.expires_at.unwrap_or(NEVER),
+            providers: providers.into_boxed_slice(),
+        }
+    }
 }
 
 impl State {
@@ -60,12 +97,6 @@ impl State {
         self.membership(consumer).map_or(&[], |m| &m.groups)
     }
 
-    /// The claims of member `consumer` recorded as pending; None if it is in no
-    /// group (its claims are not indexed).
-    pub(crate) fn member_claims(&self, consumer: &Uuid) -> Option<&[Uuid]> {
-        self.membership(consumer).map(|m| &m.claims[..])
-    }
-
     fn membership(&self, consumer: &Uuid) -> Option<&Membership> {
         if self.groups.members.is_empty() {
             return None;
@@ -83,6 +114,9 @@ impl State {
             .server_group(&group.uuid)
             .map(|g| g.members.clone())
             .unwrap_or_default();
+        if !self.has_server_groups() {
+            self.count_pending_claims();
+        }
         self.remove_group_record(&group.uuid);
         let hasher = &self.hasher;
         self.groups.by_uuid.insert_unique(
@@ -102,6 +136,22 @@ impl State {
         }
     }
 
+    /// The work of `Change::JoinServerGroup`: the member added to the record (a copy
+    /// of it, if an older version shares it) and indexed.
+    pub(super) fn join_server_group(&mut self, group: &Uuid, consumer: &Uuid, at: Timestamp) {
+        let hash = self.hasher.hash_one(group);
+        let Some(record) = self.groups.by_uuid.find_mut(hash, |g| g.uuid == *group) else {
+            return;
+        };
+        let Err(i) = record.members.binary_search(consumer) else {
+            return;
+        };
+        let record = Arc::make_mut(record);
+        record.members.insert(i, *consumer);
+        record.updated_at = at;
+        self.join(consumer, *group);
+    }
+
     /// The work of `Change::DeleteServerGroup`: the record, and its members' entries.
     pub(super) fn remove_server_group(&mut self, uuid: &Uuid) {
         let members = self
@@ -112,6 +162,81 @@ impl State {
             self.leave(m, uuid);
         }
         self.remove_group_record(uuid);
+        if self.groups.by_uuid.is_empty() {
+            self.groups.pending = PHashTable::default();
+        }
+    }
+
+    /// The counts of pending claims per consumer, from the claims (as the first
+    /// group comes).
+    fn count_pending_claims(&mut self) {
+        let mut counts: Vec<(Uuid, u32)> = self
+            .claims()
+            .filter(|c| c.state == ClaimState::Pending)
+            .map(|c| (c.consumer, 1))
+            .collect();
+        counts.sort_unstable();
+        counts.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            kept.1 += u32::from(same);
+            same
+        });
+        let hasher = &self.hasher;
+        self.groups.pending = PHashTable::from_hashed(
+            counts
+                .into_iter()
+                .map(|c| (hasher.hash_one(c.0), c))
+                .collect(),
+            |c| hasher.hash_one(c.0),
+        );
+    }
+
+    /// Appends to `out` the providers of `consumer`'s claims live at `now`, each
+    /// claim's once: from its own index for a member, none without a read for a
+    /// consumer the counts say has no claim, else found among every claim.
+    pub(crate) fn push_live_claim_providers(
+        &self,
+        consumer: &Uuid,
+        now: Timestamp,
+        out: &mut Vec<ProviderId>,
+    ) {
+        match self.membership(consumer) {
+            Some(m) => out.extend(
+                m.claims
+                    .iter()
+                    .filter(|c| now < c.expires_at)
+                    .flat_map(|c| c.providers.iter().copied()),
+            ),
+            None => out.extend(
+                self.pending_claims_of(consumer)
+                    .filter(|c| c.live(now))
+                    .flat_map(|c| c.allocations.iter())
+                    .filter_map(|a| self.provider_by_uuid(&a.provider))
+                    .map(|p| p.id()),
+            ),
+        }
+    }
+
+    /// The claims non-member `consumer` has recorded as pending: none without a
+    /// read if the counts say so, else found among every claim.
+    fn pending_claims_of<'a>(
+        &'a self,
+        consumer: &'a Uuid,
+    ) -> Box<dyn Iterator<Item = &'a Claim> + 'a> {
+        let hash = self.hasher.hash_one(consumer);
+        let counted = self.has_server_groups()
+            && self
+                .groups
+                .pending
+                .find(hash, |c| c.0 == *consumer)
+                .is_none();
+        if counted {
+            return Box::new(std::iter::empty());
+        }
+        Box::new(
+            self.claims()
+                .filter(move |c| c.consumer == *consumer && c.state == ClaimState::Pending),
+        )
     }
 
     fn remove_group_record(&mut self, uuid: &Uuid) {
@@ -136,12 +261,22 @@ impl State {
             }
             return;
         }
-        let mut claims: Vec<Uuid> = self
-            .claims()
-            .filter(|c| c.consumer == *consumer && c.state == ClaimState::Pending)
-            .map(|c| c.uuid)
-            .collect();
-        claims.sort_unstable();
+        // Its claims move from the counts into its entry: found by a scan only if
+        // it has some (a new instance a pick places has none).
+        let hasher = &self.hasher;
+        let counted =
+            self.groups
+                .pending
+                .remove(hash, |c| c.0 == *consumer, |c| hasher.hash_one(c.0));
+        let mut claims: Vec<MemberClaim> = match counted {
+            Some(_) => self
+                .claims()
+                .filter(|c| c.consumer == *consumer && c.state == ClaimState::Pending)
+                .map(|c| MemberClaim::of(self, c))
+                .collect(),
+            None => Vec::new(),
+        };
+        claims.sort_unstable_by_key(|c| c.uuid);
         let hasher = &self.hasher;
         self.groups.members.insert_unique(
             hash,
@@ -166,41 +301,69 @@ impl State {
         };
         let m = Arc::make_mut(m);
         m.groups.retain(|g| g != group);
-        if m.groups.is_empty() {
-            self.groups.members.remove(
-                hash,
-                |m| m.consumer == *consumer,
-                |m| hasher.hash_one(m.consumer),
-            );
+        if !m.groups.is_empty() {
+            return;
+        }
+        let claims = m.claims.len() as u32;
+        self.groups.members.remove(
+            hash,
+            |m| m.consumer == *consumer,
+            |m| hasher.hash_one(m.consumer),
+        );
+        // No longer a member: its claims are counted again.
+        if claims > 0 {
+            let counts = &mut self.groups.pending;
+            counts.insert_unique(hash, (*consumer, claims), |c| hasher.hash_one(c.0));
         }
     }
 
-    /// Keeps a member's claim list exact as a claim is recorded (`pending`: it is
-    /// recorded pending) or removed: called by the claims' own index upkeep.
-    pub(super) fn note_member_claim(&mut self, claim: &Claim, pending: bool) {
-        if self.groups.members.is_empty() {
+    /// Keeps a member's claim list, or a non-member's count of pending claims,
+    /// exact as a claim is recorded (`pending`: it is recorded pending) or removed:
+    /// called by the claims' own index upkeep.
+    pub(super) fn note_claim(&mut self, claim: &Claim, pending: bool) {
+        if !self.has_server_groups() {
             return;
         }
-        let hash = self.hasher.hash_one(claim.consumer);
-        let Some(m) = self
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(claim.consumer);
+        let Some(m) = self.membership(&claim.consumer) else {
+            let counts = &mut self.groups.pending;
+            match (counts.find_mut(hash, |c| c.0 == claim.consumer), pending) {
+                (Some(count), true) => count.1 += 1,
+                (None, true) => {
+                    counts.insert_unique(hash, (claim.consumer, 1), |c| hasher.hash_one(c.0))
+                }
+                (Some(count), false) if count.1 > 1 => count.1 -= 1,
+                (Some(_), false) => {
+                    counts.remove(hash, |c| c.0 == claim.consumer, |c| hasher.hash_one(c.0));
+                }
+                (None, false) => {}
+            }
+            return;
+        };
+        let at = m.claims.binary_search_by_key(&claim.uuid, |c| c.uuid);
+        let entry = match (at, pending) {
+            (Err(_), true) => Some(MemberClaim::of(self, claim)),
+            (Ok(_), false) => None,
+            _ => return,
+        };
+        let m = self
             .groups
             .members
             .find_mut(hash, |m| m.consumer == claim.consumer)
-        else {
-            return;
-        };
-        let at = m.claims.binary_search(&claim.uuid);
-        match (at, pending) {
-            (Err(at), true) => Arc::make_mut(m).claims.insert(at, claim.uuid),
-            (Ok(at), false) => {
-                Arc::make_mut(m).claims.remove(at);
+            .map(Arc::make_mut)
+            .expect("a member's entry, found above");
+        match (at, entry) {
+            (Err(at), Some(entry)) => m.claims.insert(at, entry),
+            (Ok(at), _) => {
+                m.claims.remove(at);
             }
             _ => {}
         }
     }
 
-    /// Recomputes the members' index from the groups and the claims and compares it
-    /// with the one `apply` keeps. For tests: they must always agree.
+    /// Recomputes the members' index and the counts of pending claims from the
+    /// groups and the claims and compares them with those `apply` keeps. For tests: they must always agree.
     pub fn check_group_index(&self) -> bool {
         let mut fresh: Vec<Membership> = Vec::new();
         for g in self.server_groups() {
@@ -213,7 +376,7 @@ impl State {
                         claims: self
                             .claims()
                             .filter(|c| c.consumer == *m && c.state == ClaimState::Pending)
-                            .map(|c| c.uuid)
+                            .map(|c| MemberClaim::of(self, c))
                             .collect(),
                     }),
                 }
@@ -221,11 +384,27 @@ impl State {
         }
         for f in &mut fresh {
             f.groups.sort_unstable();
-            f.claims.sort_unstable();
+            f.claims.sort_unstable_by_key(|c| c.uuid);
         }
+        let mut counts: Vec<(Uuid, u32)> = Vec::new();
+        if self.has_server_groups() {
+            let pending = self.claims().filter(|c| c.state == ClaimState::Pending);
+            for c in pending.filter(|c| self.membership(&c.consumer).is_none()) {
+                match counts.iter_mut().find(|n| n.0 == c.consumer) {
+                    Some(n) => n.1 += 1,
+                    None => counts.push((c.consumer, 1)),
+                }
+            }
+        }
+        let counted = |&(consumer, n): &(Uuid, u32)| {
+            let hash = self.hasher.hash_one(consumer);
+            self.groups.pending.find(hash, |c| c.0 == consumer) == Some(&(consumer, n))
+        };
         fresh.len() == self.groups.members.len()
             && fresh
                 .iter()
                 .all(|f| self.membership(&f.consumer) == Some(f))
+            && counts.len() == self.groups.pending.len()
+            && counts.iter().all(counted)
     }
 }

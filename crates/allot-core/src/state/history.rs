@@ -165,6 +165,7 @@ impl State {
                 // Groups order nothing a kept order keeps (see `candidates::order`).
                 | Change::PutServerGroup(_)
                 | Change::DeleteServerGroup(_)
+                | Change::JoinServerGroup { .. }
                 // A drain keeps roots out through the pick's filter, not a bound.
                 | Change::PutDrain(_)
                 | Change::DeleteDrain(_) => {}

@@ -346,6 +346,11 @@ impl State {
             Change::DeleteClaim(uuid) => self.remove_claim(uuid),
             Change::PutServerGroup(group) => self.upsert_server_group(group),
             Change::DeleteServerGroup(uuid) => self.remove_server_group(uuid),
+            Change::JoinServerGroup {
+                group,
+                consumer,
+                at,
+            } => self.join_server_group(group, consumer, *at),
             Change::PutDrain(drain) => self.upsert_drain(drain),
             Change::DeleteDrain(uuid) => self.remove_drain(uuid),
             Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
@@ -620,7 +625,9 @@ impl State {
         ) else {
             return;
         };
-        self.note_member_claim(&old, false);
+        if old.state == crate::model::ClaimState::Pending {
+            self.note_claim(&old, false);
+        }
         let mut seen: Vec<ProviderId> = Vec::new();
         for a in old.allocations.iter() {
             let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
@@ -643,7 +650,7 @@ impl State {
         if claim.state != crate::model::ClaimState::Pending {
             return;
         }
-        self.note_member_claim(claim, true);
+        self.note_claim(claim, true);
         for a in claim.allocations.iter() {
             let Some(id) = self.provider_by_uuid(&a.provider).map(Provider::id) else {
                 continue;

@@ -145,6 +145,7 @@ struct Tally {
     broken_groups_seen: usize,
     drained: usize,
     drains_confirmed: usize,
+    groups_put_back: usize,
 }
 
 /// A drain of one root, every consumer there, all or none.
@@ -291,8 +292,11 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                         (result.map(|(_, c)| c), vec![consumer(who)], false)
                     }
                     7 => {
-                        // Places nobody: a release, a leave, or a root moving rack.
-                        let changes = match rng.below(4) {
+                        // Places nobody: a release, a leave, a root moving rack or
+                        // aggregate, or every group deleted and put back as it was
+                        // (the view's counts of pending claims go and are made again
+                        // with claims in the view).
+                        let changes = match rng.below(5) {
                             0 => s
                                 .plan_release_consumer_claims(&consumer(who), now)
                                 .map(|(_, c)| c),
@@ -309,10 +313,26 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
                                 let rack = ["CUSTOM_RACK_A", "CUSTOM_RACK_B"][rng.below(2)];
                                 Ok(vec![Change::SetTraits(ProviderId(r), vec![tn(rack)])])
                             }
-                            _ => {
+                            3 => {
                                 let r = 1 + rng.below(roots as usize) as u64;
                                 let aggregates = vec![Uuid::from_u128(0xa1 + rng.below(2) as u128)];
                                 Ok(vec![Change::SetAggregates(ProviderId(r), aggregates)])
+                            }
+                            _ => {
+                                // (Or all but one, which is then replaced while
+                                // it is the only group.)
+                                let all: Vec<ServerGroup> = s.server_groups().cloned().collect();
+                                let kept = usize::from(rng.below(2) == 0);
+                                let gone = all
+                                    .iter()
+                                    .skip(kept)
+                                    .map(|g| Change::DeleteServerGroup(g.uuid));
+                                let back = all
+                                    .iter()
+                                    .cloned()
+                                    .map(|g| Change::PutServerGroup(Box::new(g)));
+                                tally.groups_put_back += 1;
+                                Ok(gone.chain(back).collect())
                             }
                         };
                         (changes, Vec::new(), false)
@@ -404,6 +424,7 @@ fn no_member_placing_write_makes_a_hard_rule_more_broken() {
     assert!(tally.soft_broken > 10, "{tally:?}");
     assert!(tally.grouped_picks > 500, "{tally:?}");
     assert!(tally.broken_groups_seen > 20, "{tally:?}");
+    assert!(tally.groups_put_back > 50, "{tally:?}");
     assert!(
         tally.drained > 50 && tally.drains_confirmed > 50,
         "{tally:?}"

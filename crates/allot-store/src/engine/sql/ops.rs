@@ -79,6 +79,8 @@ static DELETE_CLAIM_AMOUNTS: Statement = Statement::delete(&CLAIM_ALLOCATIONS, &
 static DELETE_CLAIM: Statement = Statement::delete(&CLAIMS, &["uuid"]);
 static PUT_SERVER_GROUP: Statement = Statement::insert(&SERVER_GROUPS, Conflict::Replace);
 static DELETE_SERVER_GROUP: Statement = Statement::delete(&SERVER_GROUPS, &["uuid"]);
+static TOUCH_SERVER_GROUP: Statement =
+    Statement::update(&SERVER_GROUPS, &["updated_at"], &["uuid"]);
 static INSERT_MEMBER: Statement = Statement::insert(&SERVER_GROUP_MEMBERS, Conflict::Fail);
 static DELETE_MEMBERS: Statement = Statement::delete(&SERVER_GROUP_MEMBERS, &["group_uuid"]);
 static PUT_DRAIN: Statement = Statement::insert(&DRAINS, Conflict::Replace);
@@ -114,6 +116,15 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         Change::DeleteClaim(uuid) => delete_claim(*uuid, out),
         Change::PutServerGroup(group) => put_server_group(group, out),
         Change::DeleteServerGroup(uuid) => delete_server_group(*uuid, out),
+        Change::JoinServerGroup {
+            group,
+            consumer,
+            at,
+        } => {
+            let group = Value::Uuid(*group);
+            push(out, &INSERT_MEMBER, vec![group, Value::Uuid(*consumer)]);
+            push(out, &TOUCH_SERVER_GROUP, vec![Value::Int(*at), group]);
+        }
         Change::PutDrain(drain) => put_drain(drain, out),
         Change::DeleteDrain(uuid) => delete_drain(*uuid, out),
         Change::DeleteConsumer(uuid) => delete_consumer(*uuid, out),
