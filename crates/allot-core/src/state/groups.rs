@@ -39,38 +39,49 @@ struct Membership {
     consumer: Uuid,
     /// The groups it is in, sorted.
     groups: Vec<Uuid>,
-    /// Its claims recorded as pending (live or past their expiry), by uuid.
-    claims: Vec<MemberClaim>,
+    /// Where its claims recorded as pending (live or past their expiry) are, one
+    /// entry per claim and provider, sorted.
+    claims: Vec<ClaimPlace>,
 }
 
-/// What the view keeps of a member's pending claim: what where the member is
-/// ([`State::member_roots`]) reads of it, so that a pick reads no claim record and
-/// looks no provider up by uuid for each member of its groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MemberClaim {
-    uuid: Uuid,
-    /// When it expires (`NEVER` if it does not).
+/// One provider of a member's pending claim: what where the member is
+/// ([`State::member_roots`]) reads of the claim, in the member's own entry, so that
+/// a pick reads no claim record and looks no provider up by uuid for each member
+/// of its groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ClaimPlace {
+    claim: Uuid,
+    provider: ProviderId,
+    /// When the claim expires (`NEVER` if it does not).
     expires_at: Timestamp,
-    /// The providers it is on, by id (they exist while it is pending), each once.
-    providers: Box<[ProviderId]>,
 }
 
-impl MemberClaim {
-    fn of(state: &State, claim: &Claim) -> MemberClaim {
-        let mut providers: Vec<ProviderId> = claim
-            .allocations
-            .iter()
-            .filter_map(|a| state.provider_by_uuid(&a.provider))
-            .map(|p| p.id())
-            .collect();
-        providers.sort_unstable();
-        providers.dedup();
-        MemberClaim {
-            uuid: claim.uuid,
+/// The places of a pending claim, sorted (its providers exist while it is).
+fn places_of(state: &State, claim: &Claim) -> Vec<ClaimPlace> {
+    let mut places: Vec<ClaimPlace> = claim
+        .allocations
+        .iter()
+        .filter_map(|a| state.provider_by_uuid(&a.provider))
+        .map(|p| ClaimPlace {
+            claim: claim.uuid,
+            provider: p.id(),
             expires_at: claim.expires_at.unwrap_or(NEVER),
-            providers: providers.into_boxed_slice(),
-        }
-    }
+        })
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    places
+}
+
+/// The places of `consumer`'s pending claims, found by reading every claim, sorted.
+fn places_scanned(state: &State, consumer: &Uuid) -> Vec<ClaimPlace> {
+    let mut places: Vec<ClaimPlace> = state
+        .claims()
+        .filter(|c| c.consumer == *consumer && c.state == ClaimState::Pending)
+        .flat_map(|c| places_of(state, c))
+        .collect();
+    places.sort_unstable();
+    places
 }
 
 impl State {
@@ -205,7 +216,7 @@ impl State {
                 m.claims
                     .iter()
                     .filter(|c| now < c.expires_at)
-                    .flat_map(|c| c.providers.iter().copied()),
+                    .map(|c| c.provider),
             ),
             None => out.extend(
                 self.pending_claims_of(consumer)
@@ -268,15 +279,10 @@ impl State {
             self.groups
                 .pending
                 .remove(hash, |c| c.0 == *consumer, |c| hasher.hash_one(c.0));
-        let mut claims: Vec<MemberClaim> = match counted {
-            Some(_) => self
-                .claims()
-                .filter(|c| c.consumer == *consumer && c.state == ClaimState::Pending)
-                .map(|c| MemberClaim::of(self, c))
-                .collect(),
+        let claims = match counted {
+            Some(_) => places_scanned(self, consumer),
             None => Vec::new(),
         };
-        claims.sort_unstable_by_key(|c| c.uuid);
         let hasher = &self.hasher;
         self.groups.members.insert_unique(
             hash,
@@ -304,7 +310,7 @@ impl State {
         if !m.groups.is_empty() {
             return;
         }
-        let claims = m.claims.len() as u32;
+        let claims = m.claims.chunk_by(|a, b| a.claim == b.claim).count() as u32;
         self.groups.members.remove(
             hash,
             |m| m.consumer == *consumer,
@@ -341,10 +347,11 @@ impl State {
             }
             return;
         };
-        let at = m.claims.binary_search_by_key(&claim.uuid, |c| c.uuid);
-        let entry = match (at, pending) {
-            (Err(_), true) => Some(MemberClaim::of(self, claim)),
-            (Ok(_), false) => None,
+        let at = m.claims.partition_point(|p| p.claim < claim.uuid);
+        let held = m.claims[at..].partition_point(|p| p.claim == claim.uuid);
+        let places = match (held, pending) {
+            (0, true) => places_of(self, claim),
+            (1.., false) => Vec::new(),
             _ => return,
         };
         let m = self
@@ -353,13 +360,7 @@ impl State {
             .find_mut(hash, |m| m.consumer == claim.consumer)
             .map(Arc::make_mut)
             .expect("a member's entry, found above");
-        match (at, entry) {
-            (Err(at), Some(entry)) => m.claims.insert(at, entry),
-            (Ok(at), _) => {
-                m.claims.remove(at);
-            }
-            _ => {}
-        }
+        m.claims.splice(at..at + held, places);
     }
 
     /// Recomputes the members' index and the counts of pending claims from the
@@ -373,18 +374,13 @@ impl State {
                     None => fresh.push(Membership {
                         consumer: *m,
                         groups: vec![g.uuid],
-                        claims: self
-                            .claims()
-                            .filter(|c| c.consumer == *m && c.state == ClaimState::Pending)
-                            .map(|c| MemberClaim::of(self, c))
-                            .collect(),
+                        claims: places_scanned(self, m),
                     }),
                 }
             }
         }
         for f in &mut fresh {
             f.groups.sort_unstable();
-            f.claims.sort_unstable_by_key(|c| c.uuid);
         }
         let mut counts: Vec<(Uuid, u32)> = Vec::new();
         if self.has_server_groups() {
