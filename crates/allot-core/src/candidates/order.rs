@@ -39,7 +39,10 @@
 //!   read afresh by every walk, except where a pool's term is in a key: then the
 //!   order is rebuilt from the earliest expiry among the pools;
 //! - an anchor without a bound (nothing fits there, or a rule the anchor fails) is
-//!   left out, and comes back only through a change that lowers something there.
+//!   left out, and comes back through a change that lowers something there, or at
+//!   the expiry of a pending claim that left it without one: its own providers'
+//!   noted as above, and its pools' too where their terms are in its bound (a pool
+//!   without room for a class that no own provider gives leaves it out).
 //!
 //! Only picks use kept orders (they run in the writer, one at a time, so the lock is
 //! never waited on); readers on older versions compute bounds afresh. At most
@@ -312,10 +315,12 @@ impl<'s> Walk<'_, 's, '_, '_> {
             }
             _ => {
                 // The pools' terms are in the key: it is stale when they change.
-                keys.whole = Some(key(self.whole(&parts, pools)?));
+                // Noted before the key is known: pools without room that leave the
+                // anchor without one may have room at that expiry too.
                 if parts.shared.is_some() || parts.pooled_rest {
                     order.valid_until = order.valid_until.min(self.pool_expiry.get());
                 }
+                keys.whole = Some(key(self.whole(&parts, pools)?));
             }
         }
         Some(keys)

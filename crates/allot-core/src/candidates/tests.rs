@@ -1668,6 +1668,71 @@ fn picks_beside_pools_on_a_kept_order_take_the_first_of_the_full_order() {
     );
 }
 
+/// A root left without a bound because its pools have no room comes back into the
+/// kept order when the pools' pending claim expires: with two requested classes
+/// offered only by the pool, the pool's terms are in the root's bound, and nothing
+/// is recorded when a claim expires.
+#[test]
+fn a_kept_order_takes_back_a_root_whose_pools_claim_expired() {
+    use crate::ops::pick::{Affinity, Pick};
+    let agg = Uuid::from_u128(0xa1);
+    let mut w = World::new();
+    w.provider("pool", None)
+        .total("pool", "VCPU", 2)
+        .total("pool", "DISK_GB", 4)
+        .traits("pool", &[SHARING_TRAIT])
+        .aggregates("pool", &[agg]);
+    w.provider("cn", None)
+        .total("cn", "VGPU", 2)
+        .aggregates("cn", &[agg]);
+    // The pool's VCPU taken until 5.
+    let ask = crate::ops::claims::NewClaim {
+        allocations: vec![crate::ops::allocations::Requested {
+            provider: World::uuid("pool").into(),
+            class: ResourceClass::requested("VCPU"),
+            used: 2,
+        }],
+        expires_at: Some(5),
+        ..crate::testing::pick_claim(1)
+    };
+    let (_, changes) = w.state.plan_create_claim(ask, 0).unwrap();
+    w.state.apply(&changes);
+    let query = CandidateQuery {
+        groups: vec![RequestGroup {
+            resources: vec![
+                (ResourceClass::requested("VCPU"), 1),
+                (ResourceClass::requested("DISK_GB"), 1),
+                (ResourceClass::requested("VGPU"), 1),
+            ],
+            ..Default::default()
+        }],
+        limit: Some(1),
+        weigh: Weigh {
+            sort: Some(Sort::Spread),
+            prefer: Vec::new(),
+        },
+        ..Default::default()
+    };
+    let pick = |now, n| Pick {
+        query: CandidateQuery {
+            now,
+            ..query.clone()
+        },
+        options: SearchOptions::default(),
+        claims: vec![crate::testing::pick_claim(n)],
+        affinity: Affinity::None,
+        partial: false,
+        shapes: Vec::new(),
+        together: false,
+    };
+    assert!(
+        w.state.plan_pick(pick(0, 2), 0).is_err(),
+        "the pool is full"
+    );
+    let (placed, _) = w.state.plan_pick(pick(5, 3), 5).expect("the claim expired");
+    assert_eq!(placed.claims[0].allocations.len(), 3);
+}
+
 /// Twenty-five `spread` picks of `q`'s shape on `w`, with random changes and time
 /// passing between them, each compared with the first candidate of the full order;
 /// how many were placed, and how many of those the walk (on a kept order) answered.

@@ -138,8 +138,8 @@ pub(super) struct Walk<'p, 's, 'q, 'a> {
     /// Candidates the walk may generate before it gives up.
     pub max_candidates: usize,
     /// The first instant after the query's `now` at which a pending claim counted
-    /// in an anchor's own terms since this was last set stops counting (see
-    /// `super::order`).
+    /// in an anchor's own terms since this was last set stops counting, or one on
+    /// pools that left the anchor without a bound (see `super::order`).
     pub next_expiry: Cell<Timestamp>,
     /// The same for the pools' terms.
     pub pool_expiry: Cell<Timestamp>,
@@ -476,18 +476,39 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
                     shared_pools.extend_from_slice(pools);
                 } else {
                     // A second class that pools offer: both are in the rest.
-                    parts.rest += self.better(local, self.pools_term(k, amount, pools))?;
+                    parts.rest += self.pooled_term(local, k, amount, pools)?;
                     parts.pooled_rest = true;
                 }
             }
         }
         if parts.pooled_rest {
             if let Some((k, amount, local)) = parts.shared.take() {
-                parts.rest += self.better(local, self.pools_term(k, amount, shared_pools))?;
+                parts.rest += self.pooled_term(local, k, amount, shared_pools)?;
                 shared_pools.clear();
             }
         }
         Some(parts)
+    }
+
+    /// The better of `local` and the best term of class `k` among `pools`, for a
+    /// bound whose rest holds the pools' terms. When neither has room the anchor has
+    /// no bound until a claim on the pools expires, which no change records: that
+    /// expiry is noted as the anchor's own, so that a kept order looks at the anchor
+    /// again then (`super::order`), as it does for its own providers' claims.
+    fn pooled_term(
+        &self,
+        local: Option<u128>,
+        k: usize,
+        amount: u64,
+        pools: &[ProviderId],
+    ) -> Option<u128> {
+        let term = self.better(local, self.pools_term(k, amount, pools));
+        if term.is_none() {
+            // Every pool's term read in this walk folded its expiry in.
+            self.next_expiry
+                .set(self.next_expiry.get().min(self.pool_expiry.get()));
+        }
+        term
     }
 
     /// Provider `p`'s term for requested class `k`, if it has room for `amount`; the
