@@ -212,6 +212,8 @@ pub struct ClaimFilter {
     pub tag: Option<String>,
     /// Claims in this state.
     pub state: Option<ClaimState>,
+    /// Claims with an amount of this class.
+    pub resource_class: Option<String>,
     /// At most this many (one page).
     pub limit: Option<u64>,
     /// Claims after this one (the last uuid of the previous page).
@@ -221,7 +223,7 @@ pub struct ClaimFilter {
 impl ClaimFilter {
     /// The query string (without `?`), parameters in the API document's order.
     pub fn query(&self) -> String {
-        let pairs: [(&str, Option<String>); 8] = [
+        let pairs: [(&str, Option<String>); 9] = [
             ("consumer_uuid", self.consumer_uuid.map(|u| u.to_string())),
             (
                 "resource_provider_uuid",
@@ -231,6 +233,7 @@ impl ClaimFilter {
             ("consumer_type", self.consumer_type.clone()),
             ("tag", self.tag.clone()),
             ("state", self.state.map(|s| s.as_str().to_owned())),
+            ("resource_class", self.resource_class.clone()),
             ("limit", self.limit.map(|l| l.to_string())),
             ("marker", self.marker.map(|u| u.to_string())),
         ];
@@ -416,15 +419,18 @@ impl Client {
     }
 
     /// `GET /pending?consumer_uuid=...&project_id=...`: pending totals per class of a
-    /// consumer, a project, or both (the server wants at least one).
+    /// consumer, a project, or both (the server wants at least one); of one class
+    /// only with `class`.
     pub async fn pending_totals(
         &self,
         consumer: Option<Uuid>,
         project: Option<&str>,
+        class: Option<&str>,
     ) -> Result<BTreeMap<String, u64>> {
         let query = query_string(&[
             ("consumer_uuid", consumer.map(|u| u.to_string())),
             ("project_id", project.map(str::to_owned)),
+            ("resource_class", class.map(str::to_owned)),
         ]);
         let totals: ProviderPending = self
             .typed(Method::GET, &format!("/pending?{query}"), None)
@@ -682,7 +688,10 @@ mod tests {
         let pending = client.provider_pending(rp, true).await.unwrap();
         assert_eq!(pending.pending["VCPU"], 3);
         assert_eq!(pending.consumers.unwrap()[&consumer]["VCPU"], 3);
-        let totals = client.pending_totals(None, Some("p 1")).await.unwrap();
+        let totals = client
+            .pending_totals(None, Some("p 1"), None)
+            .await
+            .unwrap();
         assert_eq!(totals["MEMORY_MB"], 512);
         assert_eq!(client.provider_named("cn 1").await.unwrap(), Some(rp));
         assert_eq!(client.provider_named("nope").await.unwrap(), None);

@@ -503,6 +503,7 @@ pub fn claims_query() -> Value {
             },
             "tag": {"type": "string", "maxLength": MAX_CLAIM_TAG},
             "state": {"type": "string", "enum": ["pending", "confirmed", "released", "expired"]},
+            "resource_class": resource_class_name(),
             "limit": {"type": "string", "pattern": "^[1-9][0-9]*$"},
             "marker": uuid,
         },
@@ -662,9 +663,15 @@ pub fn pending_query() -> Value {
         "properties": {
             "consumer_uuid": {"type": "string", "format": "uuid"},
             "project_id": owner_id(),
+            "resource_class": resource_class_name(),
         },
         "additionalProperties": false,
     })
+}
+
+/// A resource class's name as a query parameter (as Placement's schemas spell one).
+fn resource_class_name() -> Value {
+    json!({"type": "string", "pattern": RESOURCE_CLASS_PATTERN, "maxLength": 255})
 }
 
 /// The query string of `GET /resource_providers/{uuid}/pending`.

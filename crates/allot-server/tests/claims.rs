@@ -672,6 +672,9 @@ async fn the_answers_have_the_documented_shape() {
         ("project_id=proj&state=pending".to_owned(), 2),
         ("project_id=nobody".to_owned(), 0),
         ("state=released".to_owned(), 0),
+        ("resource_class=MEMORY_MB".to_owned(), 1),
+        ("resource_class=VCPU&project_id=proj".to_owned(), 2),
+        ("resource_class=CUSTOM_NOTHING".to_owned(), 0),
         ("limit=1".to_owned(), 1),
         (format!("marker={uuid}"), 1),
     ] {
@@ -706,6 +709,19 @@ async fn the_answers_have_the_documented_shape() {
     assert_eq!(r.body, json!({"pending": {"MEMORY_MB": 256, "VCPU": 2}}));
     let r = s.call("GET", "/pending?project_id=proj", None).await;
     assert_eq!(r.body, json!({"pending": {"MEMORY_MB": 256, "VCPU": 3}}));
+    let r = s
+        .call("GET", "/pending?project_id=proj&resource_class=VCPU", None)
+        .await;
+    assert_eq!(r.body, json!({"pending": {"VCPU": 3}}));
+    // A class misspelt is a query string problem, on both routes.
+    for path in [
+        "/pending?project_id=proj&resource_class=vcpu",
+        "/claims?resource_class=VCPU%20",
+    ] {
+        let r = s.call("GET", path, None).await;
+        assert_eq!(r.status, 400, "{path}: {r:?}");
+        assert_eq!(r.body["errors"][0]["status"], 400, "{path}: {r:?}");
+    }
     let r = s
         .call(
             "GET",

@@ -95,6 +95,9 @@ struct ListArgs {
     /// Claims in this state: pending, confirmed, released or expired.
     #[arg(long)]
     state: Option<ClaimState>,
+    /// Claims with an amount of this resource class.
+    #[arg(long)]
+    class: Option<String>,
     /// At most this many (one page; without it every page is fetched).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     limit: Option<u64>,
@@ -224,6 +227,9 @@ pub struct PendingArgs {
     /// match).
     #[arg(long)]
     project: Option<String>,
+    /// With `--consumer` or `--project`: this resource class's total alone.
+    #[arg(long, conflicts_with = "provider")]
+    class: Option<String>,
 }
 
 fn parse_expiry(text: &str) -> Result<ClaimExpiry, String> {
@@ -297,6 +303,7 @@ pub fn run(args: ClaimsArgs) -> anyhow::Result<()> {
                     consumer_type: list.consumer_type,
                     tag: list.tag,
                     state: list.state,
+                    resource_class: list.class,
                     limit: list.limit,
                     marker: None,
                 };
@@ -491,7 +498,11 @@ pub fn run_pending(args: PendingArgs) -> anyhow::Result<()> {
             }
             None => {
                 let pending = client
-                    .pending_totals(args.consumer, args.project.as_deref())
+                    .pending_totals(
+                        args.consumer,
+                        args.project.as_deref(),
+                        args.class.as_deref(),
+                    )
                     .await?;
                 render_pending(
                     &ProviderPending {

@@ -184,6 +184,8 @@ fn claims_from_the_command_line() {
     assert_eq!(by(&["--tag", "mass start"]), [first_uuid.as_str()]);
     assert_eq!(by(&["--limit", "1"]), all[..1]);
     assert!(by(&["--state", "released"]).is_empty());
+    assert_eq!(by(&["--class", "MEMORY_MB"]), [first_uuid.as_str()]);
+    assert_eq!(by(&["--class", "VCPU"]).len(), 2);
 
     // Pending totals: per provider (by name), per consumer, per project.
     let pending = stdout_of(allot(&server, &["pending", "cn1"]));
@@ -205,6 +207,19 @@ fn claims_from_the_command_line() {
         &["pending", "--project", "proj", "-f", "json"],
     ));
     assert_eq!(project, json!({"pending": {"MEMORY_MB": 1024, "VCPU": 6}}));
+    let memory = json_of(allot(
+        &server,
+        &[
+            "pending",
+            "--project",
+            "proj",
+            "--class",
+            "MEMORY_MB",
+            "-f",
+            "json",
+        ],
+    ));
+    assert_eq!(memory, json!({"pending": {"MEMORY_MB": 1024}}));
 
     // Confirm: the claim becomes the consumer's allocation and stops being pending.
     let confirmed = json_of(allot(

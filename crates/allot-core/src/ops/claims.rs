@@ -84,6 +84,8 @@ pub struct ClaimFilter {
     pub tag: Option<String>,
     /// The state at the time of the question.
     pub state: Option<ClaimState>,
+    /// A class the claim promises an amount of.
+    pub resource_class: Option<ResourceClass>,
 }
 
 impl ClaimFilter {
@@ -105,6 +107,10 @@ impl ClaimFilter {
                 .as_deref()
                 .is_none_or(|t| c.tag.as_deref() == Some(t))
             && self.state.is_none_or(|s| c.state_at(now) == s)
+            && self
+                .resource_class
+                .as_ref()
+                .is_none_or(|k| c.allocations.iter().any(|a| a.class == *k))
     }
 }
 
@@ -751,6 +757,20 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(s.list_claims(&expired, 60, None, None).unwrap().len(), 5);
+        let of_class = |name: &str| ClaimFilter {
+            resource_class: Some(ResourceClass::new_unchecked(name)),
+            ..Default::default()
+        };
+        assert_eq!(
+            s.list_claims(&of_class("VCPU"), 10, None, None)
+                .unwrap()
+                .len(),
+            5
+        );
+        assert!(s
+            .list_claims(&of_class("DISK_GB"), 10, None, None)
+            .unwrap()
+            .is_empty());
         let (total, by_consumer) = s.provider_pending(ProviderId(1), 10);
         assert_eq!(total.get("VCPU"), Some(&5));
         assert_eq!(by_consumer.len(), 2);

@@ -341,20 +341,25 @@ pub async fn provider_pending(
     Ok(ctx.cached(response, now))
 }
 
-/// `GET /pending?consumer_uuid=&project_id=`: what the live claims of a consumer, of
-/// a project, or of a consumer within a project promise, by class.
+/// `GET /pending?consumer_uuid=&project_id=&resource_class=`: what the live claims of
+/// a consumer, of a project, or of a consumer within a project promise, by class (or
+/// of one class).
 pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::ClaimsPending)?;
     let PendingQuery {
         consumer,
         project_id,
+        resource_class,
     } = PendingQuery::read(raw.as_deref())?;
     let now = app.host.now();
-    let totals = app
+    let mut totals = app
         .host
         .read()
         .pending_totals(consumer.as_ref(), project_id.as_deref(), now);
+    if let Some(class) = resource_class {
+        totals.retain(|k, _| *k == class);
+    }
     let body = wire::Pending {
         consumers: None,
         pending: wire::claims::by_name(&totals),

@@ -5,7 +5,7 @@
 use allot_core::names::canonical_uuid;
 use allot_core::ops::claims::{ClaimFilter, NewClaim};
 use allot_core::ops::pick::Affinity;
-use allot_core::{ClaimState, Error, Timestamp, Uuid};
+use allot_core::{ClaimState, Error, ResourceClass, Timestamp, Uuid};
 use serde::Deserialize;
 
 use super::allocations::{consumer_uuid, requested};
@@ -344,6 +344,9 @@ impl ClaimsQuery {
             tag: q.owned("tag"),
             // The schema's enum admits only the states' names.
             state: q.text("state").and_then(ClaimState::parse),
+            // The schema's pattern admits only a class's spelling; a class that
+            // does not exist is promised by no claim, so it lists none.
+            resource_class: q.text("resource_class").map(ResourceClass::new_unchecked),
         };
         let marker = q.uuid("marker")?.zip(q.owned("marker"));
         // The schema's pattern admits only positive integers; one past usize asks for
@@ -380,13 +383,16 @@ pub fn read_provider_pending_query(raw: Option<&str>) -> Result<bool, ApiError> 
     Ok(q.text("detail") == Some("consumers"))
 }
 
-/// The query string of `GET /pending`: a consumer, a project, or both.
+/// The query string of `GET /pending`: a consumer, a project, or both, and a class
+/// to answer alone.
 #[derive(Debug)]
 pub struct PendingQuery {
     /// The consumer.
     pub consumer: Option<Uuid>,
     /// The project.
     pub project_id: Option<String>,
+    /// The one class to answer (every class when `None`).
+    pub resource_class: Option<ResourceClass>,
 }
 
 impl PendingQuery {
@@ -396,6 +402,7 @@ impl PendingQuery {
         let query = PendingQuery {
             consumer: q.uuid("consumer_uuid")?,
             project_id: q.owned("project_id"),
+            resource_class: q.text("resource_class").map(ResourceClass::new_unchecked),
         };
         if query.consumer.is_none() && query.project_id.is_none() {
             return Err(invalid_query(

@@ -154,7 +154,7 @@ pub(super) async fn verify(
             },
             // Pending totals carry no consumer count: the amounts alone are checked.
             Holding::Claims => ProjectUsages {
-                classes: client.pending_totals(None, Some(project)).await?,
+                classes: client.pending_totals(None, Some(project), None).await?,
                 consumer_count: None,
             },
         };
