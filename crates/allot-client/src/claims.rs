@@ -408,12 +408,20 @@ impl Client {
     }
 
     /// `GET /resource_providers/{uuid}/pending`: the provider's pending totals, per
-    /// consumer too when `detail`.
-    pub async fn provider_pending(&self, provider: Uuid, detail: bool) -> Result<ProviderPending> {
-        let path = if detail {
-            format!("/resource_providers/{provider}/pending?detail=consumers")
-        } else {
-            format!("/resource_providers/{provider}/pending")
+    /// consumer too when `detail`, over the providers below it too when `tree`.
+    pub async fn provider_pending(
+        &self,
+        provider: Uuid,
+        detail: bool,
+        tree: bool,
+    ) -> Result<ProviderPending> {
+        let query = query_string(&[
+            ("detail", detail.then(|| "consumers".to_owned())),
+            ("tree", tree.then(|| "true".to_owned())),
+        ]);
+        let path = match query.is_empty() {
+            true => format!("/resource_providers/{provider}/pending"),
+            false => format!("/resource_providers/{provider}/pending?{query}"),
         };
         self.typed(Method::GET, &path, None).await
     }
@@ -685,7 +693,7 @@ mod tests {
         ])
         .await;
         let client = client(&url);
-        let pending = client.provider_pending(rp, true).await.unwrap();
+        let pending = client.provider_pending(rp, true, false).await.unwrap();
         assert_eq!(pending.pending["VCPU"], 3);
         assert_eq!(pending.consumers.unwrap()[&consumer]["VCPU"], 3);
         let totals = client

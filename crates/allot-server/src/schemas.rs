@@ -678,7 +678,10 @@ fn resource_class_name() -> Value {
 pub fn provider_pending_query() -> Value {
     json!({
         "type": "object",
-        "properties": {"detail": {"type": "string", "enum": ["consumers"]}},
+        "properties": {
+            "detail": {"type": "string", "enum": ["consumers"]},
+            "tree": {"type": "string", "enum": ["true", "false"]},
+        },
         "additionalProperties": false,
     })
 }

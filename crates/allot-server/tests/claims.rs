@@ -614,6 +614,58 @@ async fn claims_and_their_expiry_survive_a_restart() {
     s.shut().await;
 }
 
+/// A host's pending total with `tree=true` counts what is promised on the
+/// providers below it (a NUMA node), and without it the host's own alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trees_pending_total_counts_the_providers_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), clock()).await;
+    let host = provider(&s, "host", 8).await;
+    let r = s
+        .call(
+            "POST",
+            "/resource_providers",
+            Some(json!({"name": "host-numa0", "parent_provider_uuid": &host})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let numa = r.body["uuid"].as_str().unwrap().to_owned();
+    let r = s
+        .call(
+            "PUT",
+            &format!("/resource_providers/{numa}/inventories"),
+            Some(json!({"resource_provider_generation": 0,
+                        "inventories": {"VCPU": {"total": 4}}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let (on_host, on_numa) = (consumer(), consumer());
+    claim(&s, &on_host, &host, 2, None).await;
+    claim(&s, &on_numa, &numa, 3, None).await;
+    let pending = |query: &'static str| {
+        let path = format!("/resource_providers/{host}/pending{query}");
+        let s = &s;
+        async move { s.call("GET", &path, None).await }
+    };
+    assert_eq!(pending("").await.body, json!({"pending": {"VCPU": 2}}));
+    assert_eq!(
+        pending("?tree=false").await.body,
+        json!({"pending": {"VCPU": 2}})
+    );
+    assert_eq!(
+        pending("?tree=true").await.body,
+        json!({"pending": {"VCPU": 5}})
+    );
+    assert_eq!(
+        pending("?tree=true&detail=consumers").await.body,
+        json!({"pending": {"VCPU": 5},
+               "consumers": {&on_host: {"VCPU": 2}, &on_numa: {"VCPU": 3}}})
+    );
+    let r = pending("?tree=yes").await;
+    assert_eq!(r.status, 400, "{r:?}");
+    s.shut().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answers_have_the_documented_shape() {
     let dir = tempfile::tempdir().unwrap();

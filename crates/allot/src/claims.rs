@@ -220,6 +220,10 @@ pub struct PendingArgs {
     /// With the provider: the totals per consumer too.
     #[arg(long, conflicts_with_all = ["consumer", "project"])]
     consumers: bool,
+    /// With the provider: what the providers below it hold pending too (a host
+    /// with its NUMA nodes and devices).
+    #[arg(long, conflicts_with_all = ["consumer", "project"])]
+    tree: bool,
     /// Instead of a provider: this consumer's totals.
     #[arg(long)]
     consumer: Option<Uuid>,
@@ -492,7 +496,9 @@ pub fn run_pending(args: PendingArgs) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("finding provider {provider:?}"))?;
                 render_pending(
-                    &client.provider_pending(uuid, args.consumers).await?,
+                    &client
+                        .provider_pending(uuid, args.consumers, args.tree)
+                        .await?,
                     args.format,
                 )
             }

@@ -207,6 +207,11 @@ fn claims_from_the_command_line() {
         &["pending", "--project", "proj", "-f", "json"],
     ));
     assert_eq!(project, json!({"pending": {"MEMORY_MB": 1024, "VCPU": 6}}));
+    // The host alone is the whole tree here.
+    assert_eq!(
+        json_of(allot(&server, &["pending", "cn1", "--tree", "-f", "json"])),
+        json!({"pending": {"MEMORY_MB": 1024, "VCPU": 6}})
+    );
     let memory = json_of(allot(
         &server,
         &[

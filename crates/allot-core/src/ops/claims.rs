@@ -444,19 +444,30 @@ impl State {
         id: ProviderId,
         now: Timestamp,
     ) -> (ByClass, BTreeMap<Uuid, ByClass>) {
-        let mut total = ByClass::new();
-        let mut by_consumer: BTreeMap<Uuid, ByClass> = BTreeMap::new();
+        let mut sums = (ByClass::new(), BTreeMap::new());
         if let Some(p) = self.provider(id) {
-            for e in p.pending.iter().filter(|e| e.live(now)) {
-                *total.entry(e.class.clone()).or_insert(0) += e.amount;
-                *by_consumer
-                    .entry(e.consumer)
-                    .or_default()
-                    .entry(e.class.clone())
-                    .or_insert(0) += e.amount;
-            }
+            add_pending(p, now, &mut sums);
         }
-        (total, by_consumer)
+        sums
+    }
+
+    /// [`State::provider_pending`] summed over a provider and every provider below
+    /// it: a host with its NUMA nodes and devices.
+    pub fn tree_pending(
+        &self,
+        id: ProviderId,
+        now: Timestamp,
+    ) -> (ByClass, BTreeMap<Uuid, ByClass>) {
+        let mut sums = (ByClass::new(), BTreeMap::new());
+        let mut below = vec![id];
+        while let Some(id) = below.pop() {
+            let Some(p) = self.provider(id) else {
+                continue;
+            };
+            below.extend(p.children.iter().copied());
+            add_pending(p, now, &mut sums);
+        }
+        sums
     }
 
     /// What live claims of a consumer, or of a project's consumers, promise at `now`,
@@ -478,6 +489,22 @@ impl State {
             }
         }
         total
+    }
+}
+
+/// Adds what live claims promise on `p` at `now` to the sums, in all and per consumer.
+fn add_pending(
+    p: &Provider,
+    now: Timestamp,
+    (total, by_consumer): &mut (ByClass, BTreeMap<Uuid, ByClass>),
+) {
+    for e in p.pending.iter().filter(|e| e.live(now)) {
+        *total.entry(e.class.clone()).or_insert(0) += e.amount;
+        *by_consumer
+            .entry(e.consumer)
+            .or_default()
+            .entry(e.class.clone())
+            .or_insert(0) += e.amount;
     }
 }
 

@@ -311,7 +311,8 @@ pub async fn release_consumer(
 }
 
 /// `GET /resource_providers/{uuid}/pending`: what live claims promise on a
-/// provider, by class; with `?detail=consumers` also per consumer.
+/// provider, by class; with `?detail=consumers` also per consumer; with `?tree=true`
+/// on the providers below it too.
 pub async fn provider_pending(
     ctx: Ctx,
     State(app): State<AppState>,
@@ -321,12 +322,15 @@ pub async fn provider_pending(
     path.raw()?;
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::ClaimsPending)?;
-    let detail = read_provider_pending_query(raw.as_deref())?;
+    let (detail, tree) = read_provider_pending_query(raw.as_deref())?;
     let now = app.host.now();
     let response = {
         let view = app.host.read();
         let provider = path.provider(&view, no_provider)?;
-        let (total, by_consumer) = view.provider_pending(provider.id(), now);
+        let (total, by_consumer) = match tree {
+            true => view.tree_pending(provider.id(), now),
+            false => view.provider_pending(provider.id(), now),
+        };
         let body = wire::Pending {
             consumers: detail.then(|| {
                 by_consumer

@@ -377,10 +377,13 @@ pub fn read_release_query(raw: Option<&str>) -> Result<Uuid, ApiError> {
 }
 
 /// The query string of `GET /resource_providers/{uuid}/pending`: whether the answer
-/// details each consumer's part.
-pub fn read_provider_pending_query(raw: Option<&str>) -> Result<bool, ApiError> {
+/// details each consumer's part, and whether it sums the providers below too.
+pub fn read_provider_pending_query(raw: Option<&str>) -> Result<(bool, bool), ApiError> {
     let q = QueryParams::checked(raw, &schemas::provider_pending_query())?;
-    Ok(q.text("detail") == Some("consumers"))
+    Ok((
+        q.text("detail") == Some("consumers"),
+        q.text("tree") == Some("true"),
+    ))
 }
 
 /// The query string of `GET /pending`: a consumer, a project, or both, and a class
