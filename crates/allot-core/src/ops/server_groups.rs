@@ -313,7 +313,7 @@ impl RootCheck {
     /// the root's own domains looked up in the tally, the members not recounted.
     pub fn breaks(&self, root: &crate::model::Provider) -> bool {
         let mut mine = self.own.clone();
-        mine.extend(self.rule.scope.domains_of(root));
+        self.rule.scope.push_domains(root, &mut mine);
         mine.sort();
         mine.dedup();
         self.others.broken_with(&mine) > self.before

@@ -73,11 +73,16 @@ fn places_of(state: &State, claim: &Claim) -> Vec<ClaimPlace> {
     places
 }
 
+/// `consumer`'s claims recorded as pending, found by reading every claim.
+fn scan_pending<'a>(state: &'a State, consumer: &'a Uuid) -> impl Iterator<Item = &'a Claim> {
+    state
+        .claims()
+        .filter(move |c| c.consumer == *consumer && c.state == ClaimState::Pending)
+}
+
 /// The places of `consumer`'s pending claims, found by reading every claim, sorted.
 fn places_scanned(state: &State, consumer: &Uuid) -> Vec<ClaimPlace> {
-    let mut places: Vec<ClaimPlace> = state
-        .claims()
-        .filter(|c| c.consumer == *consumer && c.state == ClaimState::Pending)
+    let mut places: Vec<ClaimPlace> = scan_pending(state, consumer)
         .flat_map(|c| places_of(state, c))
         .collect();
     places.sort_unstable();
@@ -235,19 +240,16 @@ impl State {
         consumer: &'a Uuid,
     ) -> Box<dyn Iterator<Item = &'a Claim> + 'a> {
         let hash = self.hasher.hash_one(consumer);
-        let counted = self.has_server_groups()
+        let none = self.has_server_groups()
             && self
                 .groups
                 .pending
                 .find(hash, |c| c.0 == *consumer)
                 .is_none();
-        if counted {
+        if none {
             return Box::new(std::iter::empty());
         }
-        Box::new(
-            self.claims()
-                .filter(move |c| c.consumer == *consumer && c.state == ClaimState::Pending),
-        )
+        Box::new(scan_pending(self, consumer))
     }
 
     fn remove_group_record(&mut self, uuid: &Uuid) {
