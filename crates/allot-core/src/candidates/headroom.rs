@@ -3,7 +3,8 @@
 //! `step_size`, nested trees and sharing providers.
 //!
 //! Exact by definition: the number of successive pick-and-claims of the shape
-//! (`crate::ops::pick`, in the search's order, no affinity) that would succeed. A pick
+//! (`crate::ops::pick`, in the search's order, no affinity) that would succeed, so
+//! roots being drained count none. A pick
 //! takes the first candidate of the first anchor (root, in creation order) that has
 //! one, and usage only grows, so the picks fill the anchors one after another: all the
 //! picks an anchor takes come before the next anchor's. So the count is made anchor by
@@ -54,7 +55,12 @@ impl State {
         if prepared.hopeless() {
             return Ok(out);
         }
-        let anchors: Vec<ProviderId> = prepared.anchors().map(|p| p.id()).collect();
+        // A drained root takes no pick, so it holds no headroom.
+        let anchors: Vec<ProviderId> = prepared
+            .anchors()
+            .map(|p| p.id())
+            .filter(|&id| !self.is_drained(id))
+            .collect();
         let mut extra = Extra::default();
         let mut budget = Budget {
             steps_left: options.step_budget,

@@ -312,3 +312,33 @@ fn a_drain_that_cannot_place_everyone_names_them_or_refuses_whole() {
         Err(Error::Invalid(_))
     ));
 }
+
+/// Headroom counts what picks would place: none on a root being drained, and the
+/// root's room again once the drain is deleted.
+#[test]
+fn headroom_leaves_out_a_drained_root() {
+    let mut s = world();
+    place(&mut s, 1, 1, 2);
+    let query = CandidateQuery {
+        groups: vec![crate::candidates::RequestGroup {
+            resources: vec![(crate::names::ResourceClass::requested("VCPU"), 1)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let options = SearchOptions::default();
+    let before = s.headroom(&query, &options).unwrap();
+    assert_eq!(before.total, 30, "{before:?}");
+    let (drain, changes) = s.plan_drain(drain_of(&[1], false), &mut draw(), 0).unwrap();
+    s.apply(&changes);
+    let during = s.headroom(&query, &options).unwrap();
+    // Root 1's consumer moved (pending) to another root: 32 - 8 on root 1 - 2 moved.
+    assert_eq!(during.total, 22, "{during:?}");
+    assert!(during
+        .by_anchor
+        .iter()
+        .all(|&(root, _)| root != ProviderId(1)));
+    let ((), changes) = s.plan_abandon_drain(&drain.drain.uuid, 0).unwrap();
+    s.apply(&changes);
+    assert_eq!(s.headroom(&query, &options).unwrap(), before);
+}
