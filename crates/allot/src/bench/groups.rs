@@ -53,6 +53,7 @@ use uuid::Uuid;
 
 use super::claims::{check_seeded, claim_body, minor, send, ClaimAs, Errors};
 use super::held::{self, Holding, Ledger};
+use super::mass_start::print_checks;
 use super::query::{ms, percentile, read_rss_sum, rss_json};
 use super::shapes::{FLAVOUR, PROJECT, USER};
 use super::Endpoint;
@@ -774,28 +775,13 @@ impl Run<'_> {
             ),
             Err(why) => println!("  violations not read back: {why:#}"),
         }
-        match self.held {
-            Ok(_) => println!("  held: the server holds exactly what it accepted"),
-            Err(why) => println!("  NOT HELD: {why:#}"),
-        }
-        match self.over {
-            Ok(over) if over.is_empty() => println!(
-                "  over-commit: none on the {} providers claimed on",
-                tally.providers.len()
-            ),
-            Ok(over) => println!(
-                "  OVER-COMMIT on {} classes:\n    {}",
-                over.len(),
-                over.join("\n    ")
-            ),
-            Err(why) => println!("  over-commit check failed: {why:#}"),
-        }
-        if let Some((current, peak)) = self.rss {
-            println!(
-                "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
-                args.pid
-            );
-        }
+        print_checks(
+            self.held,
+            self.over,
+            tally.providers.len(),
+            self.rss,
+            &args.pid,
+        );
     }
 
     /// The report as the `--json` file holds it.

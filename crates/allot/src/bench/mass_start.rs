@@ -553,6 +553,36 @@ struct Run<'a> {
     over: &'a anyhow::Result<Vec<String>>,
 }
 
+/// The checks after a start, on stdout: the read-back, the over-commit check over
+/// the `providers` claimed on, and the server's memory with `--pid`.
+pub(super) fn print_checks(
+    held: &anyhow::Result<ProjectUsages>,
+    over: &anyhow::Result<Vec<String>>,
+    providers: usize,
+    rss: Option<(u64, u64)>,
+    pid: &[u32],
+) {
+    match held {
+        Ok(_) => println!("  held: the server holds exactly what it accepted"),
+        Err(why) => println!("  NOT HELD: {why:#}"),
+    }
+    match over {
+        Ok(over) if over.is_empty() => println!(
+            "  over-commit: none on the {} providers claimed on",
+            providers
+        ),
+        Ok(over) => println!(
+            "  OVER-COMMIT on {} classes:\n    {}",
+            over.len(),
+            over.join("\n    ")
+        ),
+        Err(why) => println!("  over-commit check failed: {why:#}"),
+    }
+    if let Some((current, peak)) = rss {
+        println!("server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB", pid);
+    }
+}
+
 impl Run<'_> {
     /// The report on stdout: a line saying what ran, the figures' table, then the
     /// checks.
@@ -596,28 +626,13 @@ impl Run<'_> {
         for (what, n) in tally.errors.iter() {
             println!("  errors {what}: {n}");
         }
-        match self.held {
-            Ok(_) => println!("  held: the server holds exactly what it accepted"),
-            Err(why) => println!("  NOT HELD: {why:#}"),
-        }
-        match self.over {
-            Ok(over) if over.is_empty() => println!(
-                "  over-commit: none on the {} providers claimed on",
-                tally.providers.len()
-            ),
-            Ok(over) => println!(
-                "  OVER-COMMIT on {} classes:\n    {}",
-                over.len(),
-                over.join("\n    ")
-            ),
-            Err(why) => println!("  over-commit check failed: {why:#}"),
-        }
-        if let Some((current, peak)) = self.rss {
-            println!(
-                "server pid {:?}: VmRSS {current} kB, VmHWM {peak} kB",
-                args.pid
-            );
-        }
+        print_checks(
+            self.held,
+            self.over,
+            tally.providers.len(),
+            self.rss,
+            &args.pid,
+        );
     }
 
     /// The report as the `--json` file holds it.
