@@ -64,6 +64,11 @@ pub enum StoreError {
     /// The PostgreSQL engine failed (or could not connect: the message says why).
     #[error("postgres: {}", postgres_message(.0))]
     Postgres(postgres::Error),
+    /// The MariaDB engine failed (or could not connect: the message says why).
+    /// A Galera cluster's certification failure (a deadlock error at commit) or a
+    /// node not ready (`wsrep`) is one too: nothing was written.
+    #[error("mariadb: {0}")]
+    MariaDb(String),
     /// TLS to PostgreSQL failed: a certificate that does not verify, a server without
     /// TLS under a mode that requires it, a file of the settings that cannot be read
     /// ([`pg_tls`] says which, in libpq's terms).
@@ -227,11 +232,14 @@ enum Engine {
     Sqlite(Box<engine::sqlite::SqliteEngine>),
     /// Boxed: the client's state is larger than SQLite's connection handle.
     Postgres(Box<engine::postgres::PgEngine>),
+    /// Boxed, as the others are.
+    MariaDb(Box<engine::mariadb::MyEngine>),
 }
 
 impl Store {
     /// Opens (creating and migrating if needed) the store a database URL names:
-    /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`.
+    /// `sqlite:PATH` (or `sqlite://PATH`), `postgres://...` or `postgresql://...`,
+    /// `mysql://...`, `mariadb://...` or SQLAlchemy's `mysql+pymysql://...`.
     pub fn open(url: &str) -> Result<Store, StoreError> {
         if let Some(path) = sqlite_file(url)? {
             return Ok(Store(Engine::Sqlite(Box::new(
@@ -243,9 +251,16 @@ impl Store {
                 engine::postgres::PgEngine::open(url)?,
             ))));
         }
+        if engine::mariadb::is_mariadb(url) {
+            return Ok(Store(Engine::MariaDb(Box::new(
+                engine::mariadb::MyEngine::open(url)?,
+            ))));
+        }
         Err(StoreError::BadUrl {
-            url: url.into(),
-            reason: "expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into(),
+            url: redacted(url),
+            reason: "expected sqlite:PATH, postgres://USER@HOST:PORT/DATABASE or \
+                     mysql://USER@HOST:PORT/DATABASE"
+                .into(),
         })
     }
 
@@ -260,6 +275,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.load(),
             Engine::Postgres(e) => e.load(),
+            Engine::MariaDb(e) => e.load(),
         }
     }
 
@@ -268,8 +284,10 @@ impl Store {
     /// (`engine::saved`); a view that cannot be saved is said in the log, and the
     /// next start reads the tables.
     pub fn close(self, view: &State, at: Cursor) {
-        let Engine::Sqlite(engine) = self.0 else {
-            return;
+        let engine = match self.0 {
+            Engine::Sqlite(engine) => engine,
+            Engine::MariaDb(engine) => return engine.close(),
+            Engine::Postgres(_) => return,
         };
         let started = std::time::Instant::now();
         match engine.close_saving(view, at) {
@@ -306,7 +324,7 @@ impl Store {
     pub(crate) fn view_save_every(&self) -> Option<std::time::Duration> {
         match &self.0 {
             Engine::Sqlite(e) => e.save_every,
-            Engine::Postgres(_) => None,
+            Engine::Postgres(_) | Engine::MariaDb(_) => None,
         }
     }
 
@@ -316,7 +334,7 @@ impl Store {
     pub fn running_save(&self, at: Cursor) -> Result<Option<RunningSave>, StoreError> {
         match &self.0 {
             Engine::Sqlite(e) => e.running_save(at),
-            Engine::Postgres(_) => Ok(None),
+            Engine::Postgres(_) | Engine::MariaDb(_) => Ok(None),
         }
     }
 
@@ -331,7 +349,7 @@ impl Store {
     pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
         match &self.0 {
             Engine::Sqlite(e) => Some(e.checkpoint_stats().clone()),
-            Engine::Postgres(_) => None,
+            Engine::Postgres(_) | Engine::MariaDb(_) => None,
         }
     }
 
@@ -340,6 +358,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.head(),
             Engine::Postgres(e) => e.head(),
+            Engine::MariaDb(e) => e.head(),
         }
     }
 
@@ -350,6 +369,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.probe(),
             Engine::Postgres(e) => e.head().map(drop),
+            Engine::MariaDb(e) => e.head().map(drop),
         }
     }
 
@@ -359,6 +379,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.changes_since(after),
             Engine::Postgres(e) => e.changes_since(after),
+            Engine::MariaDb(e) => e.changes_since(after),
         }
     }
 
@@ -374,6 +395,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.write(Some(at), plan),
             Engine::Postgres(e) => e.write(Some(at), plan),
+            Engine::MariaDb(e) => e.write(Some(at), plan),
         }
     }
 
@@ -383,6 +405,7 @@ impl Store {
         match &mut self.0 {
             Engine::Sqlite(e) => e.write(None, &mut |_| changes.to_vec()),
             Engine::Postgres(e) => e.write(None, &mut |_| changes.to_vec()),
+            Engine::MariaDb(e) => e.write(None, &mut |_| changes.to_vec()),
         }
     }
 
@@ -415,7 +438,7 @@ impl Store {
     pub fn sqlite_durability(&self) -> Option<Result<(String, i64), StoreError>> {
         match &self.0 {
             Engine::Sqlite(e) => Some(e.durability()),
-            Engine::Postgres(_) => None,
+            Engine::Postgres(_) | Engine::MariaDb(_) => None,
         }
     }
 
@@ -433,6 +456,11 @@ impl Store {
             Engine::Postgres(_) => StoreKind {
                 engine: "postgresql",
                 schema: engine::postgres::schema_version(),
+                shared: true,
+            },
+            Engine::MariaDb(_) => StoreKind {
+                engine: "mariadb",
+                schema: engine::mariadb::schema_version(),
                 shared: true,
             },
         }

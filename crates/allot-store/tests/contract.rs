@@ -11,7 +11,9 @@ use allot_core::{
 };
 use allot_store::{Commit, Cursor, Store, StoreError};
 
+mod mariadb;
 mod pg;
+use mariadb::MyDatabase;
 use pg::PgDatabase;
 
 fn provider(id: u64, name: &str, generation: u64) -> ProviderRow {
@@ -190,6 +192,65 @@ fn postgres_contract() {
     });
 }
 
+/// Names that differ in case, in trailing spaces or only in accents are different
+/// names on every engine (MariaDB's default collation would call them one), and a
+/// name of the longest length allot allows is stored whole.
+fn names_compare_byte_for_byte(url: &str) {
+    let mut store = Store::open(url).unwrap();
+    let names = ["cn1", "CN1", "cn1 ", "cné", "cne", &"n".repeat(255)];
+    let changes: Vec<Change> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| create(i as u64 + 1, name))
+        .collect();
+    store.persist(&changes).unwrap();
+    let state = store.load().unwrap();
+    let mut stored: Vec<String> = state.providers().map(|p| p.row.name.to_string()).collect();
+    stored.sort();
+    let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(stored, expected);
+    // The same name again is taken, byte for byte.
+    assert!(matches!(
+        store.persist(&[create(99, "cn1 ")]),
+        Err(StoreError::Stale(_))
+    ));
+}
+
+#[test]
+fn sqlite_names_compare_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    names_compare_byte_for_byte(&format!("sqlite:{}", dir.path().join("a.db").display()));
+}
+
+#[test]
+fn postgres_names_compare_byte_for_byte() {
+    if let Some(db) = PgDatabase::new() {
+        names_compare_byte_for_byte(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_names_compare_byte_for_byte() {
+    if let Some(db) = MyDatabase::new() {
+        names_compare_byte_for_byte(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_contract() {
+    if MyDatabase::new().is_none() {
+        return;
+    }
+    let mut databases = Vec::new();
+    contract(&mut || {
+        let db = MyDatabase::new().unwrap();
+        let url = db.url.clone();
+        databases.push(db);
+        url
+    });
+}
+
 /// Two stores on one shared database, as two nodes have: each learns the other's
 /// commits through `changes_since`, and a write hands them to its plan first; two
 /// creates of one provider (by uuid or by name) or one consumer end with the second
@@ -274,15 +335,34 @@ fn postgres_shared_contract() {
     }
 }
 
+#[test]
+fn mariadb_shared_contract() {
+    if let Some(db) = MyDatabase::new() {
+        shared_contract(&db.url);
+    }
+}
+
+#[test]
+fn postgres_racing_creates_serialise() {
+    if let Some(db) = PgDatabase::new() {
+        racing_creates_serialise(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_racing_creates_serialise() {
+    if let Some(db) = MyDatabase::new() {
+        racing_creates_serialise(&db.url);
+    }
+}
+
 /// Two nodes racing to create the same provider, each on its own thread from the
 /// same starting view: exactly one creates it; the other's plan sees that commit
 /// (the log's lock orders them) and creates nothing.
-#[test]
-fn postgres_racing_creates_serialise() {
-    let Some(db) = PgDatabase::new() else { return };
+fn racing_creates_serialise(url: &str) {
     let racers: Vec<_> = (0..2)
         .map(|_| {
-            let url = db.url.clone();
+            let url = url.to_owned();
             std::thread::spawn(move || {
                 let mut store = Store::open(&url).unwrap();
                 let mut made = false;
@@ -307,7 +387,7 @@ fn postgres_racing_creates_serialise() {
         .collect();
     let made: Vec<bool> = racers.into_iter().map(|r| r.join().unwrap()).collect();
     assert_eq!(made.iter().filter(|m| **m).count(), 1, "{made:?}");
-    let mut store = Store::open(&db.url).unwrap();
+    let mut store = Store::open(url).unwrap();
     assert_eq!(store.head().unwrap(), Cursor(1));
 }
 

@@ -7,6 +7,7 @@ use allot_core::{State, Uuid};
 use allot_store::dump::{self, Counts, ImportError};
 use allot_store::Store;
 
+mod mariadb;
 mod pg;
 mod world;
 
@@ -288,23 +289,35 @@ fn not_json_is_named_as_such() {
     assert!(err.starts_with("not an allot dump"), "{err}");
 }
 
-/// SQLite to PostgreSQL and back (`ALLOT_TEST_POSTGRES_URL`): the same view on
-/// PostgreSQL, and the same dump out of each store.
+/// SQLite to PostgreSQL and back (`ALLOT_TEST_POSTGRES_URL`).
 #[test]
 fn a_deployment_moves_from_sqlite_to_postgres_and_back() {
-    let Some(db) = pg::PgDatabase::new() else {
-        return;
-    };
+    if let Some(db) = pg::PgDatabase::new() {
+        moves_to_and_back(&db.url);
+    }
+}
+
+/// SQLite to MariaDB and back (`ALLOT_TEST_MARIADB_URL`).
+#[test]
+fn a_deployment_moves_from_sqlite_to_mariadb_and_back() {
+    if let Some(db) = mariadb::MyDatabase::new() {
+        moves_to_and_back(&db.url);
+    }
+}
+
+/// SQLite to a server database and back: the same view there, and the same dump
+/// out of each store.
+fn moves_to_and_back(server_url: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (source_url, before) = source(&dir);
     let bytes = dump_bytes(&source_url, 1_000);
-    let mut target = Store::open(&db.url).unwrap();
+    let mut target = Store::open(server_url).unwrap();
     dump::import(&mut target, &dump::parse(&bytes).unwrap()).unwrap();
     drop(target);
-    let on_postgres = Store::open(&db.url).unwrap().load().unwrap();
-    assert_eq!(everything(&on_postgres), everything(&before));
-    assert!(on_postgres.check_usage_index());
-    assert_eq!(dump_bytes(&db.url, 1_000), bytes);
+    let on_server = Store::open(server_url).unwrap().load().unwrap();
+    assert_eq!(everything(&on_server), everything(&before));
+    assert!(on_server.check_usage_index());
+    assert_eq!(dump_bytes(server_url, 1_000), bytes);
     // Back into a fresh SQLite database.
     let back_url = url(&dir, "back.db");
     let mut back = Store::open(&back_url).unwrap();

@@ -15,6 +15,8 @@ mod support;
 
 mod pg;
 use pg::PgDatabase;
+mod mariadb;
+use mariadb::MyDatabase;
 
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
 use allot_core::{
@@ -375,9 +377,26 @@ fn postgres_round_trip() {
 }
 
 #[test]
+fn mariadb_round_trip() {
+    if let Some(db) = MyDatabase::new() {
+        suite(&db.url);
+    }
+}
+
+#[test]
 fn bad_urls_are_explained() {
+    let e = Store::open("oracle://x/y").unwrap_err().to_string();
+    assert!(e.contains("expected sqlite:PATH, postgres://"), "{e}");
     let e = Store::open("mysql://x").unwrap_err().to_string();
-    assert!(e.contains("expected sqlite:PATH or postgres://"), "{e}");
+    assert!(e.contains("names no database"), "{e}");
+    let e = Store::open("mysql+pymysql://nobody:secret@127.0.0.1:1/db?charset=utf8")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mariadb: connecting to mysql+pymysql://nobody:***@127.0.0.1:1/db"),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
     // Malformed, unreachable: errors that say so, not panics.
     for url in ["postgres://a@/db", "postgresql://h:notaport/db"] {
         let e = Store::open(url).unwrap_err().to_string();
@@ -423,6 +442,13 @@ fn replay(ops: &[support::Op], restart_every: usize) {
 /// [`replay`] on a database of its own on the test PostgreSQL server, if there is one.
 fn replay_on_postgres(ops: &[support::Op], restart_every: usize) {
     if let Some(db) = PgDatabase::new() {
+        replay_at(&db.url, ops, restart_every);
+    }
+}
+
+/// [`replay`] on a database of its own on the test MariaDB server, if there is one.
+fn replay_on_mariadb(ops: &[support::Op], restart_every: usize) {
+    if let Some(db) = MyDatabase::new() {
         replay_at(&db.url, ops, restart_every);
     }
 }
@@ -497,6 +523,18 @@ proptest! {
     #[test]
     fn postgres_claim_histories_reload_exactly(ops in support::claim_history(40), restart_every in 5usize..40) {
         replay_on_postgres(&ops, restart_every);
+    }
+
+    /// The same histories on MariaDB.
+    #[test]
+    fn mariadb_histories_reload_exactly(ops in support::ops(40, true), restart_every in 5usize..40) {
+        replay_on_mariadb(&ops, restart_every);
+    }
+
+    /// Claims on MariaDB.
+    #[test]
+    fn mariadb_claim_histories_reload_exactly(ops in support::claim_history(40), restart_every in 5usize..40) {
+        replay_on_mariadb(&ops, restart_every);
     }
 }
 
@@ -594,6 +632,20 @@ fn postgres_stale_generation_is_refused() {
 #[test]
 fn postgres_second_create_is_stale() {
     if let Some(db) = PgDatabase::new() {
+        second_create_is_stale(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_stale_generation_is_refused() {
+    if let Some(db) = MyDatabase::new() {
+        stale_generation_is_refused(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_second_create_is_stale() {
+    if let Some(db) = MyDatabase::new() {
         second_create_is_stale(&db.url);
     }
 }

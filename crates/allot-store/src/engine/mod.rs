@@ -14,6 +14,7 @@ use crate::{Commit, Cursor, StoreError};
 
 pub mod checkpointer;
 pub(crate) mod load;
+pub mod mariadb;
 pub mod postgres;
 pub(crate) mod saved;
 pub(crate) mod sql;

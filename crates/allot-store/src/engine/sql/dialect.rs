@@ -19,10 +19,29 @@ pub(crate) trait Dialect {
     const PARAMETER: char;
     /// What follows the type of a column the engine numbers (see [`Column`]).
     const NUMBERED: &'static str;
+    /// What `CREATE TABLE` follows every table's closing parenthesis with (after
+    /// [`Dialect::CLUSTERED`]): the storage engine and collation, where the
+    /// server's defaults are not what allot needs.
+    const TABLE_OPTIONS: &'static str = "";
+    /// What follows `CREATE TABLE` and `CREATE INDEX` (` IF NOT EXISTS` where a
+    /// migration cannot be one transaction, so that one cut short can run again).
+    const IF_NOT_EXISTS: &'static str = "";
 
     /// The column type a [`Type`] is stored as.
     fn type_name(ty: Type) -> &'static str {
         Self::TYPES[ty as usize]
+    }
+
+    /// The type of `column` in `CREATE TABLE`; `keyed` when it is part of a key, a
+    /// unique column or indexed (where some engines cannot take any length of
+    /// text). [`Dialect::type_name`] by default.
+    fn column_type(column: &Column, _keyed: bool) -> &'static str {
+        Self::type_name(column.ty)
+    }
+
+    /// The condition that `a` and `b` differ, NULL being equal to NULL.
+    fn distinct(a: &str, b: &str) -> String {
+        format!("{a} IS DISTINCT FROM {b}")
     }
 
     /// The `n`th parameter of a statement (from 1).
@@ -50,7 +69,7 @@ pub(crate) trait Dialect {
 }
 
 /// How many dialects there are (the engines).
-pub(crate) const DIALECTS: usize = 2;
+pub(crate) const DIALECTS: usize = 3;
 
 /// What an insert does about a row already there with the same key (or a unique
 /// value of it).

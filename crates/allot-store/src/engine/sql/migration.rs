@@ -46,6 +46,14 @@ DROP TABLE stashed_consumers;";
 pub(crate) const DROP_ALLOCATIONS_BY_PROVIDER: &str =
     "DROP INDEX IF EXISTS allocations_by_provider;";
 
+/// Whether one of `steps` indexes `column` of `table`.
+fn indexed(steps: &[Ddl], table: &Table, column: &str) -> bool {
+    steps.iter().any(|step| {
+        matches!(step, Ddl::Index(index)
+            if std::ptr::eq(index.table, table) && index.column == column)
+    })
+}
+
 /// The `CREATE` statements of one migration.
 pub(crate) fn script<D: Dialect>(steps: &[Ddl]) -> String {
     let mut out = String::new();
@@ -56,7 +64,10 @@ pub(crate) fn script<D: Dialect>(steps: &[Ddl]) -> String {
                     .columns
                     .iter()
                     .map(|c| {
-                        let mut line = format!("    {} {}", c.name, D::type_name(c.ty));
+                        let keyed = table.key.contains(&c.name)
+                            || c.unique
+                            || indexed(steps, table, c.name);
+                        let mut line = format!("    {} {}", c.name, D::column_type(c, keyed));
                         if c.numbered {
                             line.push_str(D::NUMBERED);
                         }
@@ -76,14 +87,19 @@ pub(crate) fn script<D: Dialect>(steps: &[Ddl]) -> String {
                 }
                 let after = if table.clustered { D::CLUSTERED } else { "" };
                 out.push_str(&format!(
-                    "CREATE TABLE {} (\n{}\n){after};\n",
+                    "CREATE TABLE{} {} (\n{}\n){after}{};\n",
+                    D::IF_NOT_EXISTS,
                     table.name,
-                    lines.join(",\n")
+                    lines.join(",\n"),
+                    D::TABLE_OPTIONS
                 ));
             }
             Ddl::Index(index) => out.push_str(&format!(
-                "CREATE INDEX {} ON {} ({});\n",
-                index.name, index.table.name, index.column
+                "CREATE INDEX{} {} ON {} ({});\n",
+                D::IF_NOT_EXISTS,
+                index.name,
+                index.table.name,
+                index.column
             )),
             Ddl::Raw(sql) => {
                 out.push_str(sql);

@@ -74,7 +74,7 @@ impl Statement {
     const fn new(shape: Shape) -> Statement {
         Statement {
             shape,
-            rendered: [OnceLock::new(), OnceLock::new()],
+            rendered: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
         }
     }
 
@@ -220,13 +220,12 @@ fn render_update<D: Dialect>(
         equal::<D>(filter, set.len() + 1, " AND ")
     );
     if if_changed {
-        // `IS DISTINCT FROM` is the comparison in which NULL equals NULL,
-        // in both dialects (SQLite has it since 3.39); the set's
-        // parameters are used twice, by number.
+        // A comparison in which NULL equals NULL; the set's parameters are
+        // used twice, by number.
         let changed: Vec<String> = set
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("{c} IS DISTINCT FROM {}", D::placeholder(1 + i)))
+            .map(|(i, c)| D::distinct(c, &D::placeholder(1 + i)))
             .collect();
         sql.push_str(&format!(" AND ({})", changed.join(" OR ")));
     }

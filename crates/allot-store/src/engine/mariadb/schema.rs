@@ -1,0 +1,115 @@
+//! The engine's schema: what each version creates ([`MIGRATIONS`]), and the
+//! migration that brings a database up to date at open ([`migrate`]).
+//!
+//! The tables are the neutral ones of `crate::engine::sql`, spelled by
+//! [`MariaDb`], as the other engines' latest versions have them (this engine
+//! has no older schema to carry). MariaDB commits every DDL statement by itself,
+//! so a migration is not one transaction: each step is written to run again
+//! (`IF NOT EXISTS`, `INSERT IGNORE`), and the version moves after the steps. The
+//! migration runs under a named lock, so that nodes starting together on one
+//! server migrate once (on Galera the lock is one node's, and the steps' running
+//! twice is harmless).
+//!
+//! The log is `allot_log`, with its head in a row of its own (`allot_log_head`, the
+//! lock every node's writer takes), as on PostgreSQL.
+
+use super::dialect::MariaDb;
+use super::Conn;
+use crate::engine::sql::{self, Ddl, Table};
+use crate::StoreError;
+
+/// The change log: every commit's changes, numbered.
+static ALLOT_LOG: Table = Table {
+    name: "allot_log",
+    columns: sql::LOG_COLUMNS,
+    key: &["seq"],
+    clustered: false,
+};
+
+/// Schema migrations, in order. `schema_version.version` is how many have run.
+static MIGRATIONS: &[&[Ddl]] = {
+    use sql::*;
+    &[&[
+        Ddl::Table(&RESOURCE_CLASSES),
+        Ddl::Table(&CLASS_METADATA),
+        Ddl::Table(&TRAITS),
+        Ddl::Table(&PROVIDERS),
+        Ddl::Table(&INVENTORIES),
+        Ddl::Table(&PROVIDER_TRAITS),
+        Ddl::Table(&PROVIDER_AGGREGATES),
+        Ddl::Table(&CONSUMERS),
+        Ddl::Table(&ALLOCATIONS),
+        Ddl::Index(&ALLOCATIONS_BY_CLASS),
+        Ddl::Index(&INVENTORIES_BY_CLASS),
+        Ddl::Table(&CLAIMS),
+        Ddl::Table(&CLAIM_ALLOCATIONS),
+        Ddl::Table(&SERVER_GROUPS),
+        Ddl::Table(&SERVER_GROUP_MEMBERS),
+        Ddl::Table(&DRAINS),
+        Ddl::Table(&DRAIN_ROOTS),
+        Ddl::Table(&DRAIN_CLAIMS),
+        Ddl::Table(&ALLOT_LOG),
+        // A key, as Galera wants of every table it replicates.
+        Ddl::Raw(
+            "CREATE TABLE IF NOT EXISTS allot_log_head (id INT PRIMARY KEY, seq BIGINT NOT NULL) \
+             ENGINE=InnoDB;",
+        ),
+        Ddl::Raw("INSERT IGNORE INTO allot_log_head (id, seq) VALUES (1, 0);"),
+    ]]
+};
+
+/// The schema version this build migrates a database to.
+pub fn schema_version() -> usize {
+    MIGRATIONS.len()
+}
+
+/// How long a node waits for another's migration.
+const MIGRATION_WAIT_SECONDS: u32 = 120;
+
+/// Brings the schema up to date, one step at a time, under a named lock.
+pub(super) fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
+    let locked = conn.query(&format!(
+        "SELECT GET_LOCK('allot_migrate', {MIGRATION_WAIT_SECONDS})"
+    ))?;
+    if super::int(locked.first(), 0)? != 1 {
+        return Err(StoreError::MariaDb(
+            "another node has been migrating the schema for two minutes".into(),
+        ));
+    }
+    let outcome = migrate_locked(conn);
+    let released = conn.batch("DO RELEASE_LOCK('allot_migrate')");
+    outcome.and(released)
+}
+
+fn migrate_locked(conn: &mut Conn) -> Result<(), StoreError> {
+    let supported = MIGRATIONS.len() as i64;
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS schema_version (id INT PRIMARY KEY, version BIGINT NOT NULL) \
+         ENGINE=InnoDB",
+    )?;
+    conn.batch("INSERT IGNORE INTO schema_version (id, version) VALUES (1, 0)")?;
+    loop {
+        let rows = conn.query("SELECT version FROM schema_version WHERE id = 1")?;
+        let version = super::int(rows.first(), 0)?;
+        if version > supported {
+            return Err(StoreError::TooNew {
+                found: version,
+                supported,
+            });
+        }
+        if version == supported {
+            return Ok(());
+        }
+        for statement in sql::script::<MariaDb>(MIGRATIONS[version as usize])
+            .split(";\n")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            conn.batch(statement.trim_end_matches(';'))?;
+        }
+        conn.batch(&format!(
+            "UPDATE schema_version SET version = {} WHERE id = 1",
+            version + 1
+        ))?;
+    }
+}

@@ -1,0 +1,217 @@
+//! Where a node connects and how: a `mysql://`, `mariadb://` or SQLAlchemy-form
+//! (`mysql+pymysql://user:pass@host/db?charset=utf8`, as `placement.conf` writes
+//! it) URL read into the driver's settings, the session every connection starts
+//! with, and the retries of a connection that was lost.
+//!
+//! The URL is read as SQLAlchemy reads it (the password runs from the first `:`
+//! of the credentials to the `@`, so it may hold `/`, `?` and `#` unescaped), not
+//! by the driver's own parser, which refuses the Python drivers' arguments
+//! (`charset=utf8`) that every `placement.conf` carries. Those are ignored: the
+//! connection is always `utf8mb4`. `unix_socket=` names a socket. TLS arguments
+//! (`ssl_ca`, ...) are refused until this build speaks TLS to MariaDB.
+
+use std::time::Duration;
+
+use mysql_async::{Opts, OptsBuilder};
+use tokio::runtime::Runtime;
+
+use crate::engine::postgres::redact;
+use crate::StoreError;
+
+/// How long a reconnect keeps trying (with a doubling pause from 50 ms) before the
+/// call that needed the connection fails.
+const RECONNECT_FOR: Duration = Duration::from_secs(3);
+
+/// How long connecting may take before the server is called unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every connection sets first. Read committed: a write's reads after the
+/// log's lock see every commit before it (under MariaDB's default, repeatable
+/// read, a snapshot could be older than the lock); the load asks for its own
+/// snapshot. Strict: a value that does not fit is an error, never cut short.
+/// Found rows: an update counts the rows it matched, as on the other engines, not
+/// only those whose values changed.
+const SESSION: &[&str] = &[
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
+    "SET NAMES utf8mb4 COLLATE utf8mb4_nopad_bin",
+];
+
+/// Whether `url` names a MariaDB (or MySQL) database: `mysql://`, `mariadb://`,
+/// or SQLAlchemy's `mysql+DRIVER://` and `mariadb+DRIVER://`.
+pub(crate) fn is_mariadb(url: &str) -> bool {
+    let Some((scheme, _)) = url.split_once("://") else {
+        return false;
+    };
+    matches!(scheme.split('+').next(), Some("mysql" | "mariadb"))
+}
+
+/// Where a node connects: the driver's settings, and the URL without its password
+/// for messages.
+#[derive(Clone)]
+pub(super) struct Target {
+    pub(super) opts: Opts,
+    pub(super) shown: String,
+}
+
+impl Target {
+    /// A connection, its session set up.
+    pub(super) fn connect(&self, runtime: &Runtime) -> Result<mysql_async::Conn, StoreError> {
+        let attempt = async {
+            tokio::time::timeout(CONNECT_TIMEOUT, mysql_async::Conn::new(self.opts.clone())).await
+        };
+        match runtime.block_on(attempt) {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(StoreError::MariaDb(format!(
+                "connecting to {}: {e}",
+                self.shown
+            ))),
+            Err(_) => Err(StoreError::MariaDb(format!(
+                "connecting to {}: no answer in {}s",
+                self.shown,
+                CONNECT_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+}
+
+/// Reads a MariaDB URL (see the module's doc).
+pub(super) fn target(text: &str) -> Result<Target, StoreError> {
+    let shown = redact(text);
+    let bad = |reason: &str| StoreError::BadUrl {
+        url: shown.clone(),
+        reason: reason.into(),
+    };
+    let (rest, password) = split_password(text);
+    // `user@/db?unix_socket=...` names no host, which SQLAlchemy allows and the URL
+    // parser does not.
+    let no_host = rest.contains("@/");
+    let rest = rest.replacen("@/", "@localhost/", 1);
+    let url = url::Url::parse(&rest).map_err(|e| bad(&e.to_string()))?;
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|s| s.into_owned())
+            .map_err(|_| bad("a percent-escape in it is not UTF-8"))
+    };
+    let database = decode(url.path().trim_start_matches('/'))?;
+    if database.is_empty() || database.contains('/') {
+        return Err(bad(
+            "it names no database: mysql://USER:PASSWORD@HOST:PORT/DATABASE",
+        ));
+    }
+    let mut socket = None;
+    for (key, value) in url.query_pairs() {
+        match key.as_ref() {
+            "unix_socket" => socket = Some(value.into_owned()),
+            key if key.starts_with("ssl") || key.starts_with("tls") => {
+                return Err(bad(&format!(
+                    "it asks for TLS ({key}), which this build does not speak to MariaDB \
+                     yet: connect over a trusted network or a local socket"
+                )))
+            }
+            // The Python drivers' (charset, plugins): the connection is utf8mb4.
+            _ => {}
+        }
+    }
+    let host = url.host_str().unwrap_or("");
+    if (no_host || host.is_empty()) && socket.is_none() {
+        return Err(bad("it names no host"));
+    }
+    let user = Some(decode(url.username())?).filter(|u| !u.is_empty());
+    let password = password.as_deref().map(decode).transpose()?;
+    let opts = OptsBuilder::default()
+        .ip_or_hostname(if host.is_empty() { "localhost" } else { host })
+        .tcp_port(url.port().unwrap_or(3306))
+        .socket(socket)
+        .prefer_socket(false)
+        .user(user)
+        .pass(password)
+        .db_name(Some(database))
+        .client_found_rows(true)
+        .stmt_cache_size(256)
+        .init(SESSION.to_vec());
+    Ok(Target {
+        opts: opts.into(),
+        shown,
+    })
+}
+
+/// SQLAlchemy's reading of a URL's credentials: after `://`, a user name without `:`
+/// or `/`, then optionally `:` and a password without `@`, then `@`. Returns the URL
+/// without the password, and the password as written (still percent-escaped).
+pub fn split_password(text: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return (text.to_owned(), None);
+    };
+    let Some((credentials, host)) = rest.split_once('@') else {
+        return (text.to_owned(), None);
+    };
+    match credentials.split_once(':') {
+        Some((user, password)) if !user.contains('/') => (
+            format!("{scheme}://{user}@{host}"),
+            Some(password.to_owned()),
+        ),
+        _ => (text.to_owned(), None),
+    }
+}
+
+/// Retries `connect` with a doubling pause for up to [`RECONNECT_FOR`].
+pub(super) fn reconnect<T>(
+    mut connect: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match connect() {
+            Ok(conn) => return Ok(conn),
+            Err(e) if start.elapsed() + pause > RECONNECT_FOR => return Err(e),
+            Err(e) => {
+                tracing::warn!("MariaDB connection lost, retrying in {pause:?}: {e}");
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_as_placement_conf_writes_them() {
+        assert!(is_mariadb(
+            "mysql+pymysql://placement:pw@db/placement?charset=utf8"
+        ));
+        assert!(is_mariadb("mariadb://u@db/allot"));
+        assert!(!is_mariadb("postgres://u@db/allot"));
+        assert!(!is_mariadb("sqlite:/x"));
+        let t = target("mysql+pymysql://placement:pa#s/s?w:d@db:3307/allot?charset=utf8").unwrap();
+        assert_eq!(t.opts.db_name(), Some("allot"));
+        assert_eq!(t.opts.pass(), Some("pa#s/s?w:d"));
+        assert_eq!(t.opts.user(), Some("placement"));
+        assert_eq!(t.opts.tcp_port(), 3307);
+        assert_eq!(t.opts.ip_or_hostname(), "db");
+        assert_eq!(
+            t.shown,
+            "mysql+pymysql://placement:***@db:3307/allot?charset=utf8"
+        );
+        assert!(t.opts.client_found_rows());
+        let t = target("mysql://u@/allot?unix_socket=/run/mysqld/mysqld.sock").unwrap();
+        assert_eq!(t.opts.socket(), Some("/run/mysqld/mysqld.sock"));
+    }
+
+    #[test]
+    fn what_cannot_be_served_is_refused_with_the_reason() {
+        for (url, why) in [
+            ("mysql://u:secret@db/", "names no database"),
+            ("mysql://u:secret@/allot", "names no host"),
+            ("mysql://u:secret@db/allot?ssl_ca=/ca.pem", "TLS (ssl_ca)"),
+        ] {
+            let e = target(url).err().unwrap().to_string();
+            assert!(e.contains(why), "{url}: {e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
+    }
+}
