@@ -137,6 +137,8 @@ struct Shared {
     /// The last commit the current version holds, announced after each publish
     /// ([`Host::caught_up`]).
     published: tokio::sync::watch::Sender<Cursor>,
+    /// The store's fence, for the node's lease (MariaDB: [`Store::fence`]).
+    fence: Option<crate::Fence>,
 }
 
 /// How a host's view was loaded at its start, for `/metrics`.
@@ -208,6 +210,7 @@ impl Host {
             },
             loaded,
             published: tokio::sync::watch::Sender::new(cursor),
+            fence: store.fence(),
         });
         let (queue, jobs) = mpsc::channel();
         let saves = ViewSaves {
@@ -232,6 +235,12 @@ impl Host {
                 writer: Some(writer),
             }),
         })
+    }
+
+    /// The store's fence, for this node's [`crate::Lease`] ([`Store::lease`]);
+    /// `None` where writes need none.
+    pub fn fence(&self) -> Option<crate::Fence> {
+        self.inner.shared.fence.clone()
     }
 
     /// Wakes the writer whenever another node commits (`LISTEN`), so that this node's

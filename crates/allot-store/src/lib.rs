@@ -69,6 +69,15 @@ pub enum StoreError {
     /// node not ready (`wsrep`) is one too: nothing was written.
     #[error("mariadb: {0}")]
     MariaDb(String),
+    /// A conflicting transaction won: on Galera, one committed on another node was
+    /// certified first (or, on one server, a deadlock was broken). Nothing of this
+    /// one was written; a later try plans against the commits that won.
+    #[error("a conflicting commit won, nothing was written: {0}")]
+    Conflict(String),
+    /// This node does not hold the cluster's writer lease (MariaDB): it writes
+    /// nothing for itself, and forwards its writes to the holder (`Fence`).
+    #[error("this node does not hold the cluster's writer lease: {0}")]
+    NotWriter(String),
     /// TLS to PostgreSQL failed: a certificate that does not verify, a server without
     /// TLS under a mode that requires it, a file of the settings that cannot be read
     /// ([`pg_tls`] says which, in libpq's terms).
@@ -200,14 +209,85 @@ pub enum WriterRole {
 /// it. Meant for a thread of its own that ticks every second or so; see
 /// [`Store::lease`].
 #[derive(Debug)]
-pub struct Lease(engine::postgres::PgLease);
+pub struct Lease(LeaseOf);
+
+#[derive(Debug)]
+enum LeaseOf {
+    /// Boxed, as the engines are.
+    Postgres(Box<engine::postgres::PgLease>),
+    MariaDb(Box<engine::mariadb::MyLease>),
+}
 
 impl Lease {
-    /// Takes the role if it is free (and this node has a URL to give), and says who
-    /// holds it. An error means the database could not be asked (the next tick
-    /// connects again); a session lost this way loses the role.
+    /// Takes the role if it is free (on PostgreSQL, only for a node with a URL to
+    /// give; on MariaDB also when the holder's beat stopped), and says who holds it.
+    /// An error means the database could not be asked (the next tick connects
+    /// again); a session lost this way loses the role.
     pub fn tick(&mut self) -> Result<WriterRole, StoreError> {
-        self.0.tick()
+        match &mut self.0 {
+            LeaseOf::Postgres(lease) => lease.tick(),
+            LeaseOf::MariaDb(lease) => lease.tick(),
+        }
+    }
+
+    /// Whether a node without the lease must not write for itself (MariaDB and
+    /// Galera, where only the holder's commits are accepted): it forwards to the
+    /// holder, or answers 503.
+    pub fn fenced(&self) -> bool {
+        matches!(self.0, LeaseOf::MariaDb(_))
+    }
+}
+
+/// The epoch of the writer lease a node holds, shared by its [`Lease`] and its
+/// [`Store`] on MariaDB (`engine::mariadb::lease` has the whole story): once a
+/// lease arms it, the store commits only while the log's head carries the epoch
+/// held here. A store whose fence no lease armed (a tool such as `allot import`,
+/// a test) writes without one. Clones share the value.
+#[derive(Debug, Clone)]
+pub struct Fence(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl Fence {
+    /// No lease arms it: writes are not fenced.
+    const UNARMED: i64 = -1;
+
+    fn new() -> Fence {
+        Fence(std::sync::Arc::new(Fence::UNARMED.into()))
+    }
+
+    /// A lease watches it from now on: writes need the epoch it holds.
+    fn arm(&self) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .0
+            .compare_exchange(Fence::UNARMED, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The epoch held (0: none).
+    fn held(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire).max(0)
+    }
+
+    /// What a write must find in the log's head: `None` for an unarmed fence (no
+    /// check), else the epoch held (0: none, so no write may commit).
+    fn required(&self) -> Option<i64> {
+        match self.0.load(std::sync::atomic::Ordering::Acquire) {
+            Fence::UNARMED => None,
+            epoch => Some(epoch),
+        }
+    }
+
+    fn hold(&self, epoch: i64) {
+        self.0.store(epoch, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The lease is lost or given back: no write commits until it is held again.
+    fn release(&self) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                (v != Fence::UNARMED).then_some(0)
+            });
     }
 }
 
@@ -420,16 +500,41 @@ impl Store {
     }
 
     /// A [`Lease`] on the database `url` names, for a store that several nodes share;
-    /// `advertise` is where this node answers, if others can reach it (without it,
-    /// the node never takes the writer's role, and forwards to whoever has it).
-    /// `None` for SQLite, which one process writes.
-    pub fn lease(url: &str, advertise: Option<String>) -> Result<Option<Lease>, StoreError> {
+    /// `advertise` is where this node answers, if others can reach it. On
+    /// PostgreSQL a node without it never takes the writer's role, and forwards to
+    /// whoever has it. On MariaDB it may take the role (else one node alone would
+    /// never write), and `fence` (its store's, [`Store::fence`]) is armed: from now
+    /// on that store commits only while this lease is held. `None` for SQLite, which
+    /// one process writes.
+    pub fn lease(
+        url: &str,
+        advertise: Option<String>,
+        fence: Option<Fence>,
+    ) -> Result<Option<Lease>, StoreError> {
         if is_postgres(url) {
-            return Ok(Some(Lease(engine::postgres::PgLease::open(
-                url, advertise,
-            )?)));
+            return Ok(Some(Lease(LeaseOf::Postgres(Box::new(
+                engine::postgres::PgLease::open(url, advertise)?,
+            )))));
+        }
+        if engine::mariadb::is_mariadb(url) {
+            let fence = fence.ok_or_else(|| StoreError::BadUrl {
+                url: redacted(url),
+                reason: "a MariaDB lease needs its store's fence".into(),
+            })?;
+            return Ok(Some(Lease(LeaseOf::MariaDb(Box::new(
+                engine::mariadb::MyLease::open(url, advertise, fence)?,
+            )))));
         }
         Ok(None)
+    }
+
+    /// The fence of a MariaDB store, for its node's [`Lease`]; `None` for the other
+    /// engines, whose writes need none.
+    pub fn fence(&self) -> Option<Fence> {
+        match &self.0 {
+            Engine::MariaDb(e) => Some(e.fence.clone()),
+            _ => None,
+        }
     }
 
     /// SQLite's durability settings on this store's own connection, `journal_mode`

@@ -413,3 +413,66 @@ fn listeners_wake_on_commits() {
     assert!(woke);
     assert!(after < std::time::Duration::from_secs(1), "{after:?}");
 }
+
+/// The writer's lease on MariaDB (a row, since Galera replicates no lock): one
+/// holder at a time; a store whose lease is not held commits nothing; a holder
+/// that stops renewing is replaced after the expiry, and its store's commits are
+/// refused from then on (the fence), even though it still thinks it writes.
+#[test]
+fn mariadb_lease_fences_every_commit() {
+    use allot_store::WriterRole::{At, This, Unknown};
+    let Some(db) = MyDatabase::new() else { return };
+    let (mut a, mut b) = (Store::open(&db.url).unwrap(), Store::open(&db.url).unwrap());
+    // Without a lease (a tool), a store writes unfenced.
+    assert_eq!(a.persist(&[create(1, "a")]).unwrap(), Cursor(1));
+    let mut lease_a = Store::lease(&db.url, Some("http://a:8778".into()), a.fence())
+        .unwrap()
+        .unwrap();
+    let mut lease_b = Store::lease(&db.url, None, b.fence()).unwrap().unwrap();
+    assert!(lease_a.fenced());
+    // Armed and not held: nothing commits.
+    assert!(matches!(
+        a.persist(&[bump(1, "a", 0)]),
+        Err(StoreError::NotWriter(_))
+    ));
+    assert_eq!(lease_a.tick().unwrap(), This, "free: taken at once");
+    assert_eq!(lease_b.tick().unwrap(), At("http://a:8778".into()));
+    assert_eq!(a.persist(&[bump(1, "a", 0)]).unwrap(), Cursor(2));
+    assert!(matches!(
+        b.persist(&[bump(1, "a", 1)]),
+        Err(StoreError::NotWriter(_))
+    ));
+    // A keeps renewing: B does not take it, however long it looks.
+    for _ in 0..7 {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        assert_eq!(lease_a.tick().unwrap(), This);
+        assert_eq!(lease_b.tick().unwrap(), At("http://a:8778".into()));
+    }
+    // A stalls (no tick): after the expiry B takes the lease, and A's next commit
+    // is refused although A has not noticed.
+    let started = std::time::Instant::now();
+    let taken = loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let role = lease_b.tick().unwrap();
+        if role == This || started.elapsed() > std::time::Duration::from_secs(10) {
+            break role;
+        }
+    };
+    assert_eq!(taken, This, "not taken over in 10 s");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4));
+    assert!(matches!(
+        a.persist(&[bump(1, "a", 1)]),
+        Err(StoreError::NotWriter(_))
+    ));
+    assert_eq!(b.persist(&[bump(1, "a", 1)]).unwrap(), Cursor(3));
+    // A's next tick learns it lost the lease; B has no URL, so nobody to forward to.
+    assert_eq!(lease_a.tick().unwrap(), Unknown);
+    // B stops: the lease is given back, and A takes it at its next tick.
+    drop(lease_b);
+    assert_eq!(lease_a.tick().unwrap(), This);
+    assert_eq!(a.persist(&[bump(1, "a", 2)]).unwrap(), Cursor(4));
+    assert!(matches!(
+        b.persist(&[bump(1, "a", 3)]),
+        Err(StoreError::NotWriter(_))
+    ));
+}

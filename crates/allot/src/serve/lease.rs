@@ -17,16 +17,21 @@ pub(super) fn take_part(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     let advertise = settings.advertise_url(addr);
-    let Some(lease) = allot_store::Store::lease(&settings.database, advertise.clone())
-        .context("the writer's lease")?
+    let Some(lease) =
+        allot_store::Store::lease(&settings.database, advertise.clone(), state.host.fence())
+            .context("the writer's lease")?
     else {
         return Ok(());
     };
-    match &advertise {
-        Some(url) => tracing::info!(%url, "other nodes may forward their writes here"),
-        None => tracing::info!(
+    match (&advertise, lease.fenced()) {
+        (Some(url), _) => tracing::info!(%url, "other nodes may forward their writes here"),
+        (None, false) => tracing::info!(
             "no --advertise-url: this node forwards its writes to the cluster's \
              writer but never becomes it"
+        ),
+        (None, true) => tracing::info!(
+            "no --advertise-url: this node may become the cluster's writer, but the \
+             others cannot forward to it then (their writes are answered 503)"
         ),
     }
     spawn_lease(lease, state.config.forwarding.clone(), stopping)
@@ -53,7 +58,8 @@ fn spawn_lease(
             match lease.tick() {
                 Ok(role) => forwarding.set_role(role),
                 Err(e) => {
-                    // Out of touch: each node writes for itself until it is back.
+                    // Out of touch: on PostgreSQL each node writes for itself until it
+                    // is back; on MariaDB this one writes nothing (its fence is down).
                     tracing::warn!("the writer's lease: {e}");
                     forwarding.set_role(allot_store::WriterRole::Unknown);
                 }

@@ -40,6 +40,10 @@ pub(super) fn code(e: &mysql_async::Error) -> Option<u16> {
 /// MariaDB's "Duplicate entry": a unique value (a name, a uuid) another write took.
 pub(super) const DUPLICATE: u16 = 1062;
 
+/// MariaDB's "Deadlock found": on Galera, also a transaction aborted at commit
+/// because a conflicting one on another node was certified first.
+pub(super) const DEADLOCK: u16 = 1213;
+
 impl Conn {
     pub(super) fn open(target: &Target) -> Result<Conn, StoreError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -58,10 +62,11 @@ impl Conn {
         if e.is_fatal() {
             self.broken = true;
         }
-        if code(&e) == Some(DUPLICATE) {
-            return StoreError::Stale(e.to_string());
+        match code(&e) {
+            Some(DUPLICATE) => StoreError::Stale(e.to_string()),
+            Some(DEADLOCK) => StoreError::Conflict(e.to_string()),
+            _ => StoreError::MariaDb(e.to_string()),
         }
-        StoreError::MariaDb(e.to_string())
     }
 
     /// Runs statements that take no parameters (the text protocol).

@@ -18,7 +18,7 @@ use crate::engine::{lost_race, read_log, sql, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
 const HEAD: &str = "SELECT seq FROM allot_log_head WHERE id = 1";
-const LOCK: &str = "SELECT seq FROM allot_log_head WHERE id = 1 FOR UPDATE";
+const LOCK: &str = "SELECT seq, epoch FROM allot_log_head WHERE id = 1 FOR UPDATE";
 const TAIL: &str = "SELECT seq, changes FROM allot_log WHERE seq > ?1 ORDER BY seq";
 
 impl MyEngine {
@@ -55,8 +55,25 @@ impl MyEngine {
         at: Option<Cursor>,
         plan: PlanUnderLock<'_>,
     ) -> Result<Cursor, StoreError> {
+        let required = self.fence.required();
         let tx = self.conn()?.begin()?;
-        let head = head_of(&tx.conn.rows(LOCK, &[])?)?;
+        let locked = tx.conn.rows(LOCK, &[])?;
+        let head = head_of(&locked)?;
+        // The fence: only the lease's holder commits, and only while the head
+        // carries its epoch (`super::lease`).
+        if let Some(mine) = required {
+            let epoch = int(locked.first(), 1)?;
+            if mine == 0 || epoch != mine {
+                return Err(StoreError::NotWriter(format!(
+                    "the log's head is at the lease's epoch {epoch}, this node holds {}",
+                    if mine == 0 {
+                        "none".to_owned()
+                    } else {
+                        mine.to_string()
+                    }
+                )));
+            }
+        }
         let commits = match at {
             Some(Cursor(at)) if head != at => {
                 commits_after(at, head, &tx.conn.rows(TAIL, &[sql::Value::Int(at)])?)?

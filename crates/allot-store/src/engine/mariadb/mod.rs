@@ -29,14 +29,17 @@
 //! - `dialect`: MariaDB's spelling of the neutral statements ([`MariaDb`]);
 //! - `schema`: the migrations, and the schema version;
 //! - `log`: the change log and the write transaction that appends to it;
+//! - `lease`: [`MyLease`], the cluster's writer role, and the fence every commit
+//!   checks;
 //! - `reader`: the load, one snapshot, each query read whole.
 
 use mysql_async::{Row, Value as MyValue};
 
-use crate::StoreError;
+use crate::{Fence, StoreError};
 
 mod connection;
 mod dialect;
+mod lease;
 mod log;
 mod reader;
 mod schema;
@@ -44,6 +47,7 @@ mod target;
 
 use connection::Conn;
 pub(crate) use dialect::MariaDb;
+pub use lease::MyLease;
 pub use schema::schema_version;
 pub(crate) use target::is_mariadb;
 use target::{reconnect, target, Target};
@@ -53,6 +57,9 @@ pub struct MyEngine {
     target: Target,
     /// `None` after the connection was found broken and a reconnect failed.
     conn: Option<Conn>,
+    /// The epoch a commit must find in the log's head, once this node's lease
+    /// armed it (`lease`).
+    pub(crate) fence: Fence,
 }
 
 impl std::fmt::Debug for MyEngine {
@@ -72,6 +79,7 @@ impl MyEngine {
         Ok(MyEngine {
             target,
             conn: Some(conn),
+            fence: Fence::new(),
         })
     }
 

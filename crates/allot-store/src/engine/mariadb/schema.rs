@@ -55,6 +55,20 @@ static MIGRATIONS: &[&[Ddl]] = {
              ENGINE=InnoDB;",
         ),
         Ddl::Raw("INSERT IGNORE INTO allot_log_head (id, seq) VALUES (1, 0);"),
+    ], &[
+        // 1 (schema version 2): the writer's lease, a row (`super::lease`), and its
+        // epoch in the log's head, which every commit checks.
+        Ddl::Raw(
+            "ALTER TABLE allot_log_head ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0;",
+        ),
+        Ddl::Raw(
+            "CREATE TABLE IF NOT EXISTS allot_writer (id INT PRIMARY KEY, \
+             holder VARCHAR(64) NOT NULL, url TEXT NOT NULL, epoch BIGINT NOT NULL, \
+             beat BIGINT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;",
+        ),
+        Ddl::Raw(
+            "INSERT IGNORE INTO allot_writer (id, holder, url, epoch, beat) VALUES (1, '', '', 0, -1);",
+        ),
     ]]
 };
 
