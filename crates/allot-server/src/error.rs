@@ -263,8 +263,18 @@ impl From<allot_store::WriteError> for ApiError {
                 // The details are for the operator's log, never for the client. A
                 // database that cannot take the write is the service being
                 // unavailable for a moment (a lost connection, a full disk, a view
-                // that must be loaded again), which a client may retry.
-                tracing::error!(error = %e, "store failure");
+                // that must be loaded again), which a client may retry. A node
+                // that may not write for itself (MariaDB, no lease held: a
+                // takeover under way, or no writer to forward to) or a commit that
+                // lost a conflict to another node is the cluster at work, not a
+                // failure.
+                match &*e {
+                    allot_store::StoreError::NotWriter(_)
+                    | allot_store::StoreError::Conflict(_) => {
+                        tracing::warn!(error = %e, "write not taken")
+                    }
+                    _ => tracing::error!(error = %e, "store failure"),
+                }
                 ApiError::store_unavailable()
             }
             allot_store::WriteError::Stopped => {

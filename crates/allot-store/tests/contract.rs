@@ -476,3 +476,43 @@ fn mariadb_lease_fences_every_commit() {
         Err(StoreError::NotWriter(_))
     ));
 }
+
+/// A write of any size (an import) goes in one transaction where the engine takes
+/// it, and on MariaDB in parts of `LARGE_WRITE_PART` changes, each one commit of
+/// the log: whatever the parts, the whole is written.
+fn large_writes(url: &str, commits: i64) {
+    let mut store = Store::open(url).unwrap();
+    let changes: Vec<Change> = (0..allot_store::LARGE_WRITE_PART * 2 + 1)
+        .map(|i| {
+            Change::PutTrait(allot_core::TraitRecord {
+                name: allot_core::TraitName::new_unchecked(&format!("CUSTOM_T{i}")),
+                created_at: 1,
+            })
+        })
+        .collect();
+    assert_eq!(store.persist_large(&changes).unwrap(), Cursor(commits));
+    let state = store.load().unwrap();
+    assert!(
+        state.trait_exists(&allot_core::TraitName::new_unchecked(&format!(
+            "CUSTOM_T{}",
+            allot_store::LARGE_WRITE_PART * 2
+        )))
+    );
+    assert_eq!(
+        store.changes_since(Cursor(0)).unwrap().len(),
+        commits as usize
+    );
+}
+
+#[test]
+fn sqlite_large_writes_are_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    large_writes(&format!("sqlite:{}", dir.path().join("a.db").display()), 1);
+}
+
+#[test]
+fn mariadb_large_writes_go_in_parts() {
+    if let Some(db) = MyDatabase::new() {
+        large_writes(&db.url, 3);
+    }
+}

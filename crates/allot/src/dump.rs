@@ -84,7 +84,8 @@ trait): it is created if it does not exist. The dump is checked as a whole first
 (format and version, unknown fields, duplicates, missing parents and cycles, \
 unknown classes and traits, allocations and claims on providers not in the dump), \
 and every problem found is listed; then everything is written in one transaction \
-and read back. Allocations above their inventory's capacity, or outside its \
+(on MariaDB, in transactions of 5,000 changes, within the server's packet and \
+Galera's write-set limits) and read back. Allocations above their inventory's capacity, or outside its \
 min_unit/max_unit/step_size, are kept with a warning: a real deployment can hold \
 them after an inventory changed. Stop any allot server on the target first.")]
 pub struct ImportArgs {
@@ -312,8 +313,16 @@ fn load(dump: &dump::Dump, database: &str) -> Result<(), Failure> {
     for w in &report.warnings {
         eprintln!("allot import: warning: {w}");
     }
+    let how = if store.kind().engine == "mariadb" {
+        format!(
+            "written in transactions of {} changes",
+            allot_store::LARGE_WRITE_PART
+        )
+    } else {
+        "written in one transaction".to_owned()
+    };
     eprintln!(
-        "allot import: {} into {database} (written in one transaction and read back)",
+        "allot import: {} into {database} ({how} and read back)",
         report.counts
     );
     Ok(())

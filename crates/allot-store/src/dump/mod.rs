@@ -21,8 +21,9 @@
 //!    kind is named as such, then the whole document, refusing fields it does not know;
 //! 2. [`plan_import`]: every integrity problem found is named (up to [`MAX_PROBLEMS`]),
 //!    and the data becomes the [`Change`]s a store persists;
-//! 3. [`import`]: into an empty store only, in one `persist` (one transaction: all or
-//!    nothing), then read back to confirm the counts.
+//! 3. [`import`]: into an empty store only, in one transaction (all or nothing;
+//!    on MariaDB in parts, within the server's limits: [`Store::persist_large`]),
+//!    then read back to confirm the counts.
 //!
 //! The store is touched in two small functions (`load_state`, `persist_all`), so
 //! that a change of the store's contract is a one-line fix here.
@@ -397,9 +398,9 @@ fn load_state(store: &mut Store) -> Result<State, StoreError> {
     store.load()
 }
 
-/// Writes every change in one transaction.
+/// Writes every change, in one transaction where the engine allows it.
 fn persist_all(store: &mut Store, changes: &[Change]) -> Result<(), StoreError> {
-    store.persist(changes).map(drop)
+    store.persist_large(changes).map(drop)
 }
 
 // ----- import -----

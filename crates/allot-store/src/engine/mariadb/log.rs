@@ -59,8 +59,21 @@ impl MyEngine {
         let tx = self.conn()?.begin()?;
         let locked = tx.conn.rows(LOCK, &[])?;
         let head = head_of(&locked)?;
+        let commits = match at {
+            Some(Cursor(at)) if head != at => {
+                commits_after(at, head, &tx.conn.rows(TAIL, &[sql::Value::Int(at)])?)?
+            }
+            _ => Vec::new(),
+        };
+        let changes = plan(commits);
+        if changes.is_empty() {
+            tx.commit()?;
+            return Ok(Cursor(head));
+        }
         // The fence: only the lease's holder commits, and only while the head
-        // carries its epoch (`super::lease`).
+        // carries its epoch (`super::lease`). Checked once there is something to
+        // write: a plan that writes nothing (a sweep that found nothing) is no
+        // write.
         if let Some(mine) = required {
             let epoch = int(locked.first(), 1)?;
             if mine == 0 || epoch != mine {
@@ -73,17 +86,6 @@ impl MyEngine {
                     }
                 )));
             }
-        }
-        let commits = match at {
-            Some(Cursor(at)) if head != at => {
-                commits_after(at, head, &tx.conn.rows(TAIL, &[sql::Value::Int(at)])?)?
-            }
-            _ => Vec::new(),
-        };
-        let changes = plan(commits);
-        if changes.is_empty() {
-            tx.commit()?;
-            return Ok(Cursor(head));
         }
         let mut ops = Vec::new();
         for change in &changes {
