@@ -485,7 +485,7 @@ fn large_writes(url: &str, commits: i64) {
     let changes: Vec<Change> = (0..allot_store::LARGE_WRITE_PART * 2 + 1)
         .map(|i| {
             Change::PutTrait(allot_core::TraitRecord {
-                name: allot_core::TraitName::new_unchecked(&format!("CUSTOM_T{i}")),
+                name: allot_core::TraitName::new_unchecked(format!("CUSTOM_T{i}")),
                 created_at: 1,
             })
         })
@@ -493,7 +493,7 @@ fn large_writes(url: &str, commits: i64) {
     assert_eq!(store.persist_large(&changes).unwrap(), Cursor(commits));
     let state = store.load().unwrap();
     assert!(
-        state.trait_exists(&allot_core::TraitName::new_unchecked(&format!(
+        state.trait_exists(&allot_core::TraitName::new_unchecked(format!(
             "CUSTOM_T{}",
             allot_store::LARGE_WRITE_PART * 2
         )))
