@@ -193,11 +193,24 @@ fn postgres_contract() {
 }
 
 /// Names that differ in case, in trailing spaces or only in accents are different
-/// names on every engine (MariaDB's default collation would call them one), and a
-/// name of the longest length allot allows is stored whole.
+/// names on every engine (MariaDB's default collation would call them one), a
+/// name of the longest length allot allows is stored whole, and quotes and
+/// backslashes are stored as they are.
 fn names_compare_byte_for_byte(url: &str) {
     let mut store = Store::open(url).unwrap();
-    let names = ["cn1", "CN1", "cn1 ", "cné", "cne", &"n".repeat(255)];
+    let long = "n".repeat(255);
+    let names = [
+        "cn1",
+        "CN1",
+        "cn1 ",
+        "cné",
+        "cne",
+        &long,
+        // What a store that wrote values into its statements would get wrong.
+        "o'brien",
+        "back\\slash\\'",
+        "'); DROP TABLE providers; --",
+    ];
     let changes: Vec<Change> = names
         .iter()
         .enumerate()

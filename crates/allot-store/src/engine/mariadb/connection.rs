@@ -75,6 +75,39 @@ impl Conn {
         done.map_err(|e| self.failed(e))
     }
 
+    /// Runs several statements (`;`-separated, text protocol) in one round trip;
+    /// returns, for each, the rows it matched (an update, an insert) and the rows it
+    /// read (a query). The first that fails is the error, and none after it runs.
+    pub(super) fn sets(&mut self, sql: &str) -> Result<Vec<Set>, StoreError> {
+        let read = self.runtime.block_on(async {
+            let mut result = self.conn.query_iter(sql).await?;
+            let mut sets = Vec::new();
+            loop {
+                let matched = result.affected_rows();
+                let rows = result.collect::<Row>().await?;
+                sets.push(Set { matched, rows });
+                if result.is_empty() {
+                    return Ok(sets);
+                }
+            }
+        });
+        read.map_err(|e| self.failed(e))
+    }
+
+    /// [`Conn::begin`] and `then` (statements of the transaction) in one round
+    /// trip; the sets are `then`'s.
+    pub(super) fn begin_with(&mut self, then: &str) -> Result<(Tx<'_>, Vec<Set>), StoreError> {
+        let sets = self.sets(&format!("START TRANSACTION; {then}"));
+        // From here on the transaction is rolled back if anything fails.
+        let tx = Tx {
+            conn: self,
+            open: true,
+        };
+        let mut sets = sets?;
+        sets.remove(0);
+        Ok((tx, sets))
+    }
+
     /// Runs one statement with `values` for its numbered parameters; returns the
     /// rows it matched (found rows, not only changed ones: `super::target`).
     pub(super) fn execute(
@@ -83,18 +116,6 @@ impl Conn {
         values: &[Value<'_>],
     ) -> Result<u64, StoreError> {
         let (sql, params) = bind(sql, values);
-        let done = self.runtime.block_on(self.conn.exec_drop(sql, params));
-        done.map_err(|e| self.failed(e))?;
-        Ok(self.conn.affected_rows())
-    }
-
-    /// Runs one statement of this engine's own (positional `?`s) with `params`;
-    /// returns the rows it matched.
-    pub(super) fn execute_with(
-        &mut self,
-        sql: &str,
-        params: Vec<MyValue>,
-    ) -> Result<u64, StoreError> {
         let done = self.runtime.block_on(self.conn.exec_drop(sql, params));
         done.map_err(|e| self.failed(e))?;
         Ok(self.conn.affected_rows())
@@ -143,6 +164,14 @@ impl Conn {
         let Conn { runtime, conn, .. } = self;
         let _ = runtime.block_on(conn.disconnect());
     }
+}
+
+/// What one statement of [`Conn::sets`] did.
+pub(super) struct Set {
+    /// The rows it matched (an update, an insert, a delete).
+    pub(super) matched: u64,
+    /// The rows it read (a query).
+    pub(super) rows: Vec<Row>,
 }
 
 /// A transaction. Dropped without [`Tx::commit`], it rolls back there and then, so

@@ -7,18 +7,19 @@
 //!
 //! What differs: MariaDB has no `NOTIFY`, so other nodes learn of a commit when
 //! they next read the log (the host polls); and the protocol has no pipelining, so
-//! a write's statements go one round trip each.
+//! a write's statements go as one multi-statement text (`super::script`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::fmt::Write;
+
 use mysql_async::{Row, Value as MyValue};
 
-use super::{int, MyEngine};
+use super::{int, script, MyEngine};
 use crate::engine::{lost_race, read_log, sql, LOG_KEEP, LOG_PRUNE_EVERY};
 use crate::{Commit, Cursor, PlanUnderLock, StoreError};
 
 const HEAD: &str = "SELECT seq FROM allot_log_head WHERE id = 1";
-const LOCK: &str = "SELECT seq, epoch FROM allot_log_head WHERE id = 1 FOR UPDATE";
 const TAIL: &str = "SELECT seq, changes FROM allot_log WHERE seq > ?1 ORDER BY seq";
 
 impl MyEngine {
@@ -50,19 +51,28 @@ impl MyEngine {
     /// `plan`, writes what it returns with its preconditions checked, and logs it
     /// as one commit. Returns the new head (the head as found if `plan` returned
     /// nothing, in which case nothing is written).
+    ///
+    /// Three round trips, however many changes (`super::script`): the transaction's
+    /// start with the lock and the log's tail; every statement of the changes with
+    /// the log row and the head; `COMMIT`, once each statement's count is checked.
     pub fn write(
         &mut self,
         at: Option<Cursor>,
         plan: PlanUnderLock<'_>,
     ) -> Result<Cursor, StoreError> {
         let required = self.fence.required();
-        let tx = self.conn()?.begin()?;
-        let locked = tx.conn.rows(LOCK, &[])?;
-        let head = head_of(&locked)?;
+        // Without a cursor (`persist`) there is no tail to read.
+        let tail = at.map_or(-1, |Cursor(at)| at);
+        let (tx, sets) = self.conn()?.begin_with(&format!(
+            "SELECT seq, epoch FROM allot_log_head WHERE id = 1 FOR UPDATE; \
+             SELECT seq, changes FROM allot_log WHERE seq > {tail} AND {tail} >= 0 ORDER BY seq"
+        ))?;
+        let [locked, rows] = <[_; 2]>::try_from(sets).map_err(|_| {
+            StoreError::MariaDb("the lock and the log's tail: two answers expected".into())
+        })?;
+        let head = head_of(&locked.rows)?;
         let commits = match at {
-            Some(Cursor(at)) if head != at => {
-                commits_after(at, head, &tx.conn.rows(TAIL, &[sql::Value::Int(at)])?)?
-            }
+            Some(Cursor(at)) if head != at => commits_after(at, head, &rows.rows)?,
             _ => Vec::new(),
         };
         let changes = plan(commits);
@@ -75,7 +85,7 @@ impl MyEngine {
         // write: a plan that writes nothing (a sweep that found nothing) is no
         // write.
         if let Some(mine) = required {
-            let epoch = int(locked.first(), 1)?;
+            let epoch = int(locked.rows.first(), 1)?;
             if mine == 0 || epoch != mine {
                 return Err(StoreError::NotWriter(format!(
                     "the log's head is at the lease's epoch {epoch}, this node holds {}",
@@ -91,34 +101,36 @@ impl MyEngine {
         for change in &changes {
             sql::ops(change, &mut ops);
         }
-        for op in &ops {
-            let sql = op.statement.sql::<super::MariaDb>();
-            let count = tx.conn.execute(sql, &op.params)?;
-            if let (Some(change), false) = (op.one_row_of, count == 1) {
-                return Err(StoreError::Stale(lost_race(change)));
-            }
-        }
         let seq = head + 1;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        tx.conn.execute_with(
-            "INSERT INTO allot_log (seq, at, changes) VALUES (?, ?, ?)",
-            vec![
-                MyValue::Int(seq),
-                MyValue::Int(now),
-                MyValue::Bytes(crate::log::encode(&changes)),
-            ],
-        )?;
-        tx.conn.execute_with(
-            "UPDATE allot_log_head SET seq = ? WHERE id = 1",
-            vec![MyValue::Int(seq)],
-        )?;
+        let mut text = String::new();
+        for op in &ops {
+            script::inline(op.statement.sql::<super::MariaDb>(), &op.params, &mut text);
+            text.push_str(";\n");
+        }
+        let _ = write!(
+            text,
+            "INSERT INTO allot_log (seq, at, changes) VALUES ({seq}, {now}, "
+        );
+        script::hex(&crate::log::encode(&changes), &mut text);
+        let _ = write!(
+            text,
+            ");\nUPDATE allot_log_head SET seq = {seq} WHERE id = 1"
+        );
         if seq % LOG_PRUNE_EVERY == 0 {
-            tx.conn.execute_with(
-                "DELETE FROM allot_log WHERE seq <= ?",
-                vec![MyValue::Int(seq - LOG_KEEP)],
-            )?;
+            let _ = write!(
+                text,
+                ";\nDELETE FROM allot_log WHERE seq <= {}",
+                seq - LOG_KEEP
+            );
+        }
+        let done = tx.conn.sets(&text)?;
+        for (op, set) in ops.iter().zip(&done) {
+            if let (Some(change), false) = (op.one_row_of, set.matched == 1) {
+                return Err(StoreError::Stale(lost_race(change)));
+            }
         }
         tx.commit()?;
         Ok(Cursor(seq))

@@ -29,6 +29,7 @@
 //! - `dialect`: MariaDB's spelling of the neutral statements ([`MariaDb`]);
 //! - `schema`: the migrations, and the schema version;
 //! - `log`: the change log and the write transaction that appends to it;
+//! - `script`: a write's statements as one text, their values as literals;
 //! - `lease`: [`MyLease`], the cluster's writer role, and the fence every commit
 //!   checks;
 //! - `reader`: the load, one snapshot, each query read whole.
@@ -43,6 +44,7 @@ mod lease;
 mod log;
 mod reader;
 mod schema;
+mod script;
 mod target;
 
 use connection::Conn;

@@ -28,12 +28,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// What every connection sets first. Read committed: a write's reads after the
 /// log's lock see every commit before it (under MariaDB's default, repeatable
 /// read, a snapshot could be older than the lock); the load asks for its own
-/// snapshot. Strict: a value that does not fit is an error, never cut short.
+/// snapshot. Strict: a value that does not fit is an error, never cut short. No
+/// backslash escapes: a quote is the only character a string literal escapes
+/// (`super::script`).
 /// Found rows: an update counts the rows it matched, as on the other engines, not
 /// only those whose values changed.
 const SESSION: &[&str] = &[
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO'",
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION,\
+     ERROR_FOR_DIVISION_BY_ZERO,NO_BACKSLASH_ESCAPES'",
     "SET NAMES utf8mb4 COLLATE utf8mb4_nopad_bin",
 ];
 
