@@ -28,6 +28,32 @@ pub(crate) const LOG_KEEP: i64 = 10_000;
 /// multiple of this: one statement per thousand writes, and the table stays small.
 pub(crate) const LOG_PRUNE_EVERY: i64 = 1_000;
 
+/// How long a reconnect keeps trying (with a doubling pause from 50 ms) before the
+/// call that needed the connection fails.
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// A server engine's lost connection made again: retries `connect` with a doubling
+/// pause for up to [`RECONNECT_FOR`], saying each time in the log (`engine` names the
+/// server).
+pub(crate) fn reconnect<T>(
+    engine: &str,
+    mut connect: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        match connect() {
+            Ok(conn) => return Ok(conn),
+            Err(e) if start.elapsed() + pause > RECONNECT_FOR => return Err(e),
+            Err(e) => {
+                tracing::warn!("{engine} connection lost, retrying in {pause:?}: {e}");
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+        }
+    }
+}
+
 /// Why a change whose statement changed no row could not be written: its
 /// precondition (the generation it was planned against, or the absence of the row
 /// it creates) did not hold. The text of [`crate::StoreError::Stale`], alike for

@@ -52,7 +52,7 @@ pub(crate) use dialect::MariaDb;
 pub use lease::MyLease;
 pub use schema::schema_version;
 pub(crate) use target::is_mariadb;
-use target::{reconnect, target, Target};
+use target::{target, Target};
 
 /// The MariaDB engine: the writer's connection.
 pub struct MyEngine {
@@ -91,7 +91,9 @@ impl MyEngine {
             if let Some(old) = self.conn.take() {
                 drop(old);
             }
-            self.conn = Some(reconnect(|| Conn::open(&self.target))?);
+            self.conn = Some(crate::engine::reconnect("MariaDB", || {
+                Conn::open(&self.target)
+            })?);
         }
         match &mut self.conn {
             Some(conn) => Ok(conn),

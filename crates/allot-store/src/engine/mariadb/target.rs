@@ -18,10 +18,6 @@ use tokio::runtime::Runtime;
 use crate::engine::postgres::redact;
 use crate::StoreError;
 
-/// How long a reconnect keeps trying (with a doubling pause from 50 ms) before the
-/// call that needed the connection fails.
-const RECONNECT_FOR: Duration = Duration::from_secs(3);
-
 /// How long connecting may take before the server is called unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -156,25 +152,6 @@ pub fn split_password(text: &str) -> (String, Option<String>) {
             Some(password.to_owned()),
         ),
         _ => (text.to_owned(), None),
-    }
-}
-
-/// Retries `connect` with a doubling pause for up to [`RECONNECT_FOR`].
-pub(super) fn reconnect<T>(
-    mut connect: impl FnMut() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    let start = std::time::Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
-        match connect() {
-            Ok(conn) => return Ok(conn),
-            Err(e) if start.elapsed() + pause > RECONNECT_FOR => return Err(e),
-            Err(e) => {
-                tracing::warn!("MariaDB connection lost, retrying in {pause:?}: {e}");
-                std::thread::sleep(pause);
-                pause *= 2;
-            }
-        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 
-use super::target::{reconnect, target, Target};
+use super::target::{target, Target};
 use crate::StoreError;
 
 /// The listener's connection: waits for other nodes' commits (`NOTIFY allot_log`).
@@ -41,7 +41,8 @@ impl PgListener {
     pub fn wait(&mut self, timeout: Duration) -> Result<bool, StoreError> {
         if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
             self.client = None;
-            let mut client = reconnect(|| self.target.connect_blocking())?;
+            let mut client =
+                crate::engine::reconnect("PostgreSQL", || self.target.connect_blocking())?;
             client.batch_execute("LISTEN allot_log")?;
             self.client = Some(client);
             return Ok(true);

@@ -80,7 +80,7 @@ pub use listener::PgListener;
 use schema::migrate;
 pub use schema::schema_version;
 pub use target::redact;
-use target::{reconnect, target, Target};
+use target::{target, Target};
 
 /// The PostgreSQL engine: the writer's connection.
 pub struct PgEngine {
@@ -115,7 +115,9 @@ impl PgEngine {
     fn conn(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.as_ref().is_none_or(|c| c.client.is_closed()) {
             self.conn = None;
-            self.conn = Some(reconnect(|| Conn::open(&self.target))?);
+            self.conn = Some(crate::engine::reconnect("PostgreSQL", || {
+                Conn::open(&self.target)
+            })?);
         }
         match &mut self.conn {
             Some(conn) => Ok(conn),

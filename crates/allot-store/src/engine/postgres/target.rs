@@ -10,8 +10,8 @@
 //! terms.
 //!
 //! Connection loss: a call that finds its connection closed reconnects
-//! ([`reconnect`]), retrying with a doubling pause for [`RECONNECT_FOR`] before it
-//! gives up with an error.
+//! (`crate::engine::reconnect`), retrying for a few seconds before it gives up
+//! with an error.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -22,10 +22,6 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::pg_tls::{self, PgTls};
 use crate::StoreError;
-
-/// How long a reconnect keeps trying (with a doubling pause from 50 ms) before the
-/// call that needed the connection fails.
-const RECONNECT_FOR: Duration = Duration::from_secs(3);
 
 /// Where a node connects and how: the driver's settings, the TLS settings they were
 /// read with, and the TLS connector made from them (its files read once, at open, so
@@ -133,25 +129,6 @@ pub fn redact(url: &str) -> String {
         })
         .collect();
     format!("{head}{base}?{}", parameters.join("&"))
-}
-
-/// Retries `connect` with a doubling pause for up to [`RECONNECT_FOR`].
-pub(super) fn reconnect<T>(
-    mut connect: impl FnMut() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    let start = std::time::Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
-        match connect() {
-            Ok(client) => return Ok(client),
-            Err(e) if start.elapsed() + pause > RECONNECT_FOR => return Err(e),
-            Err(e) => {
-                tracing::warn!("PostgreSQL connection lost, retrying in {pause:?}: {e}");
-                std::thread::sleep(pause);
-                pause *= 2;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
