@@ -120,8 +120,12 @@ impl Conn {
     }
 }
 
-/// Connects to MariaDB/MySQL, over TCP or the URL's Unix socket.
+/// Connects to MariaDB/MySQL, over TCP or the URL's Unix socket, with the URL's TLS
+/// settings (`allot_store::my_tls`: their files read now, a failed handshake
+/// explained in the URL's terms).
 async fn connect_mysql(db: &PlacementUrl) -> anyhow::Result<Conn> {
+    let tls = db.my_tls.as_ref().expect("a MySQL URL has TLS settings");
+    let ssl_opts = tls.ssl_opts().map_err(|e| anyhow!(e))?;
     let mut opts = mysql_async::OptsBuilder::default()
         .ip_or_hostname(if db.host.is_empty() {
             "localhost"
@@ -132,11 +136,17 @@ async fn connect_mysql(db: &PlacementUrl) -> anyhow::Result<Conn> {
         .pass(db.password.clone())
         .db_name(Some(db.database.clone()))
         .prefer_socket(false)
-        .socket(db.socket.clone());
+        .socket(db.socket.clone())
+        .ssl_opts(ssl_opts);
     if let Some(port) = db.port {
         opts = opts.tcp_port(port);
     }
-    let conn = mysql_async::Conn::new(opts).await.map_err(my_error)?;
+    let conn = mysql_async::Conn::new(opts)
+        .await
+        .map_err(|e| match tls.explain(&e) {
+            Some(why) => anyhow!(why),
+            None => my_error(e),
+        })?;
     Ok(Conn::My(conn))
 }
 
@@ -196,5 +206,73 @@ fn pg_error(e: tokio_postgres::Error) -> anyhow::Error {
             Some(cause) => anyhow!("{e}: {cause}"),
             None => anyhow!("{e}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The connection to MariaDB over real TLS, with the URL's arguments as
+    //! `allot_store::my_tls` reads them (tested in full there and in allot-store's
+    //! tests/tls.rs): the server of `ALLOT_TEST_MARIADB_URL` and its authority,
+    //! `ALLOT_TEST_MARIADB_CA` (`scripts/mariadb env` prints both).
+
+    use super::*;
+    use crate::test_skip as skip;
+
+    /// The test server's `mysql` database, by a URL as `placement.conf` writes one,
+    /// with `args`.
+    fn placement_url(server: &str, args: &str) -> PlacementUrl {
+        let host = server.split_once("://").unwrap().1.trim_end_matches('/');
+        PlacementUrl::parse(&format!("mysql+pymysql://{host}/mysql?charset=utf8&{args}")).unwrap()
+    }
+
+    #[test]
+    fn mariadb_over_tls_as_the_store_connects() {
+        let (Ok(server), Ok(ca)) = (
+            std::env::var("ALLOT_TEST_MARIADB_URL"),
+            std::env::var("ALLOT_TEST_MARIADB_CA"),
+        ) else {
+            skip::skip(
+                "ALLOT_TEST_MARIADB_URL and ALLOT_TEST_MARIADB_CA are not set, so the \
+                 importer's TLS to MariaDB was not tried (scripts/mariadb env prints both)",
+            );
+            return;
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let version = |db: PlacementUrl| {
+            runtime.block_on(async {
+                let mut conn = Conn::connect(&db).await?;
+                let rows = conn
+                    .rows(
+                        "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS \
+                         WHERE VARIABLE_NAME = 'SSL_VERSION'",
+                    )
+                    .await?;
+                conn.close().await;
+                anyhow::Ok(rows[0][0].clone().unwrap_or_default())
+            })
+        };
+        let tls = version(placement_url(&server, &format!("ssl_ca={ca}"))).unwrap();
+        assert!(tls.starts_with("TLSv1."), "{tls:?}");
+        assert_eq!(version(placement_url(&server, "")).unwrap(), "");
+        let dir = tempfile::tempdir().unwrap();
+        let other = allot_tls::testing::TestCa::new(dir.path(), "other");
+        let e = version(placement_url(
+            &server,
+            &format!("ssl_ca={}", other.cert().display()),
+        ))
+        .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.ends_with(&format!(
+                "TLS: the server's certificate is not signed by a certificate authority \
+                 of ssl_ca {}",
+                other.cert().display()
+            )),
+            "{e}"
+        );
     }
 }

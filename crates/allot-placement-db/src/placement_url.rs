@@ -1,10 +1,14 @@
 //! A Placement database's URL, as `[placement_database] connection` in
 //! `placement.conf` writes it (SQLAlchemy's form, or the plain one), read once for
 //! both drivers: the dialect, where to connect, the credentials (the password never
-//! shown), and PostgreSQL's TLS settings as libpq reads them (`allot_store::pg_tls`).
+//! shown), and the TLS settings: PostgreSQL's as libpq reads them
+//! (`allot_store::pg_tls`), MariaDB's as PyMySQL's arguments ask (`ssl_ca`,
+//! `ssl_verify_cert`, ...: `allot_store::my_tls`), the readings allot's own engines
+//! use.
 
 use std::time::Duration;
 
+use allot_store::my_tls::{self, MyTls};
 use allot_store::pg_tls::{self, PgTls};
 use anyhow::anyhow;
 
@@ -39,6 +43,8 @@ pub struct PlacementUrl {
     pub(crate) connect_timeout: Duration,
     /// PostgreSQL's TLS settings, as libpq reads them (`None` for MySQL).
     pub(crate) tls: Option<PgTls>,
+    /// MariaDB's TLS settings (`None` for PostgreSQL).
+    pub(crate) my_tls: Option<MyTls>,
 }
 
 impl std::fmt::Display for PlacementUrl {
@@ -52,11 +58,12 @@ impl PlacementUrl {
     /// `postgresql+psycopg2://...`) or the plain one (`mysql://`, `postgres://`,
     /// `postgresql://`). As in SQLAlchemy, the password runs from the first `:` of
     /// the credentials to the `@`, so it may hold `/`, `?`, `#` and `:` unescaped
-    /// (and anything percent-escaped). Query arguments other than the socket and
-    /// PostgreSQL's TLS settings (libpq's `sslmode`, `sslrootcert`, `sslcert`,
-    /// `sslkey`: `allot_store::pg_tls`) are the Python driver's (charset, plugins) and
-    /// are ignored, except that asking MySQL for TLS is refused: this build speaks TLS
-    /// to PostgreSQL only (issue 27). No message shows the password.
+    /// (and anything percent-escaped). Query arguments other than the socket and the
+    /// TLS settings (libpq's `sslmode`, `sslrootcert`, `sslcert`, `sslkey`:
+    /// `allot_store::pg_tls`; PyMySQL's `ssl_ca`, `ssl_cert`, `ssl_key`,
+    /// `ssl_verify_cert`, `ssl_verify_identity`, ...: `allot_store::my_tls`) are the
+    /// Python driver's (charset, plugins) and are ignored; a TLS argument that cannot
+    /// be honoured is refused by name, never dropped. No message shows the password.
     pub fn parse(text: &str) -> anyhow::Result<PlacementUrl> {
         let (rest, password) = split_password(text);
         let shown = hide(text);
@@ -81,33 +88,30 @@ impl PlacementUrl {
             return Err(bad("it names no database (…/placement at its end)"));
         }
         let mut socket = None;
-        let mut pg_args = Vec::new();
+        let mut tls_args = Vec::new();
         for (key, value) in url.query_pairs() {
             match (dialect, key.as_ref()) {
                 (Dialect::MySql, "unix_socket") | (Dialect::Postgres, "host") => {
                     socket = Some(value.into_owned())
                 }
                 // libpq's, read (and checked) below, all together.
-                (Dialect::Postgres, _) => pg_args.push((key, value)),
-                (Dialect::MySql, key) if key.starts_with("ssl") || key.starts_with("tls") => {
-                    return Err(bad(&format!(
-                        "it asks for TLS ({key}), which allot does not speak to MySQL or \
-                         MariaDB yet: connect over a trusted network or a local socket, \
-                         without the TLS arguments (TLS to a PostgreSQL database is \
-                         supported: sslmode, sslrootcert)"
-                    )))
+                (Dialect::Postgres, key) => tls_args.push((key.to_owned(), value.into_owned())),
+                // PyMySQL's, the same way.
+                (Dialect::MySql, key) if my_tls::is_tls_key(key) => {
+                    tls_args.push((key.to_owned(), value.into_owned()))
                 }
                 _ => {}
             }
         }
-        let tls = match dialect {
-            Dialect::MySql => None,
-            Dialect::Postgres => Some(
-                PgTls::from_params(
-                    pg_args.iter().map(|(k, v)| (k.as_ref(), v.as_ref())),
-                    &pg_tls::process_env,
-                )
-                .map_err(|why| bad(&why))?,
+        let args = || tls_args.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let (tls, my_tls) = match dialect {
+            Dialect::MySql => (
+                None,
+                Some(MyTls::from_params(args(), socket.is_some()).map_err(|why| bad(&why))?),
+            ),
+            Dialect::Postgres => (
+                Some(PgTls::from_params(args(), &pg_tls::process_env).map_err(|why| bad(&why))?),
+                None,
             ),
         };
         let host = url.host_str().unwrap_or("").to_owned();
@@ -127,6 +131,7 @@ impl PlacementUrl {
             shown,
             connect_timeout: CONNECT_TIMEOUT,
             tls,
+            my_tls,
         })
     }
 
@@ -226,13 +231,43 @@ mod tests {
     }
 
     #[test]
-    fn mysql_tls_is_refused_rather_than_dropped() {
-        for url in [
-            "mysql+pymysql://u:secret@db/placement?ssl_ca=/etc/ca.pem",
-            "mysql://u:secret@db/placement?tls=true",
+    fn mysql_tls_is_read_as_the_store_reads_it() {
+        use allot_tls::{Check, Roots};
+        let tls = |url: &str| PlacementUrl::parse(url).map(|u| u.my_tls.unwrap());
+        // The store's reading (allot_store::my_tls, tested there in full): what is
+        // trusted and checked.
+        let client = tls("mysql+pymysql://u:secret@db/placement?charset=utf8\
+                          &ssl_ca=/etc/placement/ca.pem&ssl_verify_cert=true")
+        .unwrap()
+        .client
+        .unwrap();
+        assert_eq!(client.check, Check::Full);
+        assert_eq!(client.roots, Roots::File("/etc/placement/ca.pem".into()));
+        let t = tls("mysql+pymysql://u@db/placement?ssl_verify_cert=false").unwrap();
+        assert_eq!(t.client.unwrap().check, Check::Nothing);
+        assert_eq!(
+            tls("mysql+pymysql://u@db/placement?charset=utf8")
+                .unwrap()
+                .client,
+            None
+        );
+        // What cannot be honoured is refused rather than dropped, the password hidden.
+        for (url, why) in [
+            (
+                "mysql://u:secret@db/placement?tls=true",
+                "the TLS argument tls is not one allot reads",
+            ),
+            (
+                "mysql+pymysql://u:secret@db/placement?ssl_capath=/etc/ssl/certs",
+                "ssl_capath is not supported",
+            ),
+            (
+                "mysql://u:secret@localhost/placement?unix_socket=/run/my.sock&ssl_ca=/ca.pem",
+                "over a Unix socket",
+            ),
         ] {
             let e = PlacementUrl::parse(url).unwrap_err().to_string();
-            assert!(e.contains("does not speak to MySQL or MariaDB"), "{e}");
+            assert!(e.contains(why), "{url}: {e}");
             assert!(!e.contains("secret"), "{e}");
         }
     }

@@ -15,6 +15,7 @@ pub mod dump;
 mod engine;
 mod host;
 pub mod log;
+pub mod my_tls;
 pub mod pg_tls;
 mod stats;
 /// The store suite's databases on the test PostgreSQL server, for the engine's own
@@ -83,6 +84,11 @@ pub enum StoreError {
     /// ([`pg_tls`] says which, in libpq's terms).
     #[error("postgres: {0}")]
     PostgresTls(String),
+    /// TLS to MariaDB failed: a certificate that does not verify, a server without
+    /// TLS where the URL asks for it, a file of the settings that cannot be read
+    /// ([`my_tls`] says which, naming the URL's `ssl_*` argument).
+    #[error("mariadb: {0}")]
+    MariaDbTls(String),
     /// Another process has the SQLite database open (an allot server, or a tool such
     /// as `allot export`): the advisory lock on the named file is held.
     #[error("database is locked: another process holds {0}")]

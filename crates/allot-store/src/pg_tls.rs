@@ -248,7 +248,7 @@ impl PgTls {
     /// why it failed (a certificate that does not verify, a server without TLS under
     /// a mode that requires it); `None` for any other error.
     pub fn explain(&self, e: &tokio_postgres::Error) -> Option<String> {
-        let why = match rustls_error(e) {
+        let why = match allot_tls::rustls_cause(e) {
             Some(tls) => self.describe(tls),
             None => {
                 let cause = std::error::Error::source(e)?.to_string();
@@ -289,7 +289,7 @@ impl PgTls {
                     } else {
                         presented
                             .iter()
-                            .map(|n| bare_name(n))
+                            .map(|n| allot_tls::presented_name(n))
                             .collect::<Vec<_>>()
                             .join(", ")
                     }
@@ -453,17 +453,6 @@ fn identity(
     }
 }
 
-/// A name of the certificate as rustls lists it (`DnsName("db")`, `IpAddress(10.0.0.1)`),
-/// as a person writes it.
-fn bare_name(presented: &str) -> &str {
-    ["DnsName(\"", "IpAddress("]
-        .into_iter()
-        .find_map(|prefix| presented.strip_prefix(prefix))
-        .map_or(presented, |rest| {
-            rest.trim_end_matches(')').trim_end_matches('"')
-        })
-}
-
 #[cfg(unix)]
 fn is_socket(host: &Host) -> bool {
     matches!(host, Host::Unix(_))
@@ -472,26 +461,6 @@ fn is_socket(host: &Host) -> bool {
 #[cfg(not(unix))]
 fn is_socket(_: &Host) -> bool {
     false
-}
-
-/// The rustls error under a driver error: tokio-rustls hands it over inside an
-/// `io::Error`, whose own `source` skips it, so each level is looked into.
-fn rustls_error(e: &tokio_postgres::Error) -> Option<&rustls::Error> {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(error) = next {
-        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        if let Some(tls) = error
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return Some(tls);
-        }
-        next = error.source();
-    }
-    None
 }
 
 /// Takes libpq's TLS arguments out of a `postgres://` (or `postgresql://`) URL:

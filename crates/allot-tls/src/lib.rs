@@ -2,8 +2,9 @@
 //! connection that uses TLS (issue 27):
 //!
 //! - the client side ([`ClientTls`]), for Keystone (`[keystone_authtoken]`'s `cafile`,
-//!   `certfile`/`keyfile`, `insecure`) and PostgreSQL (libpq's `sslmode` and
-//!   `sslrootcert`): which roots are trusted, how much of the server's certificate is
+//!   `certfile`/`keyfile`, `insecure`), PostgreSQL (libpq's `sslmode` and
+//!   `sslrootcert`) and MariaDB (PyMySQL's `ssl_ca`, `ssl_verify_cert`, ...; see
+//!   below): which roots are trusted, how much of the server's certificate is
 //!   checked ([`Check`]: libpq's `verify-full`, `verify-ca` and `require` are
 //!   [`Check::Full`], [`Check::Chain`] and [`Check::Nothing`]), and an optional client
 //!   certificate;
@@ -15,6 +16,26 @@
 //! The cryptography is rustls's `ring` provider (see the workspace manifest for why
 //! not its default). A certificate that does not verify is an error the caller shows;
 //! nothing here ever falls back to plain text.
+//!
+//! # A driver that makes its own configuration: MariaDB
+//!
+//! TLS to MariaDB (issue 45; the URL's `ssl_*` arguments, read by allot-store's
+//! `my_tls`) goes through mysql_async, which builds its rustls configuration itself
+//! and takes no [`rustls::ClientConfig`], verifier or root store: its `SslOpts` holds
+//! root certificates and a client identity (files or bytes) and two switches,
+//! "accept invalid certificates" and "skip domain validation", which it applies with
+//! a verifier of its own around webpki's. So for it this crate hands out the
+//! material of a [`ClientTls`] rather than a configuration: the trusted roots, read
+//! as for every other client ([`ClientTls::root_certificates`]: the system's or a
+//! file's, never the driver's built-in Mozilla list), and the client certificate,
+//! checked against its key ([`Identity::check`]) so that a bad file is named before
+//! the driver reads it; [`Check`] becomes the two switches. The driver's
+//! configuration takes the process's default provider, which
+//! [`install_default_provider`] makes this crate's. One difference remains, and
+//! the caller explains it: mysql_async 0.37.1 recognises a name mismatch by the text
+//! of rustls's error, which no longer holds the word it looks for, so under
+//! [`Check::Chain`] the name is checked all the same (blackbeam/mysql_async#404,
+//! fixed upstream but not in a release yet): stricter than asked, never weaker.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +74,15 @@ pub enum TlsError {
 /// The cryptography every configuration here uses.
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Makes [`provider`] the process's default, for a driver that builds its own
+/// configuration with rustls's defaults (mysql_async): without one, rustls picks it
+/// from its crate features, and panics when both `ring` and `aws-lc-rs` are compiled
+/// in. A default installed before (by this or anyone) is left as it is.
+pub fn install_default_provider() {
+    // An error means a default is there already; it is not this call's to replace.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Which certificate authorities a client trusts.
@@ -145,29 +175,88 @@ impl ClientTls {
 
     fn root_store(&self) -> Result<RootCertStore, TlsError> {
         let mut store = RootCertStore::empty();
+        // Each was added to a store once already, so none is passed over here.
+        store.add_parsable_certificates(self.root_certificates()?);
+        Ok(store)
+    }
+
+    /// The certificates of the trusted authorities (the files are read now), each
+    /// one a store takes: a file's, every one or an error that names the file; the
+    /// system's, those that parse, at least one. For a driver that builds its own
+    /// configuration (see the module's doc).
+    pub fn root_certificates(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
         match &self.roots {
             Roots::File(path) => {
-                for cert in certificates(path)? {
-                    store.add(cert).map_err(|e| TlsError::File {
-                        path: path.clone(),
-                        what: format!("not a CA certificate: {e}"),
-                    })?;
+                let certs = certificates(path)?;
+                for cert in &certs {
+                    RootCertStore::empty()
+                        .add(cert.clone())
+                        .map_err(|e| TlsError::File {
+                            path: path.clone(),
+                            what: format!("not a CA certificate: {e}"),
+                        })?;
                 }
+                Ok(certs)
             }
             Roots::System => {
                 let found = rustls_native_certs::load_native_certs();
-                let (added, _) = store.add_parsable_certificates(found.certs);
-                if added == 0 {
+                let usable: Vec<_> = found
+                    .certs
+                    .into_iter()
+                    .filter(|cert| RootCertStore::empty().add(cert.clone()).is_ok())
+                    .collect();
+                if usable.is_empty() {
                     let why = found
                         .errors
                         .first()
                         .map_or_else(|| "none found".to_owned(), ToString::to_string);
                     return Err(TlsError::Platform(why));
                 }
+                Ok(usable)
             }
         }
-        Ok(store)
     }
+}
+
+impl Identity {
+    /// Reads the certificate and its key and checks that they belong together: an
+    /// error names the file at fault. For a driver that reads the files itself (see
+    /// the module's doc), so that a bad file is named in these words first.
+    pub fn check(&self) -> Result<(), TlsError> {
+        certified_key(&self.cert, &self.key).map(drop)
+    }
+}
+
+/// The rustls error under a driver's error, if a TLS handshake is why it failed:
+/// tokio-rustls hands it over inside an `io::Error`, whose own `source` skips it, so
+/// each level of the chain is looked into.
+pub fn rustls_cause<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut next = Some(e);
+    while let Some(error) = next {
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        if let Some(tls) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(tls);
+        }
+        next = error.source();
+    }
+    None
+}
+
+/// A name of a certificate as rustls lists it in a name mismatch
+/// (`DnsName("db")`, `IpAddress(10.0.0.1)`), as a person writes it.
+pub fn presented_name(presented: &str) -> &str {
+    ["DnsName(\"", "IpAddress("]
+        .into_iter()
+        .find_map(|prefix| presented.strip_prefix(prefix))
+        .map_or(presented, |rest| {
+            rest.trim_end_matches(')').trim_end_matches('"')
+        })
 }
 
 /// A client configuration that trusts no certificate: for a connector that can

@@ -1,6 +1,7 @@
 //! Handshakes in memory between the configurations this crate builds, with
 //! certificates made at test time: what each [`Check`] accepts and refuses, and what
-//! a reload changes.
+//! a reload changes; and the material handed to a driver that builds its own
+//! configuration (MariaDB's).
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, ServerConnection};
 
 use crate::testing::TestCa;
-use crate::{Check, ClientTls, Identity, Roots, ServerTls, TlsError};
+use crate::{presented_name, rustls_cause, Check, ClientTls, Identity, Roots, ServerTls, TlsError};
 
 /// Runs a handshake to its end; the certificate the client saw, or the first error.
 fn handshake(
@@ -133,4 +134,79 @@ fn unusable_files_are_named_in_the_error() {
     });
     let e = with_identity.config().unwrap_err();
     assert!(e.to_string().contains("no PEM private key"), "{e}");
+}
+
+#[test]
+fn a_drivers_material_is_read_and_checked_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca");
+    let other = TestCa::new(dir.path(), "other");
+    // A bundle of two authorities: both, in order.
+    let bundle = dir.path().join("bundle.pem");
+    let both = [ca.cert(), other.cert()].map(|f| std::fs::read_to_string(f).unwrap());
+    std::fs::write(&bundle, both.concat()).unwrap();
+    let roots = client(&bundle, Check::Full).root_certificates().unwrap();
+    assert_eq!(roots.len(), 2);
+    let e = client(&dir.path().join("missing.pem"), Check::Full)
+        .root_certificates()
+        .unwrap_err();
+    assert!(
+        matches!(&e, TlsError::File { path, .. } if path.ends_with("missing.pem")),
+        "{e}"
+    );
+    // A client certificate is checked against its key.
+    let (cert, key) = ca.issue("client", &["allot"]);
+    let (_, stray_key) = ca.issue("stray", &["allot"]);
+    assert!(Identity {
+        cert: cert.clone(),
+        key: key.clone()
+    }
+    .check()
+    .is_ok());
+    let e = Identity {
+        cert: cert.clone(),
+        key: stray_key,
+    }
+    .check()
+    .unwrap_err();
+    assert!(e.to_string().contains("not the key of"), "{e}");
+    let e = Identity {
+        cert: key.clone(),
+        key,
+    }
+    .check()
+    .unwrap_err();
+    assert!(e.to_string().contains("holds no PEM certificate"), "{e}");
+}
+
+#[test]
+fn a_handshakes_error_is_found_under_a_drivers() {
+    // As tokio-rustls hands it to a driver: inside an io::Error, under the driver's own.
+    #[derive(Debug)]
+    struct Driver(std::io::Error);
+    impl std::fmt::Display for Driver {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("driver")
+        }
+    }
+    impl std::error::Error for Driver {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+    let e = Driver(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        tls.clone(),
+    ));
+    assert_eq!(rustls_cause(&e), Some(&tls));
+    let plain = Driver(std::io::Error::other("refused"));
+    assert_eq!(rustls_cause(&plain), None);
+}
+
+#[test]
+fn certificate_names_are_shown_as_written() {
+    assert_eq!(presented_name("DnsName(\"db.example\")"), "db.example");
+    assert_eq!(presented_name("IpAddress(10.0.0.5)"), "10.0.0.5");
+    assert_eq!(presented_name("something else"), "something else");
 }

@@ -315,10 +315,3 @@ fn a_missing_file_is_named_by_its_argument() {
         .connector()
         .is_ok());
 }
-
-#[test]
-fn certificate_names_are_shown_as_written() {
-    assert_eq!(bare_name("DnsName(\"db.example\")"), "db.example");
-    assert_eq!(bare_name("IpAddress(10.0.0.5)"), "10.0.0.5");
-    assert_eq!(bare_name("something else"), "something else");
-}

@@ -22,7 +22,8 @@
 //! The tables, the statements each change writes and the load are the other
 //! engines' too (`super::sql`, `super::load`); this engine keeps what is its own:
 //!
-//! - `target`: the URL (`mysql://`, `mariadb://`, SQLAlchemy's `mysql+pymysql://`),
+//! - `target`: the URL (`mysql://`, `mariadb://`, SQLAlchemy's `mysql+pymysql://`)
+//!   and its TLS arguments (read by `crate::my_tls`),
 //!   the session every connection starts with, the reconnect's retries;
 //! - `connection`: the writer's connection and its transactions, and the
 //!   statements' numbered parameters turned into MariaDB's positional ones;

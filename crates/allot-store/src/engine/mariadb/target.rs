@@ -7,8 +7,19 @@
 //! of the credentials to the `@`, so it may hold `/`, `?` and `#` unescaped), not
 //! by the driver's own parser, which refuses the Python drivers' arguments
 //! (`charset=utf8`) that every `placement.conf` carries. Those are ignored: the
-//! connection is always `utf8mb4`. `unix_socket=` names a socket. TLS arguments
-//! (`ssl_ca`, ...) are refused until this build speaks TLS to MariaDB.
+//! connection is always `utf8mb4`. `unix_socket=` names a socket.
+//!
+//! TLS: the URL's `ssl_*` arguments (PyMySQL's `ssl_ca`, `ssl_cert`, `ssl_key`,
+//! `ssl_verify_cert`, `ssl_verify_identity`, ...) are read by [`crate::my_tls`], the
+//! one home of that reading, shared with the Placement importer. Every connection of
+//! the engine (the writer's, the lease's) uses the driver options it makes, their
+//! files read once, when the engine opens; a handshake that fails is [`StoreError::MariaDbTls`],
+//! with the cause in the URL's terms. The options are mysql_async's `SslOpts`, not a
+//! rustls configuration of allot-tls's: mysql_async 0.37 builds its configuration
+//! itself and takes none (no `ClientConfig`, verifier or root store), so allot-tls
+//! hands it the roots and the client certificate it reads, and the checks are the
+//! driver's two switches; where that differs (a name checked under
+//! `ssl_verify_identity=false`, the driver's bug), `my_tls`'s doc says how.
 
 use std::time::Duration;
 
@@ -16,6 +27,7 @@ use mysql_async::{Opts, OptsBuilder};
 use tokio::runtime::Runtime;
 
 use crate::engine::postgres::redact;
+use crate::my_tls::{self, MyTls};
 use crate::StoreError;
 
 /// How long connecting may take before the server is called unreachable.
@@ -45,11 +57,15 @@ pub(crate) fn is_mariadb(url: &str) -> bool {
     matches!(scheme.split('+').next(), Some("mysql" | "mariadb"))
 }
 
-/// Where a node connects: the driver's settings, and the URL without its password
+/// Where a node connects: the driver's settings (TLS's among them: the files are read
+/// when the engine opens and first connects, and the driver keeps what it built from
+/// them in these settings, so that a reconnect does not fail on a file being
+/// rotated), the TLS settings they were made from, and the URL without its password
 /// for messages.
 #[derive(Clone)]
 pub(super) struct Target {
     pub(super) opts: Opts,
+    pub(super) tls: MyTls,
     pub(super) shown: String,
 }
 
@@ -61,10 +77,10 @@ impl Target {
         };
         match runtime.block_on(attempt) {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(StoreError::MariaDb(format!(
-                "connecting to {}: {e}",
-                self.shown
-            ))),
+            Ok(Err(e)) => Err(match self.tls.explain(&e) {
+                Some(why) => StoreError::MariaDbTls(format!("connecting to {}: {why}", self.shown)),
+                None => StoreError::MariaDb(format!("connecting to {}: {e}", self.shown)),
+            }),
             Err(_) => Err(StoreError::MariaDb(format!(
                 "connecting to {}: no answer in {}s",
                 self.shown,
@@ -100,23 +116,25 @@ pub(super) fn target(text: &str) -> Result<Target, StoreError> {
         ));
     }
     let mut socket = None;
+    let mut tls_args = Vec::new();
     for (key, value) in url.query_pairs() {
         match key.as_ref() {
             "unix_socket" => socket = Some(value.into_owned()),
-            key if key.starts_with("ssl") || key.starts_with("tls") => {
-                return Err(bad(&format!(
-                    "it asks for TLS ({key}), which this build does not speak to MariaDB \
-                     yet: connect over a trusted network or a local socket"
-                )))
-            }
+            key if my_tls::is_tls_key(key) => tls_args.push((key.to_owned(), value.into_owned())),
             // The Python drivers' (charset, plugins): the connection is utf8mb4.
             _ => {}
         }
     }
+    let tls = MyTls::from_params(
+        tls_args.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        socket.is_some(),
+    )
+    .map_err(|why| bad(&why))?;
     let host = url.host_str().unwrap_or("");
     if (no_host || host.is_empty()) && socket.is_none() {
         return Err(bad("it names no host"));
     }
+    let ssl_opts = tls.ssl_opts().map_err(StoreError::MariaDbTls)?;
     let user = Some(decode(url.username())?).filter(|u| !u.is_empty());
     let password = password.as_deref().map(decode).transpose()?;
     let opts = OptsBuilder::default()
@@ -129,9 +147,11 @@ pub(super) fn target(text: &str) -> Result<Target, StoreError> {
         .db_name(Some(database))
         .client_found_rows(true)
         .stmt_cache_size(256)
+        .ssl_opts(ssl_opts)
         .init(SESSION.to_vec());
     Ok(Target {
         opts: opts.into(),
+        tls,
         shown,
     })
 }
@@ -183,11 +203,38 @@ mod tests {
     }
 
     #[test]
+    fn tls_arguments_become_the_drivers_options() {
+        // None asked for: none given to the driver (charset is the Python driver's).
+        let t = target("mysql+pymysql://u@db/allot?charset=utf8").unwrap();
+        assert_eq!(t.opts.ssl_opts(), None);
+        assert_eq!(t.tls.client, None);
+        // Encrypted, nothing checked: no roots read, the driver's switch on.
+        let t = target("mysql+pymysql://u@db/allot?ssl_verify_cert=false").unwrap();
+        let ssl = t.opts.ssl_opts().unwrap();
+        assert!(ssl.accept_invalid_certs());
+        assert!(ssl.root_certs().is_empty());
+        // A CA file is read at open, and a missing one is named by its argument.
+        match target("mysql://u:secret@db/allot?ssl_ca=/nonexistent/ca.pem") {
+            Err(StoreError::MariaDbTls(m)) => {
+                assert!(m.starts_with("ssl_ca /nonexistent/ca.pem: "), "{m}")
+            }
+            other => panic!("{:?}", other.map(|t| t.shown)),
+        }
+    }
+
+    #[test]
     fn what_cannot_be_served_is_refused_with_the_reason() {
         for (url, why) in [
             ("mysql://u:secret@db/", "names no database"),
             ("mysql://u:secret@/allot", "names no host"),
-            ("mysql://u:secret@db/allot?ssl_ca=/ca.pem", "TLS (ssl_ca)"),
+            (
+                "mysql://u:secret@db/allot?ssl_capath=/etc/ssl/certs",
+                "ssl_capath is not supported",
+            ),
+            (
+                "mysql://u:secret@/allot?unix_socket=/run/mysqld.sock&ssl_ca=/ca.pem",
+                "ssl_ca asks for TLS over a Unix socket",
+            ),
         ] {
             let e = target(url).err().unwrap().to_string();
             assert!(e.contains(why), "{url}: {e}");
