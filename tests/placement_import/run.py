@@ -13,7 +13,13 @@ throwaway PostgreSQL), a world is built through Placement's own API; then:
    succeeds on allot after it (what Nova's cached provider tree does);
 3. `allot export --to-placement` into a fresh database made by `placement-manage
    db sync`, and Placement serving that gives the same answers again;
-4. the refusals: a bad URL, an unsupported schema revision, wrong credentials,
+4. on MariaDB, the drop-in (`served_beside`): with Placement's own user and
+   placement.conf, allot's database made beside Placement's on the same server
+   (docs/migrate.md's SQL, `allot db sync --placement-conf`), refused while it
+   is empty, imported into, then served by `allot serve --placement-conf` with
+   no --database, and `allot verify` against the running Placement finds no
+   difference docs/api.md does not document;
+5. the refusals: a bad URL, an unsupported schema revision, wrong credentials,
    an unreachable host (a closed port, and one that takes the connection
    but never answers), a non-empty target (both directions), and pending
    claims or class metadata without --drop-extensions; each exits 1 naming the
@@ -137,11 +143,13 @@ def placement(venv, url, work, name, workers=1):
                  '[placement_database]\nconnection = %s\n'
                  '[oslo_policy]\nenforce_new_defaults = False\n' % url)
     db_sync(venv, conf)
-    return Server([os.path.join(venv, 'bin', 'gunicorn'), '-w', str(workers),
-                   '-b', '127.0.0.1:{port}', '--timeout', '300',
-                   'placement.wsgi.api:application'],
-                  dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir),
-                  os.path.join(work, name + '.log'))
+    server = Server([os.path.join(venv, 'bin', 'gunicorn'), '-w', str(workers),
+                     '-b', '127.0.0.1:{port}', '--timeout', '300',
+                     'placement.wsgi.api:application'],
+                    dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir),
+                    os.path.join(work, name + '.log'))
+    server.conf = conf
+    return server
 
 
 def db_sync(venv, conf):
@@ -363,6 +371,8 @@ def refused(result, cause, what):
 
 class MariaDB:
     name = 'mariadb'
+    # Placement's own user's password, as SQLAlchemy reads it up to the `@`.
+    PASSWORD = 'pl/ace:ment'
 
     def __init__(self, root_url):
         import pymysql
@@ -392,6 +402,16 @@ class MariaDB:
         self.admin("CREATE USER IF NOT EXISTS 'placement'@'%%' IDENTIFIED BY "
                    "'right'; GRANT ALL ON %s.* TO 'placement'@'%%'" % db)
         return self.url(db, 'mysql+pymysql', 'placement', 'wrong')
+
+    def service_user(self, db):
+        """The connection a deployment's placement.conf has: Placement's own
+        user, granted its database only, as deployment tools grant it."""
+        # ALTER: a server kept from an earlier run may have the user already.
+        self.admin("CREATE USER IF NOT EXISTS 'placement'@'%%'; ALTER USER "
+                   "'placement'@'%%' IDENTIFIED BY '%s'; GRANT ALL PRIVILEGES "
+                   "ON %s.* TO 'placement'@'%%'" % (self.PASSWORD, db))
+        return self.url(db, 'mysql+pymysql', 'placement',
+                        self.PASSWORD) + '?charset=utf8'
 
 
 class Postgres:
@@ -426,15 +446,74 @@ class Postgres:
         return self.url(db, 'postgresql', 'nobody', 'wrong')
 
 
+def start_refused(argv, what, causes):
+    """`allot serve` (argv) must stop at once, with exit status 1 and every
+    one of `causes` in what it says."""
+    argv = [a.replace('{port}', str(free_port())) for a in argv]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        check(False, '%s: allot serve stops' % what, 'it served')
+        return
+    ok = r.returncode == 1 and all(c in r.stderr for c in causes)
+    check(ok, '%s: allot serve stops, naming %r' % (what, causes),
+          'exit %s, stderr: %s' % (r.returncode, r.stderr[-1500:]))
+
+
+def served_beside(db, args, work, p, src):
+    """The drop-in (docs/migrate.md): allot's database beside Placement's on
+    the same MariaDB server, made with the documented SQL, found from the
+    deployment's own placement.conf (Placement's, p.conf) with no --database,
+    served only once imported into, and compared with the running Placement
+    by `allot verify`."""
+    serve = [args.allot, 'serve', '--bind', '127.0.0.1:{port}',
+             '--placement-conf', p.conf, '--log', 'warn']
+    beside = src.replace('/placement_src?', '/allot?')
+    db.admin('DROP DATABASE IF EXISTS allot')  # a server kept from a run before
+    start_refused(serve, 'before allot\'s database exists',
+                  ["allot's database", 'docs/migrate.md'])
+    db.admin("CREATE DATABASE allot CHARACTER SET utf8mb4 COLLATE "
+             "utf8mb4_nopad_bin; GRANT ALL PRIVILEGES ON allot.* TO "
+             "'placement'@'%'")
+    r = allot(args.allot, 'db', 'sync', '--placement-conf', p.conf)
+    check(r.returncode == 0, 'allot db sync --placement-conf', r.stderr)
+    start_refused(serve, 'while allot\'s database is empty',
+                  ['holds 7 resource provider(s)',
+                   'allot import --from-placement'])
+    r = allot(args.allot, 'import', '--from-placement', src,
+              '--database', beside)
+    check(r.returncode == 0, 'import mariadb -> beside it', r.stderr)
+    a = Server(serve, dict(os.environ), os.path.join(work, 'beside.log'))
+    try:
+        r = allot(args.allot, 'verify',
+                  '--placement', 'http://127.0.0.1:%d' % p.port,
+                  '--allot', 'http://127.0.0.1:%d' % a.port)
+        last = r.stdout.strip().splitlines()[-1:] or ['']
+        print('allot verify: %s' % last[0], flush=True)
+        check(r.returncode == 0, 'allot serving beside Placement, from '
+              'placement.conf alone: allot verify finds no undocumented '
+              'difference', r.stdout[-3000:] + r.stderr[-1000:])
+    finally:
+        a.stop()
+
+
 def run_backend(db, args, work):
     print('== %s' % db.name, flush=True)
     src = db.fresh('placement_src')
+    if isinstance(db, MariaDB):
+        src = db.service_user('placement_src')
     p = placement(args.venv, src, work, db.name + '-placement')
     try:
         world = build_world(p)
         expected = answers(p, world)
         cn1 = world['rp']['cn1']
         cached_gen = p.ok('GET', '/resource_providers/' + cn1)['generation']
+        if isinstance(db, MariaDB):
+            try:
+                served_beside(db, args, work, p, src)
+            except Exception as e:  # a broken step fails, and the rest runs
+                check(False, 'served beside: %s: %s' % (type(e).__name__, e))
     finally:
         p.stop()
 

@@ -14,7 +14,8 @@
 //! orchestrator and one module per table or table family, and what both directions
 //! share is here: the URL as `placement.conf` writes it (`placement_url.rs`), the
 //! two drivers behind one small text-only connection (`conn.rs`), and the schema
-//! revisions this build understands (`revision.rs`).
+//! revisions this build understands (`revision.rs`). Beside them, `census.rs`
+//! counts a Placement database's providers, for `allot serve --placement-conf`.
 //!
 //! TLS: a PostgreSQL URL's libpq arguments (`sslmode`, `sslrootcert`, `sslcert`,
 //! `sslkey`) and variables (`PGSSLMODE`, ...) are read by `allot_store::pg_tls`, the
@@ -24,6 +25,7 @@
 //! are read by `allot_store::my_tls`, as the store's MariaDB engine reads them; what
 //! cannot be honoured is refused by name: never a silent plain-text connection.
 
+mod census;
 mod conn;
 mod placement_url;
 mod read;
@@ -54,6 +56,13 @@ pub fn read(db: &PlacementUrl, placeholders: &Placeholders) -> anyhow::Result<Re
 /// runtime of its own, so it must not be called from within an async context.
 pub fn write(db: &PlacementUrl, dump: &Dump) -> anyhow::Result<()> {
     runtime()?.block_on(write::write_placement(db, dump))
+}
+
+/// How many resource providers Placement's database holds (0 when it has no
+/// Placement schema yet), without reading anything else. Runs on a runtime of its
+/// own, so it must not be called from within an async context.
+pub fn providers(db: &PlacementUrl) -> anyhow::Result<u64> {
+    runtime()?.block_on(census::providers(db))
 }
 
 /// A single-threaded runtime for one command's database work.

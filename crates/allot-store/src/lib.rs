@@ -175,6 +175,21 @@ pub fn redacted(url: &str) -> String {
     engine::postgres::redact(url)
 }
 
+/// The URL of database `name` on the MariaDB server `url` names, with `url`'s user,
+/// password, host, port (or socket) and arguments; `None` when `url` is not a
+/// MariaDB/MySQL one (`mysql://`, `mariadb://`, SQLAlchemy's `mysql+pymysql://`).
+/// `allot serve --placement-conf` serves its database there, beside Placement's.
+/// Refused: a `name` that is not a plain identifier ([`check_database_name`]), or
+/// the database `url` names itself.
+pub fn database_beside(url: &str, name: &str) -> Result<Option<String>, StoreError> {
+    if !engine::mariadb::is_mariadb(url) {
+        return Ok(None);
+    }
+    engine::mariadb::beside(url, name).map(Some)
+}
+
+pub use engine::mariadb::check_database_name;
+
 /// A second connection that waits for other nodes' commits, so that a node can
 /// follow the log as soon as something is committed instead of on a timer: meant
 /// for a thread of its own, which wakes the host's writer. PostgreSQL only (it is

@@ -102,8 +102,9 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum DbCommand {
-    /// Create or migrate the schema of a database (sqlite:PATH or postgres://...);
-    /// run again, it changes nothing.
+    /// Create or migrate the schema of a database (sqlite:PATH, postgres://... or
+    /// mysql://...; with --placement-conf, allot's database beside Placement's); run
+    /// again, it changes nothing.
     #[command(visible_alias = "sync")]
     Migrate(config::DatabaseArgs),
     /// Rewrite an SQLite database compactly, in the 1 KiB pages allot now creates

@@ -18,6 +18,7 @@ fn allot(args: &[&str]) -> std::process::Output {
         .args(args)
         .env_remove("ALLOT_DATABASE")
         .env_remove("ALLOT_PLACEMENT_CONF")
+        .env_remove("ALLOT_DATABASE_NAME")
         .output()
         .expect("run allot")
 }
@@ -33,19 +34,27 @@ fn db_sync_is_migrate_and_may_run_again() {
     // The database it made is one `allot serve` opens.
     let server = support::Server::start_url(&db);
     assert_eq!(server.call("GET", "/resource_providers", None).0, 200);
-    // Pointed at Placement's own database by placement.conf, it says how to import it,
-    // and makes nothing.
+    // Pointed at Placement's own PostgreSQL database by placement.conf, it says how to
+    // import it, and makes nothing.
     let conf = dir.path().join("placement.conf");
-    std::fs::write(
-        &conf,
-        "[placement_database]\nconnection = mysql+pymysql://placement:secret@db/placement\n",
-    )
-    .unwrap();
-    let out = allot(&["db", "sync", "--placement-conf", conf.to_str().unwrap()]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let sync = |connection: &str| {
+        let text = format!("[placement_database]\nconnection = {connection}\n");
+        std::fs::write(&conf, text).unwrap();
+        let out = allot(&["db", "sync", "--placement-conf", conf.to_str().unwrap()]);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = sync("postgresql+psycopg2://placement:secret@db/placement");
     assert!(
         stderr.contains("allot import --from-placement") && !stderr.contains("secret"),
+        "{stderr}"
+    );
+    // At a MariaDB one, it migrates allot's database beside it, on the same server
+    // (here one that is not there).
+    let stderr = sync("mysql+pymysql://placement:secret@127.0.0.1:1/placement");
+    assert!(
+        stderr.contains("mysql+pymysql://placement:***@127.0.0.1:1/allot")
+            && !stderr.contains("secret"),
         "{stderr}"
     );
 }

@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use super::parse::{
-    parse_advertise_url, parse_auth, parse_bind, parse_count, parse_log_format, parse_policy,
-    parse_seconds, variants, Spelled, BOOL,
+    parse_advertise_url, parse_auth, parse_bind, parse_count, parse_database_name,
+    parse_log_format, parse_policy, parse_seconds, variants, Spelled, BOOL,
 };
 
 /// The authorization rules, as `--policy` takes them: a mirror of
@@ -94,6 +94,8 @@ pub const DEFAULT_POLICY: Policy = Policy::Secure;
 pub const DEFAULT_BIND: &str = "127.0.0.1:8778";
 /// The default log filter.
 pub const DEFAULT_LOG: &str = "info";
+/// The default name of allot's database beside Placement's (`--database-name`).
+pub const DEFAULT_DATABASE_NAME: &str = "allot";
 /// The default time requests under way get to finish on SIGTERM, in seconds.
 pub const DEFAULT_SHUTDOWN_GRACE: u64 = 30;
 
@@ -113,6 +115,15 @@ pub struct Layer {
     /// sqlite:$XDG_DATA_HOME/allot/allot.db, i.e. ~/.local/share/allot/allot.db].
     #[arg(long, value_name = "URL")]
     pub(super) database: Option<String>,
+
+    /// With --placement-conf naming Placement's MariaDB/MySQL database and no
+    /// --database: allot's database on that server, reached with Placement's
+    /// credentials (another than Placement's). allot serves it once it holds a commit
+    /// (`allot import --from-placement` into it), or while Placement's holds no
+    /// provider; else it refuses to start (docs/migrate.md).
+    #[arg(long, value_name = "NAME", value_parser = parse_database_name,
+          default_value = DEFAULT_DATABASE_NAME)]
+    pub(super) database_name: Option<String>,
 
     /// TOML file with any of these settings, each under its name with underscores;
     /// flags and environment variables win over it.

@@ -39,7 +39,7 @@ mod validate;
 
 pub use auth::Auth;
 pub use declaration::{AuthMode, Layer, LogFormat, Policy, DEFAULT_POLICY};
-pub use placement_conf::PlacementConf;
+pub use placement_conf::{Connection, PlacementConf};
 pub use tls::ServerTlsFiles;
 
 use std::net::SocketAddr;
@@ -109,6 +109,9 @@ impl FromArgMatches for ServeArgs {
 pub struct Settings {
     pub bind: SocketAddr,
     pub database: String,
+    /// Set when `database` was found beside Placement's (`--placement-conf`, no
+    /// `--database`): the start checks that it may serve it.
+    pub beside_placement: Option<BesidePlacement>,
     pub log: String,
     pub log_format: LogFormat,
     pub auth: Auth,
@@ -131,6 +134,20 @@ pub struct Settings {
     /// What the server reads, built from the merged settings directly
     /// ([`validate::server_settings`]).
     pub server: allot_server::Settings,
+}
+
+/// allot's database found beside Placement's, on the MariaDB server of
+/// placement.conf's `[placement_database] connection` (`validate::database`): what
+/// `allot serve` needs to decide whether it may serve it, and to say how to make it
+/// servable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BesidePlacement {
+    /// placement.conf, for messages.
+    pub conf: PathBuf,
+    /// Placement's database: the start asks it how many providers it holds.
+    pub placement: Connection,
+    /// allot's database's name on that server (`--database-name`).
+    pub name: String,
 }
 
 impl Settings {
@@ -190,17 +207,23 @@ impl ServeArgs {
 /// `sync`): it is found as `allot serve` finds it.
 #[derive(clap::Args, Debug)]
 pub struct DatabaseArgs {
-    /// The database URL (sqlite:PATH or postgres://...) [env: ALLOT_DATABASE].
+    /// The database URL (sqlite:PATH, postgres://... or mysql://...) [env:
+    /// ALLOT_DATABASE].
     #[arg(long, value_name = "URL")]
     database: Option<String>,
     /// allot's TOML config file, for its `database` [env: ALLOT_CONFIG].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Placement's placement.conf: a `[placement_database] connection` there, with no
-    /// database of allot's named, is refused with the way to import it [env:
-    /// ALLOT_PLACEMENT_CONF].
+    /// Placement's placement.conf: with no database of allot's named, a MariaDB/MySQL
+    /// `[placement_database] connection` there names the server of allot's database
+    /// (--database-name), and a PostgreSQL one is refused with the way to import it
+    /// [env: ALLOT_PLACEMENT_CONF].
     #[arg(long, value_name = "FILE")]
     placement_conf: Option<PathBuf>,
+    /// With --placement-conf and no --database: allot's database on the server of
+    /// Placement's [default: allot] [env: ALLOT_DATABASE_NAME].
+    #[arg(long, value_name = "NAME", value_parser = parse::parse_database_name)]
+    database_name: Option<String>,
 }
 
 impl DatabaseArgs {
@@ -213,8 +236,13 @@ impl DatabaseArgs {
         if let Some(path) = self.placement_conf {
             flags.insert("placement_conf".into(), serde_json::to_value(path)?);
         }
+        if let Some(name) = self.database_name {
+            flags.insert("database_name".into(), name.into());
+        }
         let merged = layers::merge(&flags, self.config, env)?;
-        validate::database(&merged, env)
+        // Migrating never serves: whether allot's database beside Placement's may be
+        // served is `allot serve`'s question.
+        validate::database(&merged, env).map(|database| database.url)
     }
 }
 
@@ -839,9 +867,12 @@ mod tests {
             return [first, second];
         }
         let kind = arg.get_value_names().expect("every flag names its value")[0].as_str();
-        // The one URL that must be an http(s):// one.
-        if arg.get_id() == "advertise_url" {
-            return ["http://one:1".to_owned(), "https://two:2".to_owned()];
+        // The one URL that must be an http(s):// one, and the one name that must be a
+        // plain identifier.
+        match arg.get_id().as_str() {
+            "advertise_url" => return ["http://one:1".to_owned(), "https://two:2".to_owned()],
+            "database_name" => return ["one".to_owned(), "two".to_owned()],
+            _ => {}
         }
         let [a, b] = match kind {
             "IP:PORT" => ["127.0.0.1:1", "[::1]:2"],
@@ -926,7 +957,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 36, "every setting is checked");
+        assert_eq!(checked, 37, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render
@@ -1086,47 +1117,177 @@ incomplete_consumer_project_id = 00000000-0000-0000-0000-000000000000
         assert_eq!(max(&[], &[], Some(&file)), 3);
     }
 
+    /// KOLLA's connection, on the same server, under another database's name.
+    const KOLLA_BESIDE: &str = "mysql+pymysql://placement:DB_PASS@192.0.2.20:3306/allot";
+
     #[test]
-    fn placement_s_own_database_is_refused_with_the_way_to_import_it() {
-        let (s, _dir) = resolve_conf(KOLLA, &[], &[], None);
-        let message = format!("{:#}", s.expect_err("no database of allot's is named"));
-        for needed in [
-            "[placement_database] connection",
-            "mysql+pymysql://placement:***@192.0.2.20:3306/placement",
-            "allot import --from-placement",
-            "--database",
+    fn allot_s_database_is_found_beside_placement_s_on_mariadb() {
+        let (s, dir) = resolve_conf(KOLLA, &[], &[], None);
+        let s = s.unwrap();
+        assert_eq!(s.database, KOLLA_BESIDE);
+        let beside = s.beside_placement.expect("found beside Placement's");
+        assert_eq!(beside.conf, dir.path().join("placement.conf"));
+        assert_eq!(beside.name, "allot");
+        assert_eq!(
+            beside.placement.url(),
+            "mysql+pymysql://placement:DB_PASS@192.0.2.20:3306/placement"
+        );
+        // The connection is used, so not listed; and no Debug shows its password.
+        let conf = s.placement_conf.unwrap();
+        assert!(
+            !conf
+                .unused
+                .contains(&"[placement_database] connection".to_owned()),
+            "{:?}",
+            conf.unused
+        );
+        assert!(!format!("{beside:?} {conf:?}").contains("DB_PASS"));
+        // The name from each of allot's sources, in their order.
+        let beside = |name: &str| KOLLA_BESIDE.replace("/allot", &format!("/{name}"));
+        let var = [("ALLOT_DATABASE_NAME", "from_env")];
+        let file = Some("database_name = \"from_file\"");
+        for (argv, env, file, name) in [
+            (
+                &["--database-name", "from_flag"][..],
+                &var[..],
+                file,
+                "from_flag",
+            ),
+            (&[], &var, file, "from_env"),
+            (&[], &[], file, "from_file"),
         ] {
-            assert!(message.contains(needed), "{needed}: {message}");
+            let (s, _dir) = resolve_conf(KOLLA, argv, env, file);
+            assert_eq!(s.unwrap().database, beside(name));
         }
-        assert!(!message.contains("DB_PASS"), "{message}");
-        // allot's own database, from any of its sources, is served instead.
+        // A socket, and SQLAlchemy's arguments, are kept.
+        let conf = "[placement_database]\nconnection = \
+                    mysql+pymysql://placement:p/w@/placement?unix_socket=/run/my.sock&charset=utf8\n";
+        let (s, _dir) = resolve_conf(conf, &[], &[], None);
+        assert_eq!(
+            s.unwrap().database,
+            "mysql+pymysql://placement:p/w@/allot?unix_socket=/run/my.sock&charset=utf8"
+        );
+    }
+
+    #[test]
+    fn a_database_named_explicitly_wins_over_placement_conf() {
         for (argv, env, file) in [
             (&["--database", "sqlite:/a.db"][..], &[][..], None),
             (&[], &[("ALLOT_DATABASE", "sqlite:/a.db")], None),
             (&[], &[], Some("database = \"sqlite:/a.db\"")),
         ] {
             let (s, _dir) = resolve_conf(KOLLA, argv, env, file);
-            assert_eq!(s.unwrap().database, "sqlite:/a.db");
+            let s = s.unwrap();
+            assert_eq!(s.database, "sqlite:/a.db");
+            assert_eq!(s.beside_placement, None, "nothing to check before serving");
+            let unused = s.placement_conf.unwrap().unused;
+            assert!(unused.contains(&"[placement_database] connection".to_owned()));
         }
-        // `allot db sync` finds the database the same way.
+        // --database-name alone changes nothing then.
+        let (s, _dir) = resolve_conf(
+            KOLLA,
+            &["--database", "sqlite:/a.db", "--database-name", "other"],
+            &[],
+            None,
+        );
+        assert_eq!(s.unwrap().database, "sqlite:/a.db");
+    }
+
+    #[test]
+    fn what_cannot_be_found_beside_placement_s_is_refused_with_the_reason() {
+        let hidden = "mysql+pymysql://placement:***@192.0.2.20:3306/placement";
+        // Placement's own database.
+        let (s, _dir) = resolve_conf(KOLLA, &["--database-name", "placement"], &[], None);
+        let message = format!("{:#}", s.unwrap_err());
+        for needed in [
+            hidden,
+            "--database-name",
+            "names database placement already",
+        ] {
+            assert!(message.contains(needed), "{needed}: {message}");
+        }
+        // A name that is no plain identifier, from each source, naming it.
+        let message = error(&[], &[("ALLOT_DATABASE_NAME", "al-lot")], None);
+        assert!(message.contains("ALLOT_DATABASE_NAME"), "{message}");
+        assert!(message.contains("invalid database name"), "{message}");
+        let (s, _dir) = resolve_conf(KOLLA, &[], &[], Some("database_name = \"a;b\""));
+        let message = format!("{:#}", s.unwrap_err());
+        assert!(message.contains("config file"), "{message}");
+        assert!(
+            message.contains("invalid database name \"a;b\""),
+            "{message}"
+        );
+        // PostgreSQL: the old refusal, with the way to import it.
+        let pg = KOLLA.replace(
+            "mysql+pymysql://placement:DB_PASS@192.0.2.20:3306",
+            "postgresql+psycopg2://placement:DB_PASS@192.0.2.20:5432",
+        );
+        let (s, _dir) = resolve_conf(&pg, &[], &[], None);
+        let message = format!("{:#}", s.unwrap_err());
+        for needed in [
+            "[placement_database] connection",
+            "postgresql+psycopg2://placement:***@192.0.2.20:5432/placement",
+            "on MariaDB/MySQL only",
+            "allot import --from-placement",
+            "--database",
+        ] {
+            assert!(message.contains(needed), "{needed}: {message}");
+        }
+        // A MariaDB URL that names no database: the reason, never the password.
+        let conf = "[placement_database]\nconnection = mysql://placement:DB_PASS@db/\n";
+        let (s, _dir) = resolve_conf(conf, &[], &[], None);
+        let message = format!("{:#}", s.unwrap_err());
+        assert!(message.contains("names no database"), "{message}");
+        for message in [
+            message,
+            format!("{:#}", resolve_conf(&pg, &[], &[], None).0.unwrap_err()),
+        ] {
+            assert!(!message.contains("DB_PASS"), "{message}");
+        }
+    }
+
+    #[test]
+    fn allot_db_sync_finds_the_database_as_allot_serve_does() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("placement.conf");
         std::fs::write(&path, KOLLA).unwrap();
-        let args = |database: Option<&str>| DatabaseArgs {
+        let args = |database: Option<&str>, name: Option<&str>| DatabaseArgs {
             database: database.map(str::to_owned),
             config: None,
             placement_conf: Some(path.clone()),
+            database_name: name.map(str::to_owned),
         };
         let none = |_: &str| None;
-        let message = format!("{:#}", args(None).resolve(&none).unwrap_err());
-        assert!(
-            message.contains("allot import --from-placement"),
-            "{message}"
+        assert_eq!(args(None, None).resolve(&none).unwrap(), KOLLA_BESIDE);
+        assert_eq!(
+            args(None, Some("other")).resolve(&none).unwrap(),
+            KOLLA_BESIDE.replace("/allot", "/other")
+        );
+        let env = |k: &str| (k == "ALLOT_DATABASE_NAME").then(|| "from_env".to_owned());
+        assert_eq!(
+            args(None, None).resolve(&env).unwrap(),
+            KOLLA_BESIDE.replace("/allot", "/from_env")
         );
         assert_eq!(
-            args(Some("sqlite:/b.db")).resolve(&none).unwrap(),
+            args(Some("sqlite:/b.db"), None).resolve(&none).unwrap(),
             "sqlite:/b.db"
         );
+        let message = format!(
+            "{:#}",
+            args(None, Some("placement")).resolve(&none).unwrap_err()
+        );
+        assert!(
+            message.contains("names database placement already"),
+            "{message}"
+        );
+        // The flag's parser, as `allot db sync --database-name` reads it.
+        #[derive(Parser, Debug)]
+        struct Db {
+            #[command(flatten)]
+            db: DatabaseArgs,
+        }
+        let e = Db::try_parse_from(["db", "--database-name", "a b"]).unwrap_err();
+        assert!(e.to_string().contains("invalid database name"), "{e}");
     }
 
     #[test]

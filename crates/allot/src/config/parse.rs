@@ -106,6 +106,13 @@ pub(super) fn parse_advertise_url(s: &str) -> Result<String, String> {
     Ok(s.trim_end_matches('/').to_owned())
 }
 
+/// A database name that needs no escape in a URL or in SQL (letters, digits, `_`).
+pub(super) fn parse_database_name(s: &str) -> Result<String, String> {
+    let name = s.trim();
+    allot_store::check_database_name(name)?;
+    Ok(name.to_owned())
+}
+
 pub(super) fn parse_count(s: &str) -> Result<usize, String> {
     s.trim()
         .parse()

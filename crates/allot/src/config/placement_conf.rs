@@ -14,9 +14,11 @@
 //! domain and TLS options (`cafile`, `certfile`, `keyfile`, `insecure`), `[oslo_policy] policy_file` (relative to the file, as oslo.config finds it)
 //! and `enforce_new_defaults` (`--policy secure` or `legacy`), `[placement]
 //! max_allocation_candidates` and `randomize_allocation_candidates`.
-//! `[placement_database] connection` is never taken: it names Placement's database,
-//! which allot cannot serve; [`PlacementConf::connection`] keeps it (password hidden)
-//! for the refusal in `config::database`.
+//! `[placement_database] connection` is no setting's value: it names Placement's
+//! database, which allot does not serve. [`PlacementConf::connection`] keeps it for
+//! `config::validate::database`: with no `--database`, allot's own database is the
+//! one named `--database-name` on that MariaDB server, with the same credentials
+//! (and a PostgreSQL connection is refused with the way to import it).
 //!
 //! oslo.config's syntax, as rust-ini reads it here: `#` and `;` comment lines (no
 //! comment after a value), indented continuation lines, a repeated section merged, a
@@ -46,8 +48,32 @@ pub struct PlacementConf {
     /// Every key allot does not use, once each, in the file's order, with a note where
     /// the key is known but its value is not one allot can take.
     pub unused: Vec<String>,
-    /// `[placement_database] connection`, its password hidden.
-    pub connection: Option<String>,
+    /// `[placement_database] connection`.
+    pub connection: Option<Connection>,
+}
+
+/// `[placement_database] connection` as written. Its password is what reaches the
+/// server of allot's database beside Placement's, so it is kept, but shown only
+/// hidden ([`Connection::shown`], and `Debug`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Connection(String);
+
+impl Connection {
+    /// The URL, password and all: only for connecting.
+    pub fn url(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with its password hidden, for messages.
+    pub fn shown(&self) -> String {
+        allot_store::redacted(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Connection({:?})", self.shown())
+    }
 }
 
 /// Reads the file at `path`.
@@ -148,7 +174,7 @@ pub(super) fn parse(path: &Path, text: &str) -> anyhow::Result<PlacementConf> {
     }
     let connection = taken
         .peek("placement_database", "connection")
-        .map(allot_store::redacted);
+        .map(|url| Connection(url.to_owned()));
 
     let values = values(&layer)?;
     let Taken {

@@ -1,7 +1,7 @@
 //! The merged settings checked and typed: [`settings`] turns the one [`super::Layer`] the
 //! merge gives into [`Settings`], with the checks that span a value and its meaning
-//! (bounds, a database that allot cannot serve, warnings about the settings
-//! themselves), each error naming the source of the value it refuses.
+//! (bounds, the database, found beside Placement's or refused, warnings about the
+//! settings themselves), each error naming the source of the value it refuses.
 
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
@@ -12,9 +12,10 @@ use anyhow::anyhow;
 
 use super::auth::auth;
 use super::layers::{self, Merged};
-use super::parse::{check_log_filter, parse_advertise_url};
+use super::parse::{check_log_filter, parse_advertise_url, parse_database_name};
+use super::placement_conf::Connection;
 use super::tls::server_tls;
-use super::{default_database, Settings};
+use super::{default_database, BesidePlacement, Settings};
 
 /// A setting with a declared default, which the merge always fills.
 pub(super) fn declared<T>(value: Option<T>) -> T {
@@ -39,18 +40,25 @@ pub(super) fn settings(
     let s = &merged.layer;
     let bind = declared(s.bind);
     let database = database(&merged, env)?;
+    let mut placement_conf = merged.placement.clone();
+    if let (Some(conf), Some(_)) = (&mut placement_conf, &database.beside) {
+        // Used after all: it names the server of allot's database.
+        conf.unused
+            .retain(|key| key != "[placement_database] connection");
+    }
     let log = declared(s.log.clone());
     check_log_filter(&log).map_err(|e| anyhow!("{}: {e}", from("log")))?;
     let server = server_settings(&merged)?;
     Ok(Settings {
         bind,
-        database,
+        database: database.url,
+        beside_placement: database.beside,
         log,
         log_format: declared(s.log_format),
         auth: auth(&merged, bind, env)?,
         policy_file: given_path(&s.policy_file),
         tls: server_tls(&merged)?,
-        placement_conf: merged.placement.clone(),
+        placement_conf,
         shutdown_grace: Duration::from_secs(declared(s.shutdown_grace)),
         save_view_every: Some(declared(s.save_view_every))
             .filter(|&seconds| seconds > 0)
@@ -143,37 +151,88 @@ fn given_path(path: &Option<PathBuf>) -> Option<PathBuf> {
         .filter(|p| !p.to_string_lossy().trim().is_empty())
 }
 
-/// The database URL. A placement.conf that names Placement's own database
-/// (`[placement_database] connection`) while allot's sources name none stops the
-/// start: allot cannot serve that database, and starting on an empty one of its own
-/// instead would show the cloud's schedulers and compute nodes a Placement with no
-/// providers and no allocations, which they would fill again from scratch and
-/// overcommit. With `--database` (or its variable or file key) given, the connection
-/// is only listed among the keys not used.
+/// The database the settings name, and, when it was found beside Placement's, what
+/// `allot serve` checks before serving it.
+pub(super) struct Database {
+    pub url: String,
+    pub beside: Option<BesidePlacement>,
+}
+
+/// The database URL: `--database` (or its variable or file key) when given, which
+/// wins whatever placement.conf says; else, with a placement.conf that names
+/// Placement's database (`[placement_database] connection`), allot's own database
+/// beside it ([`beside_placement`]); else the default SQLite file.
 pub(super) fn database(
     merged: &Merged,
     env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Database> {
     let s = &merged.layer;
     let connection = merged
         .placement
         .as_ref()
         .and_then(|p| Some((&p.path, p.connection.as_ref()?)));
-    if let (None, Some((path, url))) = (&s.database, connection) {
-        anyhow::bail!(
-            "placement.conf {}: [placement_database] connection = {url} is OpenStack \
-             Placement's database, which allot cannot serve. Import it into allot's own \
-             database first (`allot import --from-placement URL --database URL`, see \
-             docs/migrate.md), then name that database with --database, \
-             ALLOT_DATABASE or `database` in allot's config file.",
-            path.display()
-        );
+    if let (None, Some((path, connection))) = (&s.database, connection) {
+        return beside_placement(merged, path, connection);
     }
-    let database = s.database.clone().unwrap_or_else(|| default_database(env));
-    if database.trim().is_empty() {
+    let url = s.database.clone().unwrap_or_else(|| default_database(env));
+    if url.trim().is_empty() {
         anyhow::bail!("{}: the database URL is empty", merged.source("database"));
     }
-    Ok(database)
+    Ok(Database { url, beside: None })
+}
+
+/// allot's database beside Placement's: on the MariaDB server of placement.conf's
+/// connection, with its credentials, under `database_name`. Never Placement's own
+/// database: allot cannot serve Placement's tables. Whether it may be served (it
+/// holds a commit, or Placement's holds no provider: an empty allot beside a
+/// Placement with providers would show the cloud's schedulers and compute nodes a
+/// Placement with none, which they would fill again from scratch and over-commit) is
+/// `allot serve`'s to ask the databases (`serve::beside`). A PostgreSQL connection
+/// is refused: SQLAlchemy's PostgreSQL URL (psycopg2's arguments, a password left
+/// unescaped) is not the form allot's PostgreSQL engine reads, so allot's database
+/// is named there with --database.
+fn beside_placement(
+    merged: &Merged,
+    path: &std::path::Path,
+    connection: &Connection,
+) -> anyhow::Result<Database> {
+    let name_source = merged.source("database_name");
+    // Flags and variables were checked as they were read; a file's value is checked
+    // here.
+    let name = parse_database_name(&declared(merged.layer.database_name.clone()))
+        .map_err(|e| anyhow!("{name_source}: {e}"))?;
+    let conf = format!(
+        "placement.conf {}: [placement_database] connection = {}",
+        path.display(),
+        connection.shown()
+    );
+    match allot_store::database_beside(connection.url(), &name) {
+        Ok(Some(url)) => Ok(Database {
+            url,
+            beside: Some(BesidePlacement {
+                conf: path.to_owned(),
+                placement: connection.clone(),
+                name,
+            }),
+        }),
+        Ok(None) => anyhow::bail!(
+            "{conf} is OpenStack Placement's database, which allot does not serve, and \
+             allot finds a database of its own beside Placement's on MariaDB/MySQL only. \
+             Import it into allot's own database first (`allot import --from-placement \
+             URL --database URL`, see docs/migrate.md), then name that database with \
+             --database, ALLOT_DATABASE or `database` in allot's config file."
+        ),
+        Err(e) => {
+            let why = match e {
+                allot_store::StoreError::BadUrl { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            anyhow::bail!(
+                "{conf}: allot's database beside it, named {name} ({name_source}), \
+                 cannot be found there: {why}"
+            )
+        }
+    }
 }
 
 /// What a start should warn of in the settings themselves.

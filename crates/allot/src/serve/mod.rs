@@ -1,10 +1,12 @@
 //! `allot serve`: the start, in the order it happens. The settings are resolved and
 //! the log set up; then everything that can refuse a start (the authenticator, the
-//! certificate, the policy file, the database) is opened before any socket listens
+//! certificate, the policy file, the database, and whether a database beside
+//! Placement's may be served: [`beside`]) is opened before any socket listens
 //! ([`open`]); then the sockets, the writer's lease ([`lease`]), the sweeper and the
 //! signal handlers ([`signals`], [`reload`]) start, and the API is served until a
 //! signal drains it.
 
+mod beside;
 mod lease;
 mod open;
 mod reload;

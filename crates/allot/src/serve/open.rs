@@ -125,13 +125,25 @@ pub(super) fn policy_file(
     Ok(Some(Arc::new(file)))
 }
 
-/// The database, opened (and migrated) and loaded into the view; on a database other
-/// nodes write to, their commits wake this node's writer.
+/// The database, opened (and migrated) and loaded into the view; one found beside
+/// Placement's only if it may be served (`super::beside`); on a database other nodes
+/// write to, their commits wake this node's writer.
 pub(super) fn host(settings: &config::Settings) -> anyhow::Result<allot_store::Host> {
     let mut store = allot_store::Store::open(&settings.database).with_context(|| {
         let url = allot_store::redacted(&settings.database);
-        format!("opening database {url}")
+        match &settings.beside_placement {
+            Some(beside) => format!(
+                "opening allot's database {url}, beside Placement's (placement.conf {}, \
+                 --database-name {}); docs/migrate.md says how to create it",
+                beside.conf.display(),
+                beside.name
+            ),
+            None => format!("opening database {url}"),
+        }
     })?;
+    if let Some(beside) = &settings.beside_placement {
+        super::beside::check(&mut store, &settings.database, beside)?;
+    }
     store.save_view_every(settings.save_view_every);
     let clock: allot_store::Clock = Arc::new(|| {
         std::time::SystemTime::now()

@@ -24,7 +24,8 @@
 //!
 //! - `target`: the URL (`mysql://`, `mariadb://`, SQLAlchemy's `mysql+pymysql://`)
 //!   and its TLS arguments (read by `crate::my_tls`),
-//!   the session every connection starts with, the reconnect's retries;
+//!   the session every connection starts with, and the URL of another database
+//!   on the same server (allot's beside Placement's);
 //! - `connection`: the writer's connection and its transactions, and the
 //!   statements' numbered parameters turned into MariaDB's positional ones;
 //! - `dialect`: MariaDB's spelling of the neutral statements ([`MariaDb`]);
@@ -52,7 +53,8 @@ use connection::Conn;
 pub(crate) use dialect::MariaDb;
 pub use lease::MyLease;
 pub use schema::schema_version;
-pub(crate) use target::is_mariadb;
+pub use target::check_database_name;
+pub(crate) use target::{beside, is_mariadb};
 use target::{target, Target};
 
 /// The MariaDB engine: the writer's connection.

@@ -1,7 +1,9 @@
 //! Where a node connects and how: a `mysql://`, `mariadb://` or SQLAlchemy-form
 //! (`mysql+pymysql://user:pass@host/db?charset=utf8`, as `placement.conf` writes
-//! it) URL read into the driver's settings, the session every connection starts
-//! with, and the retries of a connection that was lost.
+//! it) URL read into the driver's settings, and the session every connection starts
+//! with (a lost connection's retries are `crate::engine::reconnect`'s); and
+//! [`beside`], the URL of another database on the same server, reached the same way
+//! (allot's database beside Placement's, for `allot serve --placement-conf`).
 //!
 //! The URL is read as SQLAlchemy reads it (the password runs from the first `:`
 //! of the credentials to the `@`, so it may hold `/`, `?` and `#` unescaped), not
@@ -156,6 +158,71 @@ pub(super) fn target(text: &str) -> Result<Target, StoreError> {
     })
 }
 
+/// The URL of database `name` on the server `url` names, reached as `url` reaches
+/// its own: the same user, password, host and port (or socket) and arguments, in
+/// the form `url` was written in (SQLAlchemy's `mysql+pymysql://` stays so). This is
+/// how `allot serve --placement-conf` finds its database beside Placement's. `name`
+/// must be a plain identifier (`[A-Za-z0-9_]`, at most 64), which needs no escape in
+/// a URL or in SQL, and must not be the database `url` names already.
+pub(crate) fn beside(url: &str, name: &str) -> Result<String, StoreError> {
+    let bad = |reason: String| StoreError::BadUrl {
+        url: redact(url),
+        reason,
+    };
+    check_database_name(name).map_err(bad)?;
+    let own = target(url)?;
+    if own.opts.db_name() == Some(name) {
+        return Err(bad(format!(
+            "it names database {name} already, and allot's must be another"
+        )));
+    }
+    let unread = || bad("its database cannot be told apart from its host".into());
+    let (scheme, rest) = url.split_once("://").ok_or_else(unread)?;
+    // The credentials as `split_password` reads them (SQLAlchemy's reading: a user
+    // without `:` or `/`, then perhaps a password, up to the first `@`); the
+    // database is the path after the host that follows them.
+    let (_, password) = split_password(url);
+    let credentials = rest
+        .find('@')
+        .filter(|&at| password.is_some() || !rest[..at].contains([':', '/']))
+        .map_or(0, |at| at + 1);
+    let (credentials, location) = rest.split_at(credentials);
+    let slash = location.find('/').ok_or_else(unread)?;
+    let path = &location[slash + 1..];
+    let query = path.find(['?', '#']).map_or("", |at| &path[at..]);
+    let derived = format!(
+        "{scheme}://{credentials}{}/{name}{query}",
+        &location[..slash]
+    );
+    // The same server and user, the other database, as the one reading finds it.
+    let read = target(&derived)?;
+    fn same(t: &Target) -> (Option<&str>, Option<&str>, &str, u16, Option<&str>) {
+        let o = &t.opts;
+        (
+            o.user(),
+            o.pass(),
+            o.ip_or_hostname(),
+            o.tcp_port(),
+            o.socket(),
+        )
+    }
+    if read.opts.db_name() != Some(name) || same(&read) != same(&own) {
+        return Err(unread());
+    }
+    Ok(derived)
+}
+
+/// A database name [`beside`] accepts.
+pub fn check_database_name(name: &str) -> Result<(), String> {
+    let plain = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if name.is_empty() || name.len() > 64 || !plain {
+        return Err(format!(
+            "invalid database name {name:?} (expected letters, digits and _, at most 64)"
+        ));
+    }
+    Ok(())
+}
+
 /// SQLAlchemy's reading of a URL's credentials: after `://`, a user name without `:`
 /// or `/`, then optionally `:` and a password without `@`, then `@`. Returns the URL
 /// without the password, and the password as written (still percent-escaped).
@@ -220,6 +287,53 @@ mod tests {
             }
             other => panic!("{:?}", other.map(|t| t.shown)),
         }
+    }
+
+    #[test]
+    fn a_database_beside_placement_s_keeps_everything_but_the_name() {
+        for (url, derived) in [
+            (
+                "mysql+pymysql://placement:pa#s/s?w:d@db:3307/placement?charset=utf8",
+                "mysql+pymysql://placement:pa#s/s?w:d@db:3307/allot?charset=utf8",
+            ),
+            (
+                "mysql://root@127.0.0.1:4000/placement",
+                "mysql://root@127.0.0.1:4000/allot",
+            ),
+            ("mariadb://u@[::1]/placement#x", "mariadb://u@[::1]/allot#x"),
+            (
+                "mysql+pymysql://placement:pw@/placement?unix_socket=/run/mysqld/s.sock",
+                "mysql+pymysql://placement:pw@/allot?unix_socket=/run/mysqld/s.sock",
+            ),
+            ("mysql://db:3306/placement", "mysql://db:3306/allot"),
+            // TLS arguments too: allot's database is reached as Placement's is.
+            (
+                "mysql+pymysql://p:pw@db/placement?ssl_verify_cert=false&charset=utf8",
+                "mysql+pymysql://p:pw@db/allot?ssl_verify_cert=false&charset=utf8",
+            ),
+        ] {
+            assert_eq!(beside(url, "allot").unwrap(), derived, "{url}");
+        }
+        for (url, name, why) in [
+            (
+                "mysql://u:secret@db/placement",
+                "placement",
+                "names database placement already",
+            ),
+            (
+                "mysql://u:secret@db/placement",
+                "all-ot",
+                "invalid database name",
+            ),
+            ("mysql://u:secret@db/placement", "", "invalid database name"),
+            ("mysql://u:secret@db/", "allot", "names no database"),
+        ] {
+            let e = beside(url, name).unwrap_err().to_string();
+            assert!(e.contains(why), "{url} {name}: {e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
+        assert!(check_database_name(&"a".repeat(64)).is_ok());
+        assert!(check_database_name(&"a".repeat(65)).is_err());
     }
 
     #[test]
