@@ -65,7 +65,7 @@ impl PlacementUrl {
     /// Python driver's (charset, plugins) and are ignored; a TLS argument that cannot
     /// be honoured is refused by name, never dropped. No message shows the password.
     pub fn parse(text: &str) -> anyhow::Result<PlacementUrl> {
-        let (rest, password) = split_password(text);
+        let (rest, password) = allot_store::split_password(text);
         let shown = hide(text);
         let bad = |why: &str| anyhow!("bad Placement database URL {shown:?}: {why}");
         let url = url::Url::parse(&rest).map_err(|e| bad(&e.to_string()))?;
@@ -144,27 +144,8 @@ impl PlacementUrl {
     }
 }
 
-/// SQLAlchemy's reading of a URL's credentials: after `://`, a user name without `:`
-/// or `/`, then optionally `:` and a password without `@`, then `@`. Returns the URL
-/// without the password, and the password as written (still percent-escaped).
-fn split_password(text: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = text.split_once("://") else {
-        return (text.to_owned(), None);
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return (text.to_owned(), None);
-    };
-    match credentials.split_once(':') {
-        Some((user, password)) if !user.contains('/') => (
-            format!("{scheme}://{user}@{host}"),
-            Some(password.to_owned()),
-        ),
-        _ => (text.to_owned(), None),
-    }
-}
-
 /// The URL with its password replaced by `***` (`allot_store::redacted`, which reads
-/// the credentials as [`split_password`] does), whether or not the rest parses.
+/// the credentials as `allot_store::split_password` does), whether or not the rest parses.
 fn hide(text: &str) -> String {
     allot_store::redacted(text)
 }

@@ -25,6 +25,7 @@ mod stats;
 mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
+pub use engine::mariadb::split_password;
 pub use engine::sqlite::{vacuum as vacuum_sqlite, RunningSave, Vacuumed};
 pub use host::{Clock, Host, Loaded, Pending, WriteError};
 pub use stats::{KindBusy, ViewSaveStats, WriteKind, WriterBusy, WriterStats};

@@ -178,21 +178,12 @@ impl MyTls {
 
     /// An error of reading the files, with the argument that named the file.
     fn file_error(&self, e: TlsError) -> String {
-        let TlsError::File { path, what } = &e else {
-            return format!("TLS to MariaDB: {e}");
-        };
-        let client = self.client.as_ref();
-        let argument = if client.is_some_and(|c| c.roots == Roots::File(path.clone())) {
-            "ssl_ca"
-        } else if client
-            .and_then(|c| c.identity.as_ref())
-            .is_some_and(|i| &i.cert == path)
-        {
-            "ssl_cert"
-        } else {
-            "ssl_key"
-        };
-        format!("{argument} {}: {what}", path.display())
+        crate::pg_tls::file_error(
+            self.client.as_ref(),
+            e,
+            "MariaDB",
+            ["ssl_ca", "ssl_cert", "ssl_key"],
+        )
     }
 
     /// What a connection error means in the words of these settings, when TLS is why

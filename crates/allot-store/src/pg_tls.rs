@@ -227,21 +227,12 @@ impl PgTls {
 
     /// An error of reading the files, with the argument that named the file.
     fn file_error(&self, e: TlsError) -> String {
-        let TlsError::File { path, what } = &e else {
-            return format!("TLS to PostgreSQL: {e}");
-        };
-        let client = self.client.as_ref();
-        let argument = if client.is_some_and(|c| c.roots == Roots::File(path.clone())) {
-            "sslrootcert"
-        } else if client
-            .and_then(|c| c.identity.as_ref())
-            .is_some_and(|i| &i.cert == path)
-        {
-            "sslcert"
-        } else {
-            "sslkey"
-        };
-        format!("{argument} {}: {what}", path.display())
+        file_error(
+            self.client.as_ref(),
+            e,
+            "PostgreSQL",
+            ["sslrootcert", "sslcert", "sslkey"],
+        )
     }
 
     /// What a connection error means, in the words of these settings, when TLS is
@@ -507,6 +498,31 @@ fn decode(text: &str) -> Result<String, String> {
         .decode_utf8()
         .map(|s| s.into_owned())
         .map_err(|_| format!("{text:?}: a percent-escape in it is not UTF-8"))
+}
+
+/// An error of reading a TLS setting's file, named by the URL argument that gave
+/// the file (`names`: the roots', the certificate's and the key's), for either
+/// server engine; a TLS error of another kind says the engine's name.
+pub(crate) fn file_error(
+    client: Option<&ClientTls>,
+    e: TlsError,
+    engine: &str,
+    names: [&str; 3],
+) -> String {
+    let TlsError::File { path, what } = &e else {
+        return format!("TLS to {engine}: {e}");
+    };
+    let argument = if client.is_some_and(|c| c.roots == Roots::File(path.clone())) {
+        names[0]
+    } else if client
+        .and_then(|c| c.identity.as_ref())
+        .is_some_and(|i| &i.cert == path)
+    {
+        names[1]
+    } else {
+        names[2]
+    };
+    format!("{argument} {}: {what}", path.display())
 }
 
 #[cfg(test)]

@@ -53,8 +53,8 @@ use connection::Conn;
 pub(crate) use dialect::MariaDb;
 pub use lease::MyLease;
 pub use schema::schema_version;
-pub use target::check_database_name;
 pub(crate) use target::{beside, is_mariadb};
+pub use target::{check_database_name, split_password};
 use target::{target, Target};
 
 /// The MariaDB engine: the writer's connection.
