@@ -298,6 +298,12 @@ impl Fence {
         }
     }
 
+    /// Whether a write may commit as far as this node knows: no lease armed the
+    /// fence, or its lease is held (the log's head has the last word).
+    pub fn open(&self) -> bool {
+        self.required() != Some(0)
+    }
+
     fn hold(&self, epoch: i64) {
         self.0.store(epoch, std::sync::atomic::Ordering::Release);
     }

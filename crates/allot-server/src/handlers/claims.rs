@@ -397,13 +397,19 @@ pub async fn sweep_claims(app: &AppState) -> Result<Swept, ApiError> {
 /// Runs [`sweep_claims`] every [`crate::Settings::claim_sweep_interval`] until the
 /// runtime stops. A failed pass is logged and tried again at the next tick: nothing
 /// depends on the sweep but the size of the store, since expiry itself is read from
-/// the clock.
+/// the clock. A node whose store is fenced (MariaDB) sweeps only while it holds the
+/// writer's lease ([`allot_store::Fence::open`]): another node's sweep would be
+/// refused by the fence at every tick (a store failure logged each time), and the
+/// writer sweeps for the cluster.
 pub fn spawn_sweeper(app: AppState) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(app.config.settings.claim_sweep_interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
+            if app.host.fence().is_some_and(|f| !f.open()) {
+                continue;
+            }
             match sweep_claims(&app).await {
                 Ok(swept) if swept.expired + swept.purged > 0 => {
                     tracing::info!(

@@ -2,7 +2,8 @@
 //! tiny HTTP/1.1 client on `std` (one connection per request; [`send_raw`] for
 //! requests whose headers may be anything), and `allot bench` run as a command, and
 //! the output of a command that must succeed; and [`skip`], the workspace's one rule
-//! for a test whose outside server (PostgreSQL, Keystone) is missing.
+//! for a test whose outside server (PostgreSQL, a Galera cluster, Keystone) is
+//! missing.
 #![allow(dead_code)]
 
 #[path = "../../../allot-store/tests/skip/mod.rs"]
@@ -82,10 +83,10 @@ impl Server {
         let mut lines = BufReader::new(stderr).lines();
         let mut startup = Vec::new();
         let addr = loop {
-            let line = lines
-                .next()
-                .expect("allot exited before listening")
-                .expect("read stderr");
+            let Some(line) = lines.next() else {
+                panic!("allot exited before listening: {startup:#?}")
+            };
+            let line = line.expect("read stderr");
             let addr = line
                 .strip_prefix("allot: listening on http://")
                 .or_else(|| line.strip_prefix("allot: listening on https://"));
@@ -383,6 +384,163 @@ pub fn psql(url: &str, sql: &str) {
     );
 }
 
+/// A fresh database on the three-node Galera cluster `ALLOT_TEST_GALERA_URLS` names,
+/// dropped when the test ends; None (and a note) when there is none to test against.
+pub struct Galera {
+    /// Each Galera node's server, as given (`mysql://root@127.0.0.1:PORT/`).
+    pub servers: Vec<String>,
+    /// The database's name.
+    pub name: String,
+    /// The database's URL on each node, in the same order.
+    pub urls: Vec<String>,
+}
+
+impl Galera {
+    /// The variable that names the cluster: its three nodes' URLs, space- or
+    /// comma-separated, as `scripts/galera-cluster urls` prints them.
+    pub const VAR: &str = "ALLOT_TEST_GALERA_URLS";
+
+    /// A fresh database on the cluster of [`Galera::VAR`], whose user may `CREATE
+    /// DATABASE` (root, as `scripts/galera-cluster start` makes it), once all three
+    /// nodes say they are synced (a test before may have left one rejoining); without
+    /// the variable, None and the test is skipped by [`skip`]'s rule (under CI, a
+    /// failure).
+    pub fn create() -> Option<Galera> {
+        let Ok(given) = std::env::var(Galera::VAR) else {
+            skip(
+                "ALLOT_TEST_GALERA_URLS is not set, so its Galera part did not run \
+                 (scripts/galera-cluster start prints the three nodes' URLs)",
+            );
+            return None;
+        };
+        let servers: Vec<String> = given
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(servers.len(), 3, "{}={given}: three URLs", Galera::VAR);
+        let name = format!("allot_test_{}", uuid::Uuid::new_v4().simple());
+        let urls = servers
+            .iter()
+            .map(|server| {
+                let (base, _) = server.split_once('?').unwrap_or((server, ""));
+                format!("{}/{name}", base.trim_end_matches('/'))
+            })
+            .collect();
+        let galera = Galera {
+            servers,
+            name,
+            urls,
+        };
+        galera.wait_synced(Duration::from_secs(120));
+        // Made on one node, the database is on every node (DDL is replicated), though
+        // not at the same instant: a node started on another at once could miss it.
+        mariadb(
+            &galera.servers[0],
+            &format!("CREATE DATABASE {}", galera.name),
+        )
+        .unwrap_or_else(|e| panic!("{}={given}: {e}", Galera::VAR));
+        let made = format!(
+            "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{}'",
+            galera.name
+        );
+        let start = std::time::Instant::now();
+        while !galera
+            .servers
+            .iter()
+            .all(|server| mariadb(server, &made).is_ok_and(|n| n.trim() == "1"))
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{} on every node",
+                galera.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(galera)
+    }
+
+    /// Waits until each node is in a cluster of three and synced (at most `bound`).
+    pub fn wait_synced(&self, bound: Duration) {
+        let start = std::time::Instant::now();
+        let whole = || {
+            self.servers.iter().all(|server| {
+                mariadb(
+                    server,
+                    "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                     WHERE VARIABLE_NAME IN ('WSREP_CLUSTER_SIZE', 'WSREP_LOCAL_STATE_COMMENT') \
+                     ORDER BY VARIABLE_NAME",
+                )
+                .is_ok_and(|out| out.split_whitespace().eq(["3", "Synced"]))
+            })
+        };
+        while !whole() {
+            assert!(
+                start.elapsed() < bound,
+                "the Galera cluster of {} is not whole and synced after {bound:?}",
+                Galera::VAR
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `sql` in this database, on node `node` (0, 1 or 2): its rows, tab-separated.
+    pub fn query(&self, node: usize, sql: &str) -> Result<String, String> {
+        mariadb(&self.servers[node], &format!("USE {}; {sql}", self.name))
+    }
+}
+
+impl Drop for Galera {
+    fn drop(&mut self) {
+        // On the first node that takes it (a test may have left one down).
+        for server in &self.servers {
+            if mariadb(server, &format!("DROP DATABASE IF EXISTS {}", self.name)).is_ok() {
+                return;
+            }
+        }
+    }
+}
+
+/// Runs `sql` (statements separated by `;`) with the `mariadb` client on the server
+/// `url` names (`mysql://USER[:PASSWORD]@HOST:PORT/...`, over TCP): its output
+/// without column names, tab-separated; Err with the client's error.
+pub fn mariadb(url: &str, sql: &str) -> Result<String, String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (credentials, address) = rest.split_once('@').unwrap_or(("root", rest));
+    let address = address.split(['/', '?']).next().unwrap_or(address);
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, "3306"));
+    let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
+    let mut command = Command::new("mariadb");
+    command.args([
+        "--no-defaults",
+        "--protocol=TCP",
+        "--connect-timeout=5",
+        "-N",
+        "-B",
+        "-h",
+        host,
+        "-P",
+        port,
+        "-u",
+        user,
+    ]);
+    if !password.is_empty() {
+        command.arg(format!("-p{password}"));
+    }
+    let out = command
+        .args(["-e", sql])
+        .output()
+        .map_err(|e| format!("run mariadb: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "mariadb on {address}: {sql}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
 /// `allot serve ARGS` (on a fresh SQLite file, loopback) with more environment `env`,
 /// which must refuse to start within 20 s: its standard error.
 pub fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
@@ -511,6 +669,21 @@ pub fn exchange(addr: &str, request: &[u8]) -> Reply {
 pub fn metric(node: &Server, name: &str) -> f64 {
     let (status, text) = node.call("GET", "/metrics", None);
     assert_eq!(status, 200, "{text}");
+    metric_in(&text, name)
+}
+
+/// As [`metric`], but None when `/metrics` is not answered 200: on a node whose view
+/// is past its staleness bound (cut off from its database), every read but `/` is
+/// refused with 503, `/metrics` too.
+pub fn try_metric(node: &Server, name: &str) -> Option<f64> {
+    let (status, text) = node
+        .client()
+        .try_request("GET", "/metrics", None, "latest")
+        .ok()?;
+    (status == 200).then(|| metric_in(&text, name))
+}
+
+fn metric_in(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0.0)

@@ -8,7 +8,7 @@
 //! (`IF NOT EXISTS`, `INSERT IGNORE`), and the version moves after the steps. The
 //! migration runs under a named lock, so that nodes starting together on one
 //! server migrate once (on Galera the lock is one node's, and the steps' running
-//! twice is harmless).
+//! twice is harmless; a statement that lost to another node's is run again).
 //!
 //! The log is `allot_log`, with its head in a row of its own (`allot_log_head`, the
 //! lock every node's writer takes), as on PostgreSQL.
@@ -80,6 +80,10 @@ pub fn schema_version() -> usize {
 /// How long a node waits for another's migration.
 const MIGRATION_WAIT_SECONDS: u32 = 120;
 
+/// How many times a migration is begun again after a statement of it lost to
+/// another node's (Galera), before the start fails.
+const MIGRATION_TRIES: u32 = 10;
+
 /// Brings the schema up to date, one step at a time, under a named lock.
 pub(super) fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
     let locked = conn.query(&format!(
@@ -90,9 +94,31 @@ pub(super) fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
             "another node has been migrating the schema for two minutes".into(),
         ));
     }
-    let outcome = migrate_locked(conn);
+    let outcome = migrate_again_if_beaten(conn);
     let released = conn.batch("DO RELEASE_LOCK('allot_migrate')");
     outcome.and(released)
+}
+
+/// [`migrate_locked`], begun again when a statement of it lost to another node's.
+/// On Galera, nodes that start together through different Galera nodes migrate
+/// together (the named lock is one node's): the first rows they write (`INSERT
+/// IGNORE INTO schema_version`, the lease's and the log head's rows) are written by
+/// each at once, and all but one are aborted at certification, or by the winner's
+/// DDL, with a deadlock error ([`StoreError::Conflict`]) that Galera's own retry of
+/// a statement does not always absorb. Such a statement wrote nothing, and every
+/// step may run again, so the migration goes on from the version as it is now.
+fn migrate_again_if_beaten(conn: &mut Conn) -> Result<(), StoreError> {
+    let mut tries = 1;
+    loop {
+        match migrate_locked(conn) {
+            Err(StoreError::Conflict(e)) if tries < MIGRATION_TRIES => {
+                tracing::info!("another node's migration won a statement, migrating again: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(tries)));
+                tries += 1;
+            }
+            outcome => return outcome,
+        }
+    }
 }
 
 fn migrate_locked(conn: &mut Conn) -> Result<(), StoreError> {
