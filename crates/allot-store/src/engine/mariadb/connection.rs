@@ -40,6 +40,12 @@ pub(super) fn code(e: &mysql_async::Error) -> Option<u16> {
 /// MariaDB's "Duplicate entry": a unique value (a name, a uuid) another write took.
 pub(super) const DUPLICATE: u16 = 1062;
 
+/// MariaDB's "Column cannot be null".
+const BAD_NULL: u16 = 1048;
+
+/// MariaDB's error for a `SIGNAL` with a state of the user's (`45000`).
+const SIGNALLED: u16 = 1644;
+
 /// MariaDB's "Deadlock found": on Galera, also a transaction aborted at commit
 /// because a conflicting one on another node was certified first.
 pub(super) const DEADLOCK: u16 = 1213;
@@ -76,16 +82,14 @@ impl Conn {
     }
 
     /// Runs several statements (`;`-separated, text protocol) in one round trip;
-    /// returns, for each, the rows it matched (an update, an insert) and the rows it
-    /// read (a query). The first that fails is the error, and none after it runs.
-    pub(super) fn sets(&mut self, sql: &str) -> Result<Vec<Set>, StoreError> {
+    /// returns the rows each one read (none for one that is not a query). The
+    /// first that fails is the error, and none after it runs.
+    pub(super) fn sets(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, StoreError> {
         let read = self.runtime.block_on(async {
             let mut result = self.conn.query_iter(sql).await?;
             let mut sets = Vec::new();
             loop {
-                let matched = result.affected_rows();
-                let rows = result.collect::<Row>().await?;
-                sets.push(Set { matched, rows });
+                sets.push(result.collect::<Row>().await?);
                 if result.is_empty() {
                     return Ok(sets);
                 }
@@ -96,7 +100,7 @@ impl Conn {
 
     /// [`Conn::begin`] and `then` (statements of the transaction) in one round
     /// trip; the sets are `then`'s.
-    pub(super) fn begin_with(&mut self, then: &str) -> Result<(Tx<'_>, Vec<Set>), StoreError> {
+    pub(super) fn begin_with(&mut self, then: &str) -> Result<(Tx<'_>, Vec<Vec<Row>>), StoreError> {
         let sets = self.sets(&format!("START TRANSACTION; {then}"));
         // From here on the transaction is rolled back if anything fails.
         let tx = Tx {
@@ -166,14 +170,6 @@ impl Conn {
     }
 }
 
-/// What one statement of [`Conn::sets`] did.
-pub(super) struct Set {
-    /// The rows it matched (an update, an insert, a delete).
-    pub(super) matched: u64,
-    /// The rows it read (a query).
-    pub(super) rows: Vec<Row>,
-}
-
 /// A transaction. Dropped without [`Tx::commit`], it rolls back there and then, so
 /// that its locks (the log's head among them) are not held until the next call.
 pub(super) struct Tx<'c> {
@@ -194,6 +190,36 @@ impl Tx<'_> {
     pub(super) fn commit(mut self) -> Result<(), StoreError> {
         self.open = false;
         self.conn.batch("COMMIT")
+    }
+
+    /// Runs `script`, a block of the transaction's statements and its `COMMIT`
+    /// (`super::script`). Returns the statement the block stopped at, if one matched
+    /// no row (the transaction is then rolled back); any other failure is the
+    /// error (a duplicate key or a missing parent [`StoreError::Stale`]), and the
+    /// transaction is rolled back too (a `COMMIT` refused on Galera leaves none).
+    pub(super) fn commit_script(mut self, script: &str) -> Result<Option<usize>, StoreError> {
+        let done = self
+            .conn
+            .runtime
+            .block_on(self.conn.conn.query_drop(script));
+        match done {
+            Ok(()) => {
+                self.open = false;
+                Ok(None)
+            }
+            // A row under a parent that is gone (`Rendered::checked`): a write the
+            // plan did not see, as a statement that matched no row.
+            Err(mysql_async::Error::Server(e)) if e.code == BAD_NULL => {
+                Err(StoreError::Stale(e.message))
+            }
+            Err(mysql_async::Error::Server(e)) if e.code == SIGNALLED => {
+                match super::script::unmatched(&e.message) {
+                    Some(i) => Ok(Some(i)),
+                    None => Err(StoreError::MariaDb(e.to_string())),
+                }
+            }
+            Err(e) => Err(self.conn.failed(e)),
+        }
     }
 }
 

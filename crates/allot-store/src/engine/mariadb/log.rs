@@ -52,9 +52,10 @@ impl MyEngine {
     /// as one commit. Returns the new head (the head as found if `plan` returned
     /// nothing, in which case nothing is written).
     ///
-    /// Three round trips, however many changes (`super::script`): the transaction's
-    /// start with the lock and the log's tail; every statement of the changes with
-    /// the log row and the head; `COMMIT`, once each statement's count is checked.
+    /// Two round trips, however many changes (`super::script`): the transaction's
+    /// start with the lock and the log's tail; then one block of every statement
+    /// of the changes, each count checked where it runs, with the log row, the
+    /// head and `COMMIT`.
     pub fn write(
         &mut self,
         at: Option<Cursor>,
@@ -70,9 +71,9 @@ impl MyEngine {
         let [locked, rows] = <[_; 2]>::try_from(sets).map_err(|_| {
             StoreError::MariaDb("the lock and the log's tail: two answers expected".into())
         })?;
-        let head = head_of(&locked.rows)?;
+        let head = head_of(&locked)?;
         let commits = match at {
-            Some(Cursor(at)) if head != at => commits_after(at, head, &rows.rows)?,
+            Some(Cursor(at)) if head != at => commits_after(at, head, &rows)?,
             _ => Vec::new(),
         };
         let changes = plan(commits);
@@ -85,7 +86,7 @@ impl MyEngine {
         // write: a plan that writes nothing (a sweep that found nothing) is no
         // write.
         if let Some(mine) = required {
-            let epoch = int(locked.rows.first(), 1)?;
+            let epoch = int(locked.first(), 1)?;
             if mine == 0 || epoch != mine {
                 return Err(StoreError::NotWriter(format!(
                     "the log's head is at the lease's epoch {epoch}, this node holds {}",
@@ -101,14 +102,22 @@ impl MyEngine {
         for change in &changes {
             sql::ops(change, &mut ops);
         }
+        let ops = merged(ops);
         let seq = head + 1;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        let mut text = String::new();
-        for op in &ops {
-            script::inline(op.statement.sql::<super::MariaDb>(), &op.params, &mut text);
+        let mut text = String::from("BEGIN NOT ATOMIC\n");
+        for (i, op) in ops.iter().enumerate() {
+            let rendered = op.statement.rendered::<super::MariaDb>();
+            match (op.one_row_of, &rendered.checked) {
+                (Some(_), Some(checked)) => script::inline(checked, &op.params, &mut text),
+                _ => script::inline(&rendered.sql, &op.params, &mut text),
+            }
             text.push_str(";\n");
+            if op.one_row_of.is_some() && rendered.checked.is_none() {
+                script::check_one_row(i, &mut text);
+            }
         }
         let _ = write!(
             text,
@@ -117,24 +126,35 @@ impl MyEngine {
         script::hex(&crate::log::encode(&changes), &mut text);
         let _ = write!(
             text,
-            ");\nUPDATE allot_log_head SET seq = {seq} WHERE id = 1"
+            ");\nUPDATE allot_log_head SET seq = {seq} WHERE id = 1;\n"
         );
         if seq % LOG_PRUNE_EVERY == 0 {
-            let _ = write!(
+            let _ = writeln!(
                 text,
-                ";\nDELETE FROM allot_log WHERE seq <= {}",
+                "DELETE FROM allot_log WHERE seq <= {};",
                 seq - LOG_KEEP
             );
         }
-        let done = tx.conn.sets(&text)?;
-        for (op, set) in ops.iter().zip(&done) {
-            if let (Some(change), false) = (op.one_row_of, set.matched == 1) {
-                return Err(StoreError::Stale(lost_race(change)));
-            }
+        text.push_str("END;\nCOMMIT");
+        if let Some(i) = tx.commit_script(&text)? {
+            let change = ops[i].one_row_of.expect("only checked ops signal");
+            return Err(StoreError::Stale(lost_race(change)));
         }
-        tx.commit()?;
         Ok(Cursor(seq))
     }
+}
+
+/// `ops` with each provider's bump and move made one update (`sql::bump_and_move`):
+/// InnoDB leaves an index alone when its column keeps its value.
+fn merged(ops: Vec<sql::Op<'_>>) -> Vec<sql::Op<'_>> {
+    let mut out: Vec<sql::Op<'_>> = Vec::with_capacity(ops.len());
+    for op in ops {
+        match out.last().and_then(|last| sql::bump_and_move(last, &op)) {
+            Some(both) => *out.last_mut().expect("merged with the last") = both,
+            None => out.push(op),
+        }
+    }
+    out
 }
 
 /// The head in the one row of `allot_log_head`.

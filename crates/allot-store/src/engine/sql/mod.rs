@@ -27,6 +27,6 @@ pub(crate) use dialect::{Conflict, Dialect};
 pub(crate) use migration::{
     script, Ddl, DROP_ALLOCATIONS_BY_PROVIDER, RESTORE_CONSUMERS, STASH_CONSUMERS,
 };
-pub(crate) use ops::ops;
+pub(crate) use ops::{bump_and_move, ops};
 pub(crate) use statement::{Op, Value};
 pub(crate) use tables::*;

@@ -60,6 +60,14 @@ pub(crate) struct Rendered {
     /// For an insert that fails on a conflict, the dialect's statement for many rows
     /// at once, if it has one ([`Dialect::insert_rows`]).
     pub rows: Option<String>,
+    /// The statement in a form that fails by itself (a duplicate key, or NULL in a
+    /// column that takes none) unless it writes exactly one row, where its shape
+    /// has one: an insert that does not ignore a conflict, and an insert under a
+    /// parent that takes the parent's key as a value (NULL when there is no
+    /// parent). For an engine that does not read each statement's count (MariaDB
+    /// runs a write as one block: `mariadb::script`), so that such an op
+    /// (`Op::one_row_of`) needs no check of its own.
+    pub checked: Option<String>,
 }
 
 /// One statement that a change may write, with its text in each dialect, rendered
@@ -159,6 +167,7 @@ impl Statement {
             } => Rendered {
                 sql: render_update::<D>(table, set, filter, if_changed),
                 rows: None,
+                checked: None,
             },
             Shape::Delete { table, filter } => Rendered {
                 sql: format!(
@@ -167,14 +176,17 @@ impl Statement {
                     equal::<D>(filter, 1, " AND ")
                 ),
                 rows: None,
+                checked: None,
             },
             Shape::DeleteOfParent { table, parent, by } => Rendered {
                 sql: render_delete_of_parent::<D>(table, parent, by),
                 rows: None,
+                checked: None,
             },
             Shape::InsertUnderParent { table, parent, by } => Rendered {
                 sql: render_insert_under_parent::<D>(table, parent, by),
                 rows: None,
+                checked: Some(render_insert_under_parent_checked::<D>(table, parent, by)),
             },
         }
     }
@@ -196,12 +208,22 @@ fn render_insert<D: Dialect>(table: &Table, conflict: Conflict) -> Rendered {
     let given: Vec<&Column> = table.columns.iter().filter(|c| !c.numbered).collect();
     let columns: Vec<&str> = given.iter().map(|c| c.name).collect();
     let columns = columns.join(", ");
-    let values: Vec<String> = (1..=given.len()).map(D::placeholder).collect();
+    let values = (1..=given.len())
+        .map(D::placeholder)
+        .collect::<Vec<_>>()
+        .join(", ");
     Rendered {
-        sql: D::insert(table, conflict, &columns, &values.join(", ")),
+        sql: D::insert(table, conflict, &columns, &values),
         rows: match conflict {
             Conflict::Fail => D::insert_rows(table, &given, &columns),
             Conflict::Ignore | Conflict::Replace => None,
+        },
+        // An upsert may write one row or two (MariaDB counts a replaced row twice).
+        checked: match conflict {
+            Conflict::Fail | Conflict::Ignore => {
+                Some(D::insert(table, Conflict::Fail, &columns, &values))
+            }
+            Conflict::Replace => None,
         },
     }
 }
@@ -260,6 +282,26 @@ fn render_insert_under_parent<D: Dialect>(table: &Table, parent: &Table, by: &st
         values.join(", "),
         parent.name,
         D::placeholder(1)
+    )
+}
+
+/// [`Shape::InsertUnderParent`] as [`Rendered::checked`] has it: the parent's key
+/// a value of the row, so that there is no row without a parent but an error.
+fn render_insert_under_parent_checked<D: Dialect>(
+    table: &Table,
+    parent: &Table,
+    by: &str,
+) -> String {
+    let columns: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let values: Vec<String> = (2..=table.columns.len()).map(D::placeholder).collect();
+    format!(
+        "INSERT INTO {} ({}) VALUES ((SELECT {} FROM {} WHERE {by} = {}), {})",
+        table.name,
+        columns.join(", "),
+        parent.key[0],
+        parent.name,
+        D::placeholder(1),
+        values.join(", ")
     )
 }
 
