@@ -7,7 +7,7 @@
 //!
 //! What differs: MariaDB has no `NOTIFY`, so other nodes learn of a commit when
 //! they next read the log (the host polls); and the protocol has no pipelining, so
-//! a write's statements go as one multi-statement text (`super::script`).
+//! a write's statements go as one block, with its `COMMIT` (`super::script`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
