@@ -15,7 +15,8 @@
 //!    nodes' writes went through the writer.
 //! 2. The allot node that holds the writer's lease is killed (`kill -9`) mid-storm.
 //! 3. The Galera node (`mariadbd`) of the writer's allot node is killed (`kill -9`)
-//!    mid-storm; the allot node runs on without its database.
+//!    mid-storm; the allot node runs on without its database, its `/healthcheck`
+//!    answering 503 until the Galera node is back, then 200.
 //! 4. The writer's Galera node is cut off from the other two while it runs
 //!    (`gmcast.isolate`): no claim sent through the writer's node is accepted from
 //!    then on.
@@ -246,6 +247,26 @@ fn writes_refused(node: &Server) {
     assert!(body.contains("allot.store.unavailable"), "{body}");
 }
 
+/// `/healthcheck` on `node` answers `status` within 15 s: 503 while the node cannot
+/// reach its database (a load balancer takes it out), 200 once it can again.
+fn health_becomes(node: &Server, status: u16) {
+    let mut last = (0, String::new());
+    let bound = Duration::from_secs(15);
+    let start = Instant::now();
+    while start.elapsed() < bound {
+        last = node.call("GET", "/healthcheck", None);
+        if last.0 == status {
+            eprintln!("/healthcheck answered {status} after {:?}", start.elapsed());
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "/healthcheck still answers {} after {bound:?}: {}",
+        last.0, last.1
+    );
+}
+
 /// Once its Galera node is back, node `back` follows the log again: it shows every
 /// consumer as the others do (`expected`), takes writes again (forwarded to the
 /// writer, once its lease thread has read who that is), and every Galera node holds
@@ -435,6 +456,7 @@ fn the_writers_galera_node_killed_mid_storm_loses_nothing_and_is_replaced_within
     replaced_within_the_bound(&setup, &storm, &before);
     let expected = nothing_lost_without(&mut setup, &storm, lost);
     writes_refused(setup.nodes[lost].as_ref().unwrap());
+    health_becomes(setup.nodes[lost].as_ref().unwrap(), 503);
 
     let restarted = Instant::now();
     back.put_back();
@@ -445,6 +467,7 @@ fn the_writers_galera_node_killed_mid_storm_loses_nothing_and_is_replaced_within
         restarted.elapsed()
     );
     back_in_the_cluster(&setup, lost, &expected);
+    health_becomes(setup.nodes[lost].as_ref().unwrap(), 200);
 }
 
 /// 4: the writer's Galera node cut off from the other two while both run on: it
