@@ -300,6 +300,16 @@ fn back_in_the_cluster(setup: &Setup, back: usize, expected: &BTreeMap<usize, u6
     }
 }
 
+/// Galera node `node`, which the test took away, put back (`back`) and synced; then
+/// its allot node is back in the cluster ([`back_in_the_cluster`]).
+fn rejoin(setup: &Setup, back: &mut PutBack, node: usize, expected: &BTreeMap<usize, u64>) {
+    let start = Instant::now();
+    back.put_back();
+    setup.galera.wait_synced(Duration::from_secs(60));
+    eprintln!("Galera node {} back in {:?}", node + 1, start.elapsed());
+    back_in_the_cluster(setup, node, expected);
+}
+
 /// A Galera node a test took away, put back when this goes, however the test ends:
 /// the cluster is the next test's too.
 struct PutBack {
@@ -458,15 +468,7 @@ fn the_writers_galera_node_killed_mid_storm_loses_nothing_and_is_replaced_within
     writes_refused(setup.nodes[lost].as_ref().unwrap());
     health_becomes(setup.nodes[lost].as_ref().unwrap(), 503);
 
-    let restarted = Instant::now();
-    back.put_back();
-    setup.galera.wait_synced(Duration::from_secs(60));
-    eprintln!(
-        "Galera node {} rejoined in {:?}",
-        lost + 1,
-        restarted.elapsed()
-    );
-    back_in_the_cluster(&setup, lost, &expected);
+    rejoin(&setup, &mut back, lost, &expected);
     health_becomes(setup.nodes[lost].as_ref().unwrap(), 200);
 }
 
@@ -518,15 +520,7 @@ fn a_writer_cut_off_from_the_cluster_takes_no_write_after_another_took_over() {
     writes_refused(setup.nodes[cut].as_ref().unwrap());
     let expected = nothing_lost_without(&mut setup, &storm, cut);
 
-    let reconnected = Instant::now();
-    back.put_back();
-    setup.galera.wait_synced(Duration::from_secs(60));
-    eprintln!(
-        "Galera node {} back in {:?}",
-        cut + 1,
-        reconnected.elapsed()
-    );
-    back_in_the_cluster(&setup, cut, &expected);
+    rejoin(&setup, &mut back, cut, &expected);
 }
 
 /// 5: nodes started together on a fresh database, each through its own Galera node,
