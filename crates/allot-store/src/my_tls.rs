@@ -54,7 +54,7 @@
 
 use std::path::PathBuf;
 
-use allot_tls::rustls::{self, CertificateError};
+use allot_tls::rustls;
 use allot_tls::{Check, ClientTls, Identity, Roots, TlsError};
 use mysql_async::{ClientIdentity, DriverError, SslOpts};
 
@@ -178,12 +178,7 @@ impl MyTls {
 
     /// An error of reading the files, with the argument that named the file.
     fn file_error(&self, e: TlsError) -> String {
-        crate::pg_tls::file_error(
-            self.client.as_ref(),
-            e,
-            "MariaDB",
-            ["ssl_ca", "ssl_cert", "ssl_key"],
-        )
+        crate::pg_tls::file_error(self.client.as_ref(), e, &self.words())
     }
 
     /// What a connection error means in the words of these settings, when TLS is why
@@ -210,67 +205,16 @@ impl MyTls {
 
     /// A rustls error, with the settings that led to it.
     fn describe(&self, e: &rustls::Error) -> String {
-        let client = self.client.as_ref();
-        match e {
-            rustls::Error::InvalidCertificate(why) => self.certificate_error(why),
-            rustls::Error::AlertReceived(alert) => {
-                let hint = match client.and_then(|c| c.identity.as_ref()) {
-                    Some(identity) => format!(
-                        " (does it accept the client certificate of ssl_cert {}?)",
-                        identity.cert.display()
-                    ),
-                    None => " (does it require a client certificate? ssl_cert, ssl_key)".into(),
-                };
-                format!("the server refused the TLS handshake: {alert:?}{hint}")
-            }
-            other => format!("the TLS handshake failed: {other}"),
-        }
+        crate::pg_tls::handshake_error(self.client.as_ref(), e, &self.words())
     }
 
-    /// A certificate the checks refused, and what to do.
-    fn certificate_error(&self, why: &CertificateError) -> String {
-        let client = self.client.as_ref();
-        match why {
-            CertificateError::UnknownIssuer => {
-                let roots = match client.map(|c| &c.roots) {
-                    Some(Roots::File(path)) => {
-                        format!("a certificate authority of ssl_ca {}", path.display())
-                    }
-                    _ => "any of the system's certificate authorities (no ssl_ca given)".to_owned(),
-                };
-                format!("the server's certificate is not signed by {roots}")
-            }
-            CertificateError::NotValidForNameContext {
-                expected,
-                presented,
-            } => {
-                let names = if presented.is_empty() {
-                    "none".to_owned()
-                } else {
-                    presented
-                        .iter()
-                        .map(|n| allot_tls::presented_name(n))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                format!(
-                    "the server's certificate is not for the host name {} (it names \
-                     {names}); {}",
-                    expected.to_str(),
-                    self.name_hint()
-                )
-            }
-            CertificateError::NotValidForName => format!(
-                "the server's certificate is not for the host name connected to; {}",
-                self.name_hint()
-            ),
-            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                "the server's certificate has expired".to_owned()
-            }
-            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                "the server's certificate is not valid yet (is the clock right?)".to_owned()
-            }
-            other => format!("the server's certificate was refused: {other:?}"),
+    /// How PyMySQL's arguments name these settings.
+    fn words(&self) -> crate::pg_tls::Words<'static> {
+        crate::pg_tls::Words {
+            engine: "MariaDB",
+            names: ["ssl_ca", "ssl_cert", "ssl_key"],
+            system_roots: "no ssl_ca given",
+            name_hint: self.name_hint(),
         }
     }
 

@@ -227,12 +227,7 @@ impl PgTls {
 
     /// An error of reading the files, with the argument that named the file.
     fn file_error(&self, e: TlsError) -> String {
-        file_error(
-            self.client.as_ref(),
-            e,
-            "PostgreSQL",
-            ["sslrootcert", "sslcert", "sslkey"],
-        )
+        file_error(self.client.as_ref(), e, &WORDS)
     }
 
     /// What a connection error means, in the words of these settings, when TLS is
@@ -256,60 +251,7 @@ impl PgTls {
 
     /// A rustls error, with the settings that led to it.
     fn describe(&self, e: &rustls::Error) -> String {
-        let roots = match self.client.as_ref().map(|c| &c.roots) {
-            Some(Roots::File(path)) => {
-                format!("a certificate authority of sslrootcert {}", path.display())
-            }
-            _ => "any of the system's certificate authorities (sslrootcert=system)".to_owned(),
-        };
-        match e {
-            rustls::Error::InvalidCertificate(why) => match why {
-                CertificateError::UnknownIssuer => {
-                    format!("the server's certificate is not signed by {roots}")
-                }
-                CertificateError::NotValidForNameContext {
-                    expected,
-                    presented,
-                } => format!(
-                    "the server's certificate is not for the host name {} (it names {}); \
-                     sslmode=verify-full checks the name: connect by a name the \
-                     certificate has",
-                    expected.to_str(),
-                    if presented.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        presented
-                            .iter()
-                            .map(|n| allot_tls::presented_name(n))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                ),
-                CertificateError::NotValidForName => {
-                    "the server's certificate is not for the host name connected to \
-                     (sslmode=verify-full checks the name)"
-                        .to_owned()
-                }
-                CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                    "the server's certificate has expired".to_owned()
-                }
-                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                    "the server's certificate is not valid yet (is the clock right?)".to_owned()
-                }
-                other => format!("the server's certificate was refused: {other:?}"),
-            },
-            rustls::Error::AlertReceived(alert) => {
-                let hint = match self.client.as_ref().and_then(|c| c.identity.as_ref()) {
-                    Some(identity) => format!(
-                        " (does it accept the client certificate of sslcert {}?)",
-                        identity.cert.display()
-                    ),
-                    None => " (does it require a client certificate? sslcert, sslkey)".into(),
-                };
-                format!("the server refused the TLS handshake: {alert:?}{hint}")
-            }
-            other => format!("the TLS handshake failed: {other}"),
-        }
+        handshake_error(self.client.as_ref(), e, &WORDS)
     }
 }
 
@@ -500,17 +442,21 @@ fn decode(text: &str) -> Result<String, String> {
         .map_err(|_| format!("{text:?}: a percent-escape in it is not UTF-8"))
 }
 
+/// How libpq's arguments name the TLS settings.
+const WORDS: Words<'static> = Words {
+    engine: "PostgreSQL",
+    names: ["sslrootcert", "sslcert", "sslkey"],
+    system_roots: "sslrootcert=system",
+    name_hint: "sslmode=verify-full checks the name: connect by a name the certificate has",
+};
+
 /// An error of reading a TLS setting's file, named by the URL argument that gave
-/// the file (`names`: the roots', the certificate's and the key's), for either
-/// server engine; a TLS error of another kind says the engine's name.
-pub(crate) fn file_error(
-    client: Option<&ClientTls>,
-    e: TlsError,
-    engine: &str,
-    names: [&str; 3],
-) -> String {
+/// the file, for either server engine; a TLS error of another kind says the
+/// engine's name.
+pub(crate) fn file_error(client: Option<&ClientTls>, e: TlsError, words: &Words<'_>) -> String {
+    let names = words.names;
     let TlsError::File { path, what } = &e else {
-        return format!("TLS to {engine}: {e}");
+        return format!("TLS to {}: {e}", words.engine);
     };
     let argument = if client.is_some_and(|c| c.roots == Roots::File(path.clone())) {
         names[0]
@@ -523,6 +469,87 @@ pub(crate) fn file_error(
         names[2]
     };
     format!("{argument} {}: {what}", path.display())
+}
+
+/// How a server engine's URL spells its TLS settings, for the errors both engines
+/// explain alike ([`file_error`], [`handshake_error`]).
+pub(crate) struct Words<'a> {
+    /// The engine, as an error names it.
+    pub engine: &'a str,
+    /// The arguments of the roots, the client certificate and its key.
+    pub names: [&'a str; 3],
+    /// What the roots are when no file is named.
+    pub system_roots: &'a str,
+    /// What to do about a certificate that is not for the host name.
+    pub name_hint: &'a str,
+}
+
+/// A failed TLS handshake (a rustls error) in the words of the URL's settings, for
+/// either server engine.
+pub(crate) fn handshake_error(
+    client: Option<&ClientTls>,
+    e: &rustls::Error,
+    words: &Words<'_>,
+) -> String {
+    let [roots_name, cert_name, key_name] = words.names;
+    match e {
+        rustls::Error::InvalidCertificate(why) => match why {
+            CertificateError::UnknownIssuer => {
+                let roots = match client.map(|c| &c.roots) {
+                    Some(Roots::File(path)) => {
+                        format!("a certificate authority of {roots_name} {}", path.display())
+                    }
+                    _ => format!(
+                        "any of the system's certificate authorities ({})",
+                        words.system_roots
+                    ),
+                };
+                format!("the server's certificate is not signed by {roots}")
+            }
+            CertificateError::NotValidForNameContext {
+                expected,
+                presented,
+            } => {
+                let names = if presented.is_empty() {
+                    "none".to_owned()
+                } else {
+                    presented
+                        .iter()
+                        .map(|n| allot_tls::presented_name(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                format!(
+                    "the server's certificate is not for the host name {} (it names \
+                     {names}); {}",
+                    expected.to_str(),
+                    words.name_hint
+                )
+            }
+            CertificateError::NotValidForName => format!(
+                "the server's certificate is not for the host name connected to; {}",
+                words.name_hint
+            ),
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "the server's certificate has expired".to_owned()
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                "the server's certificate is not valid yet (is the clock right?)".to_owned()
+            }
+            other => format!("the server's certificate was refused: {other:?}"),
+        },
+        rustls::Error::AlertReceived(alert) => {
+            let hint = match client.and_then(|c| c.identity.as_ref()) {
+                Some(identity) => format!(
+                    " (does it accept the client certificate of {cert_name} {}?)",
+                    identity.cert.display()
+                ),
+                None => format!(" (does it require a client certificate? {cert_name}, {key_name})"),
+            };
+            format!("the server refused the TLS handshake: {alert:?}{hint}")
+        }
+        other => format!("the TLS handshake failed: {other}"),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the words of an error. The same settings over real TLS are `tests/tls.rs`.
 
 use super::*;
+use allot_tls::rustls::CertificateError;
 use allot_tls::testing::TestCa;
 
 fn read(params: &[(&str, &str)]) -> Result<MyTls, String> {

@@ -110,12 +110,15 @@ impl MyEngine {
         let mut text = String::from("BEGIN NOT ATOMIC\n");
         for (i, op) in ops.iter().enumerate() {
             let rendered = op.statement.rendered::<super::MariaDb>();
-            match (op.one_row_of, &rendered.checked) {
-                (Some(_), Some(checked)) => script::inline(checked, &op.params, &mut text),
-                _ => script::inline(&rendered.sql, &op.params, &mut text),
-            }
+            // A counted statement that fails by itself unless it writes its row, or
+            // the statement followed by a check of its count.
+            let (sql, check) = match (op.one_row_of, &rendered.checked) {
+                (Some(_), Some(checked)) => (checked, false),
+                (counted, _) => (&rendered.sql, counted.is_some()),
+            };
+            script::inline(sql, &op.params, &mut text);
             text.push_str(";\n");
-            if op.one_row_of.is_some() && rendered.checked.is_none() {
+            if check {
                 script::check_one_row(i, &mut text);
             }
         }
