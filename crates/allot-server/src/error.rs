@@ -120,6 +120,18 @@ impl ApiError {
             code,
         }
     }
+    /// 408: the request body did not arrive within `body_timeout`
+    /// ([`crate::limits`]).
+    pub fn request_timeout(limit: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::Undefined,
+            format!(
+                "The request body did not arrive within the time limit ({} s).",
+                limit.as_secs()
+            ),
+        )
+    }
     /// 400: the request is malformed or otherwise wrong.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, ErrorCode::Undefined, message)
@@ -341,6 +353,7 @@ fn explanation(status: StatusCode, method: &str) -> String {
         404 => "The resource could not be found.".into(),
         405 => format!("The method {method} is not allowed for this resource."),
         406 => "The resource could not be generated that was acceptable to your browser.".into(),
+        408 => "The server has waited too long for the request to be sent by the client.".into(),
         409 => "There was a conflict when trying to complete your request.".into(),
         413 => "The request body is larger than this server accepts.".into(),
         415 => "The request media type is not supported by this server.".into(),

@@ -241,9 +241,12 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
     let (parts, body) = request.into_parts();
     let body = match body.collect().await {
         Ok(body) => body.to_bytes(),
-        // The client went away while sending.
+        // Too slow (408), or the client went away while sending.
         Err(_) => {
-            return ApiError::bad_request("The request body could not be read.").into_response()
+            let deadline = parts.extensions.get().copied();
+            return crate::request::body_timed_out(deadline).unwrap_or_else(|| {
+                ApiError::bad_request("The request body could not be read.").into_response()
+            });
         }
     };
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());

@@ -25,7 +25,7 @@
 //!   waits as long for them before hyper sees it.
 //!
 //! With a certificate ([`Tls`]), every connection is HTTPS: the TLS handshake comes
-//! first (bounded by [`HANDSHAKE`]), then HTTP/2 if the client asked for `h2` by ALPN,
+//! first (within the head's time limit), then HTTP/2 if the client asked for `h2` by ALPN,
 //! else HTTP/1.1. The certificate is looked up at each handshake, so a reload (SIGHUP)
 //! reaches the next connection and leaves those open as they are.
 //!
@@ -38,11 +38,11 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::Router;
 use hyper::body::Incoming;
@@ -51,16 +51,21 @@ use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::context::Arrival;
+use crate::limits::{
+    Activity, Backoff, BodyDeadline, Closed, ConnectionLimits, Connections, Open, SentBody,
+    TimedBody, H2_MAX_STREAMS, MAX_HEADER_BYTES,
+};
 
 /// The certificate a listener serves HTTPS with (`None`: plain HTTP).
 pub type Tls = Option<Arc<allot_tls::ServerTls>>;
 
-/// How long a client is given to finish its TLS handshake.
+/// How long a client that spoke plain HTTP to the HTTPS port is given to send the
+/// request it is answered 400 for.
 pub const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// How long, once the stop has come, a connection that has sent nothing yet is given
@@ -74,10 +79,13 @@ pub const HANDSHAKES: Duration = Duration::from_millis(200);
 
 /// Serves `app` on `listener` (HTTPS with `tls`) until `shutdown` resolves, then
 /// stops accepting and waits for the connections under way to finish their requests.
+/// `connections` bounds how many are open and how long each part of an exchange may
+/// take ([`crate::limits`]).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     tls: Tls,
+    connections: Connections,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let acceptor = match &tls {
@@ -94,6 +102,7 @@ pub async fn serve(
     let spawn = |stream: TcpStream| {
         tokio::spawn(connection(
             stream,
+            connections.accepted(),
             app.clone(),
             acceptor.clone(),
             stopping.clone(),
@@ -101,11 +110,20 @@ pub async fn serve(
         ));
     };
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut backoff = Backoff::default();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => spawn(stream),
-                Err(e) => accept_failed(e).await,
+            // At the cap, nothing is accepted until there is room (new connections
+            // wait in the listen queue).
+            accepted = async {
+                connections.admit().await;
+                listener.accept().await
+            } => match accepted {
+                Ok((stream, _)) => {
+                    backoff.reset();
+                    spawn(stream);
+                }
+                Err(e) => accept_failed(e, &connections, &mut backoff).await,
             },
             () = &mut shutdown => break,
         }
@@ -122,7 +140,7 @@ pub async fn serve(
             biased;
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => spawn(stream),
-                Err(e) => accept_failed(e).await,
+                Err(e) => accept_failed(e, &connections, &mut backoff).await,
             },
             () = &mut window => break,
         }
@@ -193,16 +211,19 @@ const DROP_SYN: [socket2::SockFilter; 5] = {
     ]
 };
 
-/// Serves one connection until it closes; on the stop, lets it finish its request
-/// (see the module doc). How it arrived goes into every request, as [`Arrival`] (see
-/// `context::base_url`). `_running` tells [`serve`] when it ends.
+/// Serves one connection until it closes, within its limits; on the stop, lets it
+/// finish its request (see the module doc). How it arrived goes into every request,
+/// as [`Arrival`] (see `context::base_url`). `_running` tells [`serve`] when it ends;
+/// `open` records its end and why.
 async fn connection(
     stream: TcpStream,
+    mut open: Open,
     app: Router,
     tls: Option<TlsAcceptor>,
     stopping: watch::Receiver<bool>,
     _running: mpsc::Sender<()>,
 ) {
+    let limits = *open.limits();
     let local = stream
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -219,43 +240,91 @@ async fn connection(
         local,
         https: tls.is_some(),
     };
-    let service = TowerToHyperService::new(app.map_request(move |mut req: Request<Incoming>| {
-        req.extensions_mut().insert(arrival);
-        req
-    }));
+    let activity = open.activity.clone();
+    let service = TowerToHyperService::new(service(app, arrival, &activity, limits));
     let outcome = match tls {
         None => {
-            let (stream, first_read) = Watched::new(stream);
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            drive(connection, &first_read, stopping).await
+            let stream = Watched::new(stream, activity.clone());
+            let connection = http1().serve_connection(TokioIo::new(stream), service);
+            drive(connection, &activity, &limits, stopping).await
         }
         Some(acceptor) => {
-            if speaks_plain_http(&stream).await {
-                return https_required(stream, local).await;
-            }
-            let stream = match tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => return tracing::debug!("a TLS handshake failed: {e}"),
-                Err(_) => return tracing::debug!("a TLS handshake took over {HANDSHAKE:?}"),
+            // The handshake is part of the first request's head, and has its time.
+            let handshake = async {
+                if speaks_plain_http(&stream).await {
+                    https_required(stream, local).await;
+                    return None;
+                }
+                Some(acceptor.accept(stream).await)
+            };
+            let stream = match tokio::time::timeout(limits.head_timeout, handshake).await {
+                Ok(Some(Ok(stream))) => stream,
+                Ok(None) => return,
+                Ok(Some(Err(e))) => return tracing::debug!("a TLS handshake failed: {e}"),
+                Err(_) => {
+                    open.close_for(Closed::HeadTimeout);
+                    return tracing::debug!("a TLS handshake took over {:?}", limits.head_timeout);
+                }
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            let (stream, first_read) = Watched::new(stream);
-            let io = TokioIo::new(stream);
+            let io = TokioIo::new(Watched::new(stream, activity.clone()));
             if h2 {
+                activity.speaks_h2();
                 let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .max_concurrent_streams(H2_MAX_STREAMS)
+                    .max_header_list_size(u32::try_from(MAX_HEADER_BYTES).unwrap_or(u32::MAX))
                     .serve_connection(io, service);
-                drive(connection, &first_read, stopping).await
+                drive(connection, &activity, &limits, stopping).await
             } else {
-                let connection =
-                    hyper::server::conn::http1::Builder::new().serve_connection(io, service);
-                drive(connection, &first_read, stopping).await
+                let connection = http1().serve_connection(io, service);
+                drive(connection, &activity, &limits, stopping).await
             }
         }
     };
-    if let Err(e) = outcome {
-        tracing::debug!("serving a connection: {e}");
+    match outcome {
+        Ok(why) => open.close_for(why),
+        Err(e) => tracing::debug!("serving a connection: {e}"),
     }
+}
+
+/// HTTP/1.1 as allot serves it: a head of at most [`MAX_HEADER_BYTES`] (431 past
+/// it). No timer of hyper's: the connection's clock ([`crate::limits`]) bounds each
+/// phase.
+fn http1() -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.max_buf_size(MAX_HEADER_BYTES);
+    builder
+}
+
+/// The application as one connection serves it: each request carries its
+/// [`Arrival`] and its body's deadline, and the connection's clock is told when a
+/// request begins, when its answer is ready and when it has been sent.
+fn service(
+    app: Router,
+    arrival: Arrival,
+    activity: &Arc<Activity>,
+    limits: ConnectionLimits,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send,
+> + Clone {
+    let began = activity.clone();
+    let answered = activity.clone();
+    app.map_request(move |req: Request<Incoming>| {
+        began.request_began();
+        let deadline = BodyDeadline::after(limits.body_timeout);
+        let mut req = req.map(|body| Body::new(TimedBody::new(Body::new(body), deadline.at())));
+        req.extensions_mut().insert(arrival);
+        req.extensions_mut().insert(deadline);
+        req
+    })
+    .map_response(move |response: axum::response::Response| {
+        answered.answered();
+        let activity = answered.clone();
+        response.map(|body| Body::new(SentBody::new(body, activity)))
+    })
 }
 
 /// Whether a connection to the HTTPS port begins with an HTTP method rather than a
@@ -292,19 +361,24 @@ async fn https_required(stream: TcpStream, local: SocketAddr) {
     }
 }
 
-/// Drives one HTTP connection to its end; once the stop comes, tells it to stop when
-/// its request has begun to arrive (see the module doc).
+/// Drives one HTTP connection to its end, or until its clock runs out (then it is
+/// dropped, which closes it: no request on it is being handled); once the stop
+/// comes, tells it to stop when its request has begun to arrive (see the module doc).
 async fn drive<C: GracefulConnection>(
     connection: C,
-    first_read: &FirstRead,
+    activity: &Activity,
+    limits: &ConnectionLimits,
     mut stopping: watch::Receiver<bool>,
-) -> Result<(), C::Error> {
+) -> Result<Closed, C::Error> {
     let mut connection = std::pin::pin!(connection);
+    let expired = activity.expired(limits);
+    let mut expired = std::pin::pin!(expired);
     tokio::select! {
         // The connection first, so that it has read what has arrived before it is
         // told to stop.
         biased;
-        outcome = connection.as_mut() => outcome,
+        outcome = connection.as_mut() => outcome.map(|()| Closed::Ended),
+        why = expired.as_mut() => Ok(why),
         // The stop is the one change the channel ever sees; the clone has not seen
         // it even if it came before this task began.
         _ = stopping.changed() => {
@@ -313,55 +387,35 @@ async fn drive<C: GracefulConnection>(
             // come (then the request under way is finished) or FIRST_BYTES passes.
             let waited = tokio::select! {
                 biased;
-                outcome = connection.as_mut() => Some(outcome),
-                () = first_read.arrived() => None,
+                outcome = connection.as_mut() => Some(outcome.map(|()| Closed::Ended)),
+                why = expired.as_mut() => Some(Ok(why)),
+                () = activity.first_bytes() => None,
                 () = tokio::time::sleep(FIRST_BYTES) => None,
             };
             match waited {
                 Some(outcome) => outcome,
                 None => {
                     connection.as_mut().graceful_shutdown();
-                    connection.await
+                    tokio::select! {
+                        biased;
+                        outcome = connection.as_mut() => outcome.map(|()| Closed::Ended),
+                        why = expired.as_mut() => Ok(why),
+                    }
                 }
             }
         }
     }
 }
 
-/// A connection's stream that notes when its first bytes have been read.
+/// A connection's stream that tells the connection's clock of what it reads.
 struct Watched<S> {
     stream: S,
-    first: Arc<FirstRead>,
-}
-
-/// Whether a connection has read anything yet, and a wake-up for when it does.
-#[derive(Default)]
-struct FirstRead {
-    read: AtomicBool,
-    notify: Notify,
-}
-
-impl FirstRead {
-    /// Resolves once the connection has read some bytes.
-    async fn arrived(&self) {
-        let notified = self.notify.notified();
-        let mut notified = std::pin::pin!(notified);
-        // Registered before the check, so that a read between the two still wakes it.
-        notified.as_mut().enable();
-        if !self.read.load(Ordering::Acquire) {
-            notified.await;
-        }
-    }
+    activity: Arc<Activity>,
 }
 
 impl<S> Watched<S> {
-    fn new(stream: S) -> (Self, Arc<FirstRead>) {
-        let first = Arc::new(FirstRead::default());
-        let watched = Watched {
-            stream,
-            first: first.clone(),
-        };
-        (watched, first)
+    fn new(stream: S, activity: Arc<Activity>) -> Self {
+        Watched { stream, activity }
     }
 }
 
@@ -373,9 +427,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if buf.filled().len() > before && !self.first.read.swap(true, Ordering::AcqRel) {
-            self.first.notify.notify_waiters();
-        }
+        self.activity.read(buf.filled().len() - before);
         polled
     }
 }
@@ -410,10 +462,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 }
 
-/// What axum's loop does with a failed accept: a connection that went away before it
-/// was accepted is nothing; anything else (out of file descriptors) gets a pause so
-/// that the loop does not spin.
-async fn accept_failed(e: std::io::Error) {
+/// A failed accept: a connection that went away before it was accepted is nothing;
+/// anything else (out of file descriptors) is counted, frees a descriptor by closing
+/// the connection that has waited longest, and gets a growing pause, so that the loop
+/// neither spins nor stops.
+async fn accept_failed(e: std::io::Error, connections: &Connections, backoff: &mut Backoff) {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
     if matches!(
         e.kind(),
@@ -421,8 +474,8 @@ async fn accept_failed(e: std::io::Error) {
     ) {
         return;
     }
-    tracing::error!("accepting a connection: {e}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    connections.accept_failed(&e);
+    tokio::time::sleep(backoff.pause()).await;
 }
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]

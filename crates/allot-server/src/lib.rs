@@ -19,6 +19,7 @@ pub mod graceful;
 pub mod handlers;
 pub mod health;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 pub mod microversion;
 pub mod params;
@@ -77,6 +78,9 @@ pub struct Config {
     /// Who writes for a cluster of nodes on one database, and the client that
     /// forwards writes to it ([`forward`]): state too, one per application.
     pub forwarding: forward::Forwarding,
+    /// The API listener's connections, under `settings.connections` ([`limits`]):
+    /// state too, one per application.
+    pub connections: limits::Connections,
 }
 
 impl Default for Config {
@@ -94,6 +98,7 @@ impl Config {
         policy_file: Option<Arc<policy_file::PolicyFile>>,
     ) -> Self {
         Config {
+            connections: limits::Connections::new(settings.connections),
             settings,
             auth,
             policy_file,
@@ -166,5 +171,6 @@ pub async fn serve(
     tls: graceful::Tls,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    graceful::serve(listener, router(state), tls, shutdown).await
+    let connections = state.config.connections.clone();
+    graceful::serve(listener, router(state), tls, connections, shutdown).await
 }

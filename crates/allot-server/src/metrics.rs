@@ -388,6 +388,7 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::default();
     app.config.metrics.register(&mut registry);
     app.config.forwarding.register(&mut registry);
+    app.config.connections.register(&mut registry);
     registry.register_collector(Box::new(Snapshot {
         provider_series: app.config.settings.metrics_providers,
         view: app.host.read(),

@@ -72,6 +72,9 @@ pub struct Settings {
     /// class remain (0: never written). See
     /// [`crate::metrics::DEFAULT_PROVIDER_SERIES`].
     pub metrics_providers: usize,
+    /// How long each part of an exchange may take, and how many connections may be
+    /// open ([`crate::limits`]).
+    pub connections: crate::limits::ConnectionLimits,
 }
 
 impl Default for Settings {
@@ -88,6 +91,7 @@ impl Default for Settings {
             healthcheck_disable_file: None,
             slow_request: Some(DEFAULT_SLOW_REQUEST),
             metrics_providers: crate::metrics::DEFAULT_PROVIDER_SERIES,
+            connections: crate::limits::ConnectionLimits::default(),
         }
     }
 }

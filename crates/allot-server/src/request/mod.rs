@@ -33,6 +33,7 @@ use std::marker::PhantomData;
 
 use allot_core::Uuid;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -44,6 +45,7 @@ pub use allot_core::ops::GivenGeneration;
 
 use crate::error::ApiError;
 use crate::http::{self, Query};
+use crate::limits::BodyDeadline;
 use crate::params::{invalid_query, require_utf8_query, uuid_like};
 use crate::schema;
 
@@ -60,11 +62,28 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
         let headers = req.headers().clone();
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
+        let deadline = req.extensions().get::<BodyDeadline>().copied();
+        let bytes =
+            Bytes::from_request(req, state)
+                .await
+                .map_err(|rejection: BytesRejection| {
+                    body_timed_out(deadline).unwrap_or_else(|| rejection.into_response())
+                })?;
         Ok(JsonBody { headers, bytes })
     }
+}
+
+/// The answer to a body that could not be read because its time ran out: 408, and
+/// the connection closed after it (the rest of the body may still be on its way).
+/// `None` if the time had not run out (the client went away, or the size limit).
+pub fn body_timed_out(deadline: Option<BodyDeadline>) -> Option<Response> {
+    let deadline = deadline.filter(BodyDeadline::passed)?;
+    let mut response = ApiError::request_timeout(deadline.limit()).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    Some(response)
 }
 
 impl JsonBody {

@@ -295,6 +295,34 @@ pub struct Layer {
           default_value = shown!(DEFAULT_SHUTDOWN_GRACE))]
     pub(super) shutdown_grace: Option<u64>,
 
+    /// How long a client may take to send a request head, in seconds, from its
+    /// connection's acceptance (or, on a kept-alive connection, from the head's first
+    /// byte); then the connection is closed. Also bounds a TLS handshake.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::limits::DEFAULT_HEAD_TIMEOUT.as_secs()))]
+    pub(super) head_timeout: Option<u64>,
+
+    /// How long a client may take to send a request body once its head is read, in
+    /// seconds (then it is answered 408), and to take an answer once it is ready
+    /// (then the connection is closed).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::limits::DEFAULT_BODY_TIMEOUT.as_secs()))]
+    pub(super) body_timeout: Option<u64>,
+
+    /// How long a connection may stay open between an answer and the next request,
+    /// in seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::limits::DEFAULT_IDLE_TIMEOUT.as_secs()))]
+    pub(super) idle_timeout: Option<u64>,
+
+    /// The most connections open at once on the API's listener (kept below the
+    /// open-file limit). At the cap, the connection that has waited longest for a
+    /// request is closed to make room; while every one is busy, new connections wait
+    /// in the kernel's listen queue.
+    #[arg(long, value_name = "N", value_parser = parse_count,
+          default_value = shown!(allot_server::limits::DEFAULT_MAX_CONNECTIONS))]
+    pub(super) max_connections: Option<usize>,
+
     /// On SQLite: how often, in seconds, the view is saved beside the database while
     /// the server runs (when anything was written since), so that a start after a
     /// crash reads it and the commits after it instead of every table; 0 saves it

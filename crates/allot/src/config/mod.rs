@@ -957,7 +957,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 37, "every setting is checked");
+        assert_eq!(checked, 41, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

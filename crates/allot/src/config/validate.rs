@@ -122,6 +122,30 @@ pub(super) fn server_settings(merged: &Merged) -> anyhow::Result<allot_server::S
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis),
         metrics_providers: declared(s.metrics_providers),
+        connections: allot_server::limits::ConnectionLimits {
+            head_timeout: Duration::from_secs(seconds(
+                "head_timeout",
+                declared(s.head_timeout),
+                1..=3600,
+            )?),
+            body_timeout: Duration::from_secs(seconds(
+                "body_timeout",
+                declared(s.body_timeout),
+                1..=3600,
+            )?),
+            idle_timeout: Duration::from_secs(seconds(
+                "idle_timeout",
+                declared(s.idle_timeout),
+                1..=86_400,
+            )?),
+            max_connections: bounded(
+                merged,
+                "max_connections",
+                declared(s.max_connections) as u64,
+                1..=1_000_000,
+                "",
+            )? as usize,
+        },
     })
 }
 

@@ -31,6 +31,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(conf) = &settings.placement_conf {
         open::warn_unused_keys(conf);
     }
+    raise_open_file_limit();
     // The authenticator, the certificate and the policy file are read before the
     // database opens, so that a bad file stops the start at once.
     let auth = Authentication::start(&settings.auth)?;
@@ -56,6 +57,17 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(host);
     tracing::info!("allot stopped");
     Ok(())
+}
+
+/// Raises the open-file limit to the most the process may have (the soft limit to
+/// the hard one, as Go's runtime and nginx's `worker_rlimit_nofile` do): the soft
+/// limit's usual 1,024 would cap the connections far below what the machine allows.
+/// The cap on connections is then set below the limit ([`allot_server::limits`]).
+fn raise_open_file_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "the open-file limit"),
+        Err(e) => tracing::warn!("raising the open-file limit: {e}"),
+    }
 }
 
 /// The runtime, its blocking pool capped at twice the cores (tokio's default is
@@ -89,13 +101,11 @@ async fn listen_and_serve(
         reload::spawn_reloader(auth.tokens.clone(), policy_file, tls.clone());
     }
     auth.check_keystone_tls().await?;
-    let listener = tokio::net::TcpListener::bind(settings.bind)
-        .await
+    let listener = allot_server::limits::listen(settings.bind)
         .with_context(|| format!("binding {}", settings.bind))?;
     let metrics_listener = match settings.metrics_bind {
         Some(bind) => Some(
-            tokio::net::TcpListener::bind(bind)
-                .await
+            allot_server::limits::listen(bind)
                 .with_context(|| format!("binding {bind} (metrics_bind)"))?,
         ),
         None => None,
@@ -163,6 +173,9 @@ fn announce(
     Ok(())
 }
 
+/// The most connections open at once on the listener of `--metrics-bind`.
+const METRICS_CONNECTIONS: usize = 64;
+
 /// Serves `/metrics` on its own listener until drained. No token there: whoever
 /// reaches the address may scrape (see --help).
 fn serve_metrics(
@@ -171,9 +184,17 @@ fn serve_metrics(
     tls: Option<Arc<allot_tls::ServerTls>>,
     draining: tokio::sync::watch::Receiver<bool>,
 ) {
+    // Its own connections, under the API's time limits, and a few of them: a scraper
+    // keeps one, and a flood here must not take the API's descriptors.
+    let connections =
+        allot_server::limits::Connections::new(allot_server::limits::ConnectionLimits {
+            max_connections: METRICS_CONNECTIONS,
+            ..state.config.settings.connections
+        });
     let app = allot_server::metrics::router(state);
     tokio::spawn(async move {
-        if let Err(e) = allot_server::graceful::serve(listener, app, tls, drained(draining)).await {
+        let stop = drained(draining);
+        if let Err(e) = allot_server::graceful::serve(listener, app, tls, connections, stop).await {
             tracing::error!("serving the metrics: {e}");
         }
     });

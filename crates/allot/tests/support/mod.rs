@@ -70,7 +70,27 @@ impl Server {
     /// waits until it listens (an address on every interface is reached through
     /// loopback).
     pub fn start_args(database: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allot"))
+        Server::start_under(&[], database, args, env)
+    }
+
+    /// As [`Server::start_args`], run through `wrapper` (a command and its arguments
+    /// that runs the rest, as `prlimit --nofile=N:N --` does); none: the binary alone.
+    pub fn start_under(
+        wrapper: &[&str],
+        database: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        let binary = env!("CARGO_BIN_EXE_allot");
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        let mut child = command
             .args(["serve", "--database", database])
             .args(args)
             .envs(env.iter().copied())
