@@ -11,6 +11,7 @@
 //! runs it on a listener until a shutdown future resolves.
 
 pub mod auth;
+pub mod cluster;
 pub mod context;
 pub mod cors;
 pub mod error;
@@ -77,6 +78,9 @@ pub struct Config {
     /// Who writes for a cluster of nodes on one database, and the client that
     /// forwards writes to it ([`forward`]): state too, one per application.
     pub forwarding: forward::Forwarding,
+    /// The keys the cluster's nodes share ([`cluster`]): a random one until
+    /// [`Config::with_cluster_key`] sets the database's.
+    pub trust: Arc<cluster::Trust>,
 }
 
 impl Default for Config {
@@ -93,6 +97,7 @@ impl Config {
         auth: Arc<dyn auth::Authenticator>,
         policy_file: Option<Arc<policy_file::PolicyFile>>,
     ) -> Self {
+        let trust = Arc::new(cluster::Trust::random());
         Config {
             settings,
             auth,
@@ -101,7 +106,15 @@ impl Config {
             metrics: metrics::Metrics::default(),
             ui: ui::Sessions::default(),
             forwarding: forward::Forwarding::default(),
+            trust,
         }
+    }
+
+    /// This configuration with the keys of the cluster whose database holds `key`
+    /// (`allot_store::Store::cluster_key`).
+    pub fn with_cluster_key(mut self, key: &allot_store::ClusterKey) -> Self {
+        self.trust = Arc::new(cluster::Trust::new(key));
+        self
     }
 }
 
