@@ -73,7 +73,7 @@ pub struct Config {
     /// The series counted as requests go by (`/metrics`): state too, one per
     /// application.
     pub metrics: metrics::Metrics,
-    /// The web UI's sessions (`/ui`): state too, one per application.
+    /// The web UI's sessions (`/ui`), sealed with [`Config::trust`]'s key.
     pub ui: ui::Sessions,
     /// Who writes for a cluster of nodes on one database, and the client that
     /// forwards writes to it ([`forward`]): state too, one per application.
@@ -104,7 +104,7 @@ impl Config {
             policy_file,
             health: health::ProbeCache::default(),
             metrics: metrics::Metrics::default(),
-            ui: ui::Sessions::default(),
+            ui: ui::Sessions::new(trust.clone()),
             forwarding: forward::Forwarding::default(),
             trust,
         }
@@ -114,6 +114,7 @@ impl Config {
     /// (`allot_store::Store::cluster_key`).
     pub fn with_cluster_key(mut self, key: &allot_store::ClusterKey) -> Self {
         self.trust = Arc::new(cluster::Trust::new(key));
+        self.ui = ui::Sessions::new(self.trust.clone());
         self
     }
 }

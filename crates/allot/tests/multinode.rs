@@ -578,3 +578,73 @@ fn only_nodes_are_trusted_with_forwarded_writes() {
     );
     assert_eq!(forwarded(writer), 0.0, "the writer forwards nothing");
 }
+
+/// A web UI request to `node` with `cookie` (and a form body if any), sent as a
+/// page of the node's own origin would.
+fn ui(node: &Server, method: &str, path: &str, cookie: &str, form: &str) -> support::Reply {
+    let addr = &node.addr;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
+         origin: http://{addr}\r\nsec-fetch-site: same-origin\r\ncookie: {cookie}\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{form}",
+        form.len()
+    );
+    support::exchange(addr, request.as_bytes())
+}
+
+/// Web UI sessions that every node honours (issue 46): a login through node 0 opens
+/// pages on nodes 1 and 2, and on node 0 again after its restart; a logout through
+/// node 1 ends the session on all three (within the freshness bound: the logout
+/// reaches the others' views through the change log).
+#[test]
+fn a_ui_session_holds_on_every_node_and_a_logout_ends_it_everywhere() {
+    let Some(db) = Database::create() else { return };
+    let mut nodes = start_nodes(&db);
+    let r = ui(
+        nodes[0].as_ref().unwrap(),
+        "POST",
+        "/ui/login",
+        "",
+        "token=admin",
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let set = r.header("set-cookie").expect("a session cookie");
+    let cookie = set.split(';').next().unwrap().to_owned();
+    for node in nodes.iter().flatten() {
+        let r = ui(node, "GET", "/ui/providers", &cookie, "");
+        assert_eq!(r.status, 200, "{}: {}", node.addr, r.body);
+    }
+    // Node 0 restarted: the session still holds there.
+    nodes[0].take().unwrap().terminate();
+    let restarted = Server::start_args(&db.url, &["--bind", "127.0.0.1:0"], &[]);
+    let r = ui(&restarted, "GET", "/ui", &cookie, "");
+    assert_eq!(r.status, 200, "after the restart: {}", r.body);
+    nodes[0] = Some(restarted);
+
+    // A logout through node 1 (its form's CSRF token) ends it everywhere.
+    let page = ui(nodes[1].as_ref().unwrap(), "GET", "/ui", &cookie, "").body;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the logout form's CSRF token")
+        .to_owned();
+    let form = format!("csrf={csrf}");
+    let r = ui(
+        nodes[1].as_ref().unwrap(),
+        "POST",
+        "/ui/logout",
+        &cookie,
+        &form,
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("location"), Some("/ui/login"));
+    converge(Duration::from_secs(3), || {
+        nodes.iter().flatten().all(|node| {
+            let r = ui(node, "GET", "/ui/providers", &cookie, "");
+            r.status == 303
+                && r.header("location")
+                    .is_some_and(|l| l.contains("/ui/login"))
+        })
+    });
+}

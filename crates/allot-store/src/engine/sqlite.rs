@@ -88,11 +88,13 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&DRAIN_ROOTS),
             Ddl::Table(&DRAIN_CLAIMS),
         ],
-        // 9 (schema version 10): the cluster key (issue 46, `super::cluster_key`).
+        // 9 (schema version 10): the cluster key (issue 46, `super::cluster_key`)
+        // and the web UI sessions logged out (`Change::RevokeSession`).
         &[
             Ddl::Raw(
                 "CREATE TABLE allot_cluster_key (id INTEGER PRIMARY KEY, secret BLOB NOT NULL);",
             ),
+            Ddl::Table(&REVOKED_SESSIONS),
         ],
     ]
 };
