@@ -581,3 +581,52 @@ fn mariadb_cluster_key_is_made_once() {
         cluster_key_is_made_once(&db.url, 4);
     }
 }
+
+/// The web UI's logouts (issue 46, `Change::RevokeSession`) are written to and
+/// loaded from every engine's tables, and those whose session would have ended by
+/// a later logout's time are deleted with it.
+fn revocations_are_stored(url: &str) {
+    let revoke = |hash: &str, until, now| Change::RevokeSession {
+        hash: hash.into(),
+        until,
+        now,
+    };
+    let mut store = Store::open(url).unwrap();
+    store
+        .persist(&[revoke("a", 100, 10), revoke("b", 200, 10)])
+        .unwrap();
+    // The same session logged out twice (two nodes at once) is one revocation.
+    store.persist(&[revoke("b", 200, 20)]).unwrap();
+    let view = store.load().unwrap();
+    assert_eq!(
+        view.session_revocations().collect::<Vec<_>>(),
+        [("a", 100), ("b", 200)]
+    );
+    store.persist(&[revoke("c", 300, 150)]).unwrap();
+    let view = store.load().unwrap();
+    assert_eq!(
+        view.session_revocations().collect::<Vec<_>>(),
+        [("b", 200), ("c", 300)]
+    );
+}
+
+#[test]
+fn sqlite_revocations_are_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("r.db").display());
+    revocations_are_stored(&url);
+}
+
+#[test]
+fn postgres_revocations_are_stored() {
+    if let Some(db) = PgDatabase::new() {
+        revocations_are_stored(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_revocations_are_stored() {
+    if let Some(db) = MyDatabase::new() {
+        revocations_are_stored(&db.url);
+    }
+}
