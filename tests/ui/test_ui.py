@@ -17,6 +17,11 @@ With `--flat-db PATH` (a database `scripts/synth-db --shape flat --roots 10000`
 made) it also times the overview there: the navigation's time to the load event,
 the median of five, must be under one second.
 
+With `--postgres URL` (a PostgreSQL server's admin URL, ALLOT_TEST_POSTGRES_URL) it
+also runs three nodes on a fresh database there (issue 46): a login through the first
+keeps working through the other two and across the first's restart, and a logout
+through the second ends the session on all three.
+
 With `--screenshots DIR` it saves each view at 1440x900 (docs/ui/).
 
 Prints `ui: N passed, N failed` last; exit status 1 if anything failed.
@@ -325,6 +330,85 @@ def browse(allot, shots):
     check(not errors, "no console errors: %s" % errors)
 
 
+def serve_pg(allot, url, port=None):
+    """A node on the PostgreSQL database `url`, on `port` (a free one if None)."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [allot, "serve", "--database", url, "--bind", "127.0.0.1:%d" % port],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = "http://127.0.0.1:%d" % port
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(base + "/").read()
+            return proc, base, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("allot did not start on %s" % url)
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait()
+
+
+def logged_in(page, base, what):
+    """Whether a page of `base` opens with the browser's session (not the login)."""
+    page.goto(base + "/ui/providers")
+    ok = "/ui/login" not in page.url and "compute-7" in page.content()
+    return check(ok, what + " (%s)" % page.url)
+
+
+def three_nodes(allot, admin_url):
+    """Issue 46: three nodes on one PostgreSQL database, as behind a load balancer
+    (cookies are the host's, whatever the port, so the browser sends the session to
+    every node): a login through node 1 keeps working through nodes 2 and 3 and
+    across a restart of node 1; a logout through node 2 ends it on all three."""
+    name = "allot_ui_%s" % uuidlib.uuid4().hex
+    subprocess.run(["psql", admin_url, "-qc", "CREATE DATABASE %s" % name], check=True,
+                   stdout=subprocess.DEVNULL)
+    base_url, _, query = admin_url.partition("?")
+    url = base_url.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
+    work = tempfile.mkdtemp(prefix="allot-ui-nodes-")
+    nodes = [serve_pg(allot, url) for _ in range(3)]
+    try:
+        bases = [base for _, base, _ in nodes]
+        seed(bases[0])
+        with sync_playwright() as p:
+            ctx = launch(p, os.path.join(work, "profile"))
+            page = ctx.pages[0] if ctx.pages else ctx.new_page()
+            page.goto(bases[0] + "/ui/login")
+            page.fill("input[name=token]", "admin")
+            page.click("button[type=submit]")
+            page.wait_for_load_state()
+            for n, base in enumerate(bases):
+                logged_in(page, base, "the session made on node 1 holds on node %d" % (n + 1))
+            proc, _, port = nodes[0]
+            stop(proc)
+            nodes[0] = serve_pg(allot, url, port)
+            logged_in(page, bases[0], "the session holds on node 1 after its restart")
+            page.goto(bases[1] + "/ui")
+            page.click("header form button")
+            page.wait_for_load_state()
+            check("/ui/login" in page.url, "logged out through node 2")
+            for n, base in enumerate(bases):
+                gone = False
+                for _ in range(30):
+                    page.goto(base + "/ui/providers")
+                    if "/ui/login" in page.url:
+                        gone = True
+                        break
+                    time.sleep(0.1)
+                check(gone, "after the logout on node 2, no page on node %d" % (n + 1))
+            ctx.close()
+    finally:
+        for proc, _, _ in nodes:
+            stop(proc)
+        shutil.rmtree(work, ignore_errors=True)
+        subprocess.run(["psql", admin_url, "-qc", "DROP DATABASE IF EXISTS %s" % name],
+                       stdout=subprocess.DEVNULL)
+
+
 def time_overview(allot, database, shots):
     """The overview's time to render at the size of `database` (flat 10,000 roots)."""
     work = tempfile.mkdtemp(prefix="allot-ui-flat-")
@@ -368,10 +452,13 @@ def main():
     ap.add_argument("allot")
     ap.add_argument("--screenshots")
     ap.add_argument("--flat-db")
+    ap.add_argument("--postgres", help="a PostgreSQL server's admin URL: three nodes")
     args = ap.parse_args()
     if args.screenshots:
         os.makedirs(args.screenshots, exist_ok=True)
     browse(args.allot, args.screenshots)
+    if args.postgres:
+        three_nodes(args.allot, args.postgres)
     if args.flat_db:
         time_overview(args.allot, args.flat_db, args.screenshots)
     print("ui: %d passed, %d failed" % (passed, failed))

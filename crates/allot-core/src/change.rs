@@ -98,4 +98,17 @@ pub enum Change {
     PutDrain(Box<Drain>),
     /// Forget an abandoned drain.
     DeleteDrain(Uuid),
+    /// End a web UI session on every node (a logout, issue 46): `hash` (the
+    /// SHA-256 of the session's id, in hex: never the session itself, nor a
+    /// token) is refused until `until`, when the session would have ended anyway.
+    /// Every revocation whose `until` is at or before `now` is forgotten with it,
+    /// so they never pile up.
+    RevokeSession {
+        /// The session id's hash.
+        hash: String,
+        /// When the session would have ended by itself.
+        until: Timestamp,
+        /// When it was revoked.
+        now: Timestamp,
+    },
 }

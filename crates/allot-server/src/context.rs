@@ -37,8 +37,9 @@ pub struct Arrival {
     pub https: bool,
 }
 
-/// Who is calling.
-#[derive(Debug, Clone, Default)]
+/// Who is calling. Serialised only into a forwarded write's proof
+/// (`crate::cluster`), which the nodes of the cluster alone can make.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Identity {
     /// The user id (the token's first part).
     pub user_id: String,
@@ -260,12 +261,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
             let mut response = if let (Some(cors), true) = (&app.config.settings.cors, preflight) {
                 cors.preflight(origin.as_deref())
             } else {
-                // Discovery stays open, as in Placement: it is never asked about.
-                let identity = if req.uri().path() == "/" {
-                    Ok(None)
-                } else {
-                    app.config.auth.authenticate(&headers).await.map(Some)
-                };
+                let identity = caller(&app, &mut req, &headers).await;
                 let stale = app.host.staleness();
                 if let Err(e) = &identity {
                     e.clone().into_response(app.config.auth.challenge())
@@ -310,6 +306,24 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
         }
     }
     response
+}
+
+/// Who is calling: nobody on `/` (discovery stays open, as in Placement: it is
+/// never asked about); for a write another node of the cluster forwarded with a
+/// valid proof, the identity that node authenticated ([`forward::proven`]: the
+/// caller is authenticated once); else whoever the request's own headers say.
+async fn caller(
+    app: &AppState,
+    req: &mut Request,
+    headers: &HeaderMap,
+) -> Result<Option<Identity>, crate::auth::AuthError> {
+    if req.uri().path() == "/" {
+        return Ok(None);
+    }
+    if let Some(identity) = forward::proven(app, req).await {
+        return Ok(Some(identity));
+    }
+    app.config.auth.authenticate(headers).await.map(Some)
 }
 
 fn set_version_headers(response: &mut Response, version: Version) {

@@ -14,8 +14,17 @@
 //! - **Which requests:** every method but `GET`, `HEAD` and `OPTIONS`, with a body
 //!   of a stated length within [`crate::MAX_BODY_BYTES`] (anything else is handled
 //!   here, where the usual limits answer it). The caller has been authenticated
-//!   here already (this layer runs inside `context::around`); the writer does it
-//!   again, from the same headers, and applies the policy.
+//!   here already (this layer runs inside `context::around`).
+//! - **Who the writer trusts** (issue 46): only another node of the cluster. The
+//!   forward carries, in [`FORWARDED`], the identity authenticated here, proven
+//!   with the cluster key ([`crate::cluster::Trust::prove`]: an HMAC over it, the
+//!   method, path and query, the body's hash, the time and a nonce). The writer
+//!   takes that identity without authenticating the request again (a Keystone
+//!   token is validated once per write) and applies the policy to it. A request
+//!   whose [`FORWARDED`] proves nothing (a client that sends the header, a forged
+//!   or replayed proof, a stale one) is any client's: authenticated from its own
+//!   headers, and forwarded with a proof if it arrived at a node that is not the
+//!   writer.
 //! - **The writer's answer** is passed back as it is (its request id included,
 //!   which the writer's log names), and carries [`CURSOR`], the last commit its view
 //!   holds once the write is answered. The forwarding node answers at once and notes
@@ -52,12 +61,21 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::AppState;
 
-/// Marks a request that a node forwarded: the node that receives it handles it
-/// itself, whoever it thinks the writer is (so a request is forwarded once at most).
+/// Carries a forwarded write's proof ([`crate::cluster::Trust::prove`]): the
+/// identity the forwarding node authenticated, under the cluster key's HMAC. A
+/// request whose proof holds is handled where it arrives, whoever that node
+/// thinks the writer is (so a request is forwarded once at most), as the identity
+/// the proof names; any other request that carries it is any client's.
 pub const FORWARDED: &str = "x-allot-forwarded";
+
+/// Marks a request whose [`FORWARDED`] proof held (an extension, set by
+/// [`proven`]).
+#[derive(Debug, Clone, Copy)]
+struct Proven;
 
 /// On the answer to a forwarded request: the last commit the writer's view holds.
 pub const CURSOR: &str = "x-allot-cursor";
@@ -195,7 +213,7 @@ fn target(app: &AppState, request: &Request) -> Option<String> {
     if matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
-    ) || request.headers().contains_key(FORWARDED)
+    ) || request.extensions().get::<Proven>().is_some()
     {
         return None;
     }
@@ -220,7 +238,7 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
         if matches!(*request.method(), Method::GET | Method::HEAD) {
             owed_commits(&app).await;
         }
-        let forwarded = request.headers().contains_key(FORWARDED);
+        let forwarded = request.extensions().get::<Proven>().is_some();
         if forwarded {
             app.config
                 .forwarding
@@ -237,6 +255,14 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
                 .insert(CURSOR, HeaderValue::from(cursor));
         }
         return response;
+    };
+    // The identity `context::around` authenticated, which the proof carries.
+    let Some(identity) = request
+        .extensions()
+        .get::<crate::context::Ctx>()
+        .and_then(|ctx| ctx.identity.clone())
+    else {
+        return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
     let body = match body.collect().await {
@@ -263,8 +289,19 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
         .body(Full::new(body.clone()))
         .expect("a method and a URI that parsed make a request");
     *out.headers_mut() = passed_on(&parts.headers);
-    out.headers_mut()
-        .insert(FORWARDED, HeaderValue::from_static("1"));
+    let proof = app.config.trust.prove(
+        &identity,
+        parts.method.as_str(),
+        target_of(out.uri()),
+        &body,
+    );
+    match HeaderValue::from_str(&proof) {
+        Ok(proof) => {
+            out.headers_mut().insert(FORWARDED, proof);
+        }
+        // An identity the proof cannot carry (a header value's limits): written here.
+        Err(_) => return next.run(Request::from_parts(parts, Body::from(body))).await,
+    }
     let forwarding = &app.config.forwarding;
     // The request went out and the connection failed before the whole answer came
     // back: the write may or may not have happened.
@@ -324,6 +361,50 @@ async fn owed_commits(app: &AppState) {
             "answering a read before this node's view holds the writes it forwarded"
         );
     }
+}
+
+/// The path and query a proof is made and checked over.
+fn target_of(uri: &axum::http::Uri) -> &str {
+    uri.path_and_query().map_or("/", |p| p.as_str())
+}
+
+/// The identity a forwarded write's proof names, if the request carries a proof
+/// ([`FORWARDED`]) that holds for it (its method, path, query and body, under
+/// this cluster's key, fresh and not seen before): the request is then marked
+/// [`Proven`]. Its body is read for that, within [`crate::MAX_BODY_BYTES`], and
+/// put back. `None` for any other request, which is then authenticated from its
+/// own headers, as any client's.
+pub(crate) async fn proven(app: &AppState, request: &mut Request) -> Option<Identity> {
+    let proof = request.headers().get(FORWARDED)?.to_str().ok()?.to_owned();
+    let stated = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    // Only a body of a stated length within the limit, as a node forwards.
+    if stated.is_none_or(|n| n > crate::MAX_BODY_BYTES) {
+        return None;
+    }
+    let body = std::mem::take(request.body_mut());
+    let body = http_body_util::Limited::new(body, crate::MAX_BODY_BYTES)
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        // The client went away while sending: the handler finds the body empty.
+        .unwrap_or_default();
+    let identity = app.config.trust.verify(
+        &proof,
+        request.method().as_str(),
+        target_of(request.uri()),
+        &body,
+    );
+    *request.body_mut() = Body::from(body);
+    if identity.is_some() {
+        request.extensions_mut().insert(Proven);
+    } else {
+        tracing::debug!("a request with a forwarding proof that does not hold: any client's");
+    }
+    identity
 }
 
 /// `headers` without those that are not passed on.

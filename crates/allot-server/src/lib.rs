@@ -11,6 +11,7 @@
 //! runs it on a listener until a shutdown future resolves.
 
 pub mod auth;
+pub mod cluster;
 pub mod context;
 pub mod cors;
 pub mod error;
@@ -73,7 +74,7 @@ pub struct Config {
     /// The series counted as requests go by (`/metrics`): state too, one per
     /// application.
     pub metrics: metrics::Metrics,
-    /// The web UI's sessions (`/ui`): state too, one per application.
+    /// The web UI's sessions (`/ui`), sealed with [`Config::trust`]'s key.
     pub ui: ui::Sessions,
     /// Who writes for a cluster of nodes on one database, and the client that
     /// forwards writes to it ([`forward`]): state too, one per application.
@@ -81,6 +82,9 @@ pub struct Config {
     /// The API listener's connections, under `settings.connections` ([`limits`]):
     /// state too, one per application.
     pub connections: limits::Connections,
+    /// The keys the cluster's nodes share ([`cluster`]): a random one until
+    /// [`Config::with_cluster_key`] sets the database's.
+    pub trust: Arc<cluster::Trust>,
 }
 
 impl Default for Config {
@@ -97,6 +101,7 @@ impl Config {
         auth: Arc<dyn auth::Authenticator>,
         policy_file: Option<Arc<policy_file::PolicyFile>>,
     ) -> Self {
+        let trust = Arc::new(cluster::Trust::random());
         Config {
             connections: limits::Connections::new(settings.connections),
             settings,
@@ -104,9 +109,18 @@ impl Config {
             policy_file,
             health: health::ProbeCache::default(),
             metrics: metrics::Metrics::default(),
-            ui: ui::Sessions::default(),
+            ui: ui::Sessions::new(trust.clone()),
             forwarding: forward::Forwarding::default(),
+            trust,
         }
+    }
+
+    /// This configuration with the keys of the cluster whose database holds `key`
+    /// (`allot_store::Store::cluster_key`).
+    pub fn with_cluster_key(mut self, key: &allot_store::ClusterKey) -> Self {
+        self.trust = Arc::new(cluster::Trust::new(key));
+        self.ui = ui::Sessions::new(self.trust.clone());
+        self
     }
 }
 

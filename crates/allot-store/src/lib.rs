@@ -25,6 +25,7 @@ mod stats;
 mod test_pg;
 
 pub use engine::checkpointer::CheckpointStats;
+pub use engine::cluster_key::ClusterKey;
 pub use engine::mariadb::split_password;
 pub use engine::sqlite::{vacuum as vacuum_sqlite, RunningSave, Vacuumed};
 pub use host::{Clock, Host, Loaded, Pending, WriteError};
@@ -463,6 +464,17 @@ impl Store {
         match &self.0 {
             Engine::Sqlite(e) => Some(e.checkpoint_stats().clone()),
             Engine::Postgres(_) | Engine::MariaDb(_) => None,
+        }
+    }
+
+    /// The key every node of this database's cluster shares, made (and kept in
+    /// the database) by the first call on any node; never in the change log, the
+    /// view or a dump (`engine::cluster_key`).
+    pub fn cluster_key(&mut self) -> Result<ClusterKey, StoreError> {
+        match &mut self.0 {
+            Engine::Sqlite(e) => e.cluster_key(),
+            Engine::Postgres(e) => e.cluster_key(),
+            Engine::MariaDb(e) => e.cluster_key(),
         }
     }
 

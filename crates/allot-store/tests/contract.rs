@@ -529,3 +529,104 @@ fn mariadb_large_writes_go_in_parts() {
         large_writes(&db.url, 3);
     }
 }
+
+/// The cluster key (issue 46): nodes that open the database together all get the
+/// same key, a later open gets it again, and it is in neither the change log nor
+/// a dump nor `Debug`.
+/// `racers` nodes open it at once (one for SQLite, whose file is one process's).
+fn cluster_key_is_made_once(url: &str, racers: usize) {
+    let racers: Vec<_> = (0..racers)
+        .map(|_| {
+            let url = url.to_owned();
+            std::thread::spawn(move || Store::open(&url).unwrap().cluster_key().unwrap())
+        })
+        .collect();
+    let keys: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    let key = &keys[0];
+    assert_ne!(key.0, [0u8; 32]);
+    assert_eq!(format!("{key:?}"), "ClusterKey(..)");
+    let mut store = Store::open(url).unwrap();
+    assert_eq!(&store.cluster_key().unwrap(), key);
+    store.persist(&[create(1, "a")]).unwrap();
+    let commits = store.changes_since(Cursor(0)).unwrap();
+    assert!(!format!("{commits:?}").contains(&format!("{:?}", key.0)));
+    let mut out = Vec::new();
+    allot_store::dump::write(
+        &allot_store::dump::export_store(&mut store, 1).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    let hex: String = key.0.iter().map(|b| format!("{b:02x}")).collect();
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains(&hex) && !text.contains("cluster"), "{text}");
+}
+
+#[test]
+fn sqlite_cluster_key_is_made_once() {
+    let dir = tempfile::tempdir().unwrap();
+    cluster_key_is_made_once(&format!("sqlite:{}", dir.path().join("k.db").display()), 1);
+}
+
+#[test]
+fn postgres_cluster_key_is_made_once() {
+    if let Some(db) = PgDatabase::new() {
+        cluster_key_is_made_once(&db.url, 4);
+    }
+}
+
+#[test]
+fn mariadb_cluster_key_is_made_once() {
+    if let Some(db) = MyDatabase::new() {
+        cluster_key_is_made_once(&db.url, 4);
+    }
+}
+
+/// The web UI's logouts (issue 46, `Change::RevokeSession`) are written to and
+/// loaded from every engine's tables, and those whose session would have ended by
+/// a later logout's time are deleted with it.
+fn revocations_are_stored(url: &str) {
+    let revoke = |hash: &str, until, now| Change::RevokeSession {
+        hash: hash.into(),
+        until,
+        now,
+    };
+    let mut store = Store::open(url).unwrap();
+    store
+        .persist(&[revoke("a", 100, 10), revoke("b", 200, 10)])
+        .unwrap();
+    // The same session logged out twice (two nodes at once) is one revocation.
+    store.persist(&[revoke("b", 200, 20)]).unwrap();
+    let view = store.load().unwrap();
+    assert_eq!(
+        view.session_revocations().collect::<Vec<_>>(),
+        [("a", 100), ("b", 200)]
+    );
+    store.persist(&[revoke("c", 300, 150)]).unwrap();
+    let view = store.load().unwrap();
+    assert_eq!(
+        view.session_revocations().collect::<Vec<_>>(),
+        [("b", 200), ("c", 300)]
+    );
+}
+
+#[test]
+fn sqlite_revocations_are_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("r.db").display());
+    revocations_are_stored(&url);
+}
+
+#[test]
+fn postgres_revocations_are_stored() {
+    if let Some(db) = PgDatabase::new() {
+        revocations_are_stored(&db.url);
+    }
+}
+
+#[test]
+fn mariadb_revocations_are_stored() {
+    if let Some(db) = MyDatabase::new() {
+        revocations_are_stored(&db.url);
+    }
+}

@@ -316,3 +316,30 @@ fn a_view_saved_while_running_is_not_read_once_its_commit_is_gone_or_another() {
         }
     }
 }
+
+/// The web UI's logouts (issue 46, `Change::RevokeSession`) are read back from the
+/// tables and from the saved view alike, and those whose session would have ended
+/// by the time of a later logout are forgotten.
+#[test]
+fn revoked_sessions_are_read_back_from_the_tables_and_the_saved_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("allot.db");
+    let revoke = |hash: &str, until, now| Change::RevokeSession {
+        hash: hash.into(),
+        until,
+        now,
+    };
+    let mut store = Store::open(&url(&db)).unwrap();
+    store
+        .persist(&[revoke("a", 100, 10), revoke("b", 200, 10)])
+        .unwrap();
+    store.persist(&[revoke("c", 300, 150)]).unwrap();
+    drop(store);
+    let expected = [("b", 200), ("c", 300)];
+    let (tables, read_saved) = start_and_stop(&db);
+    assert!(!read_saved);
+    assert_eq!(tables.session_revocations().collect::<Vec<_>>(), expected);
+    let (view, read_saved) = start(&db);
+    assert!(read_saved);
+    assert_eq!(view.session_revocations().collect::<Vec<_>>(), expected);
+}

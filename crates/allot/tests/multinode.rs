@@ -258,26 +258,24 @@ fn a_stopping_writer_hands_over_only_if_it_was_forwarded_to() {
             &[],
         ))];
         the_writer(&nodes, Duration::from_secs(10));
-        let mut node = nodes[0].take().unwrap();
         if forwarded {
-            // A write as another node forwards it (`forward::FORWARDED`).
-            let reply = support::send_raw(
-                &node.addr,
-                "PUT",
-                "/traits/CUSTOM_HANDED_OVER",
-                &[
-                    ("x-auth-token", b"admin"),
-                    ("openstack-api-version", b"placement latest"),
-                    ("x-allot-forwarded", b"1"),
-                ],
-                "",
-            );
-            assert!(matches!(reply.status, 201 | 204), "{}", reply.body);
-            assert!(
-                reply.header("x-allot-cursor").is_some(),
-                "answered as forwarded"
-            );
+            // A write another node forwards to it: only a node of the cluster can
+            // (`forward::FORWARDED` carries a proof under the cluster key, issue 46).
+            let args = [
+                "--bind",
+                "127.0.0.1:0",
+                "--log",
+                "warn,allot_server::forward=info",
+            ];
+            nodes.push(Some(Server::start_args(&db.url, &args, &[])));
+            every_other_node_knows_the_writer(&nodes, 0);
+            let other = nodes[1].as_ref().unwrap();
+            let before = metric(other, FORWARDED);
+            let (status, body) = other.call("PUT", "/traits/CUSTOM_HANDED_OVER", None);
+            assert!(matches!(status, 201 | 204), "{body}");
+            assert_eq!(metric(other, FORWARDED), before + 1.0, "forwarded");
         }
+        let mut node = nodes[0].take().unwrap();
         let stopped = Instant::now();
         node.signal("TERM");
         let exit = node.wait_exit(Duration::from_secs(30));
@@ -437,4 +435,216 @@ fn a_read_after_a_forwarded_write_waits_for_the_view_to_hold_it() {
         waited >= stalled / 2,
         "the write and the read came back in {waited:?}, before the view could follow the log"
     );
+}
+
+/// `name` on `node`'s `/metrics`, asked with `token` (static tokens mode), if it
+/// answers 200.
+fn metric_as(node: &Server, token: &str, name: &str) -> Option<f64> {
+    let r = support::send_raw(
+        &node.addr,
+        "GET",
+        "/metrics",
+        &[("x-auth-token", token.as_bytes())],
+        "",
+    );
+    (r.status == 200).then(|| {
+        r.body
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    })
+}
+
+/// `POST /resource_providers` named `name` on `node`, with `token` and more
+/// `headers`.
+fn create_as(node: &Server, token: &str, name: &str, headers: &[(&str, &[u8])]) -> support::Reply {
+    let mut all = vec![
+        ("x-auth-token", token.as_bytes()),
+        ("openstack-api-version", b"placement 1.39".as_slice()),
+    ];
+    all.extend_from_slice(headers);
+    support::send_raw(
+        &node.addr,
+        "POST",
+        "/resource_providers",
+        &all,
+        &format!("{{\"name\": \"{name}\"}}"),
+    )
+}
+
+/// Nodes trust only each other (issue 46), in static tokens mode: node 0 writes
+/// for the cluster and knows the admin and reader tokens; nodes 1 and 2 also know
+/// a third admin token, `here`, which the writer does not.
+/// - A write with `here` sent to node 1 is forwarded and made: the writer took the
+///   identity node 1 authenticated and proved, without authenticating the request
+///   again (it would have refused `here`, as it does when `here` is sent to it):
+///   the caller is authenticated once, by the node it called.
+/// - A client that sends the forwarding header itself is any client: to node 1,
+///   its write is forwarded like any other (and a reader's is refused by the
+///   writer's policy, 403); to the writer, it is handled as an ordinary request
+///   (no `x-allot-cursor`, which only a node's forward gets back), and a forged
+///   proof naming an admin grants a reader nothing (403), nor a token the writer
+///   does not know anything (401).
+#[test]
+fn only_nodes_are_trusted_with_forwarded_writes() {
+    let Some(db) = Database::create() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (common, more) = (dir.path().join("common.json"), dir.path().join("more.json"));
+    let add = |file: &std::path::Path, user: &str, role: &str| {
+        let args = ["add", "--user", user, "--project", "p1", "--role", role];
+        support::token_cmd(file, &args)
+    };
+    let admin = add(&common, "ops", "admin");
+    let reader = add(&common, "r", "reader");
+    std::fs::copy(&common, &more).unwrap();
+    let here = add(&more, "ops2", "admin");
+    let start = |file: &std::path::Path| {
+        let args = [
+            "--bind",
+            "127.0.0.1:0",
+            "--auth",
+            "tokens",
+            "--log",
+            "warn,allot_server::forward=info",
+        ];
+        Server::start_args(
+            &db.url,
+            &args,
+            &[("ALLOT_TOKEN_FILE", file.to_str().unwrap())],
+        )
+    };
+    let writer = start(&common);
+    converge(Duration::from_secs(10), || {
+        metric_as(&writer, &admin, "allot_cluster_writer") == Some(1.0)
+    });
+    let nodes = vec![Some(writer), Some(start(&more)), Some(start(&more))];
+    every_other_node_knows_the_writer(&nodes, 0);
+    let (writer, node) = (nodes[0].as_ref().unwrap(), nodes[1].as_ref().unwrap());
+    let forwarded = |n: &Server| metric_as(n, &admin, FORWARDED).unwrap();
+
+    // Authenticated once, by the node called.
+    let before = forwarded(node);
+    let r = create_as(node, &here, "made-through-node-1", &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(forwarded(node), before + 1.0, "the write was forwarded");
+    assert_eq!(create_as(writer, &here, "direct", &[]).status, 401);
+
+    // The forwarding header from a client, to a node that is not the writer: its
+    // write is forwarded like any other.
+    let claimed: &[(&str, &[u8])] = &[("x-allot-forwarded", b"1")];
+    let r = create_as(node, &admin, "claimed-forwarded", claimed);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        forwarded(node),
+        before + 2.0,
+        "forwarded, not taken as forwarded"
+    );
+    let r = create_as(node, &reader, "reader-claimed-forwarded", claimed);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(forwarded(node), before + 3.0);
+
+    // To the writer: an ordinary request, and a forged proof grants nothing.
+    let r = create_as(writer, &admin, "claimed-at-the-writer", claimed);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.header("x-allot-cursor"),
+        None,
+        "handled as a client's request"
+    );
+    let forged_admin = serde_json::json!({
+        "user_id": "ops", "project_id": "p1", "roles": ["admin"],
+        "system_scope": false, "domain_id": null,
+    });
+    let who: String = forged_admin
+        .to_string()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let forged = format!("v1.{now}.{}.{who}.{}", "ab".repeat(16), "cd".repeat(32));
+    let forged: &[(&str, &[u8])] = &[("x-allot-forwarded", forged.as_bytes())];
+    let r = create_as(writer, &reader, "forged-admin", forged);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        create_as(writer, "nobody", "forged-nobody", forged).status,
+        401
+    );
+    assert_eq!(
+        create_as(node, &reader, "forged-via-node", forged).status,
+        403
+    );
+    assert_eq!(forwarded(writer), 0.0, "the writer forwards nothing");
+}
+
+/// A web UI request to `node` with `cookie` (and a form body if any), sent as a
+/// page of the node's own origin would.
+fn ui(node: &Server, method: &str, path: &str, cookie: &str, form: &str) -> support::Reply {
+    let addr = &node.addr;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
+         origin: http://{addr}\r\nsec-fetch-site: same-origin\r\ncookie: {cookie}\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{form}",
+        form.len()
+    );
+    support::exchange(addr, request.as_bytes())
+}
+
+/// Web UI sessions that every node honours (issue 46): a login through node 0 opens
+/// pages on nodes 1 and 2, and on node 0 again after its restart; a logout through
+/// node 1 ends the session on all three (within the freshness bound: the logout
+/// reaches the others' views through the change log).
+#[test]
+fn a_ui_session_holds_on_every_node_and_a_logout_ends_it_everywhere() {
+    let Some(db) = Database::create() else { return };
+    let mut nodes = start_nodes(&db);
+    let r = ui(
+        nodes[0].as_ref().unwrap(),
+        "POST",
+        "/ui/login",
+        "",
+        "token=admin",
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let set = r.header("set-cookie").expect("a session cookie");
+    let cookie = set.split(';').next().unwrap().to_owned();
+    for node in nodes.iter().flatten() {
+        let r = ui(node, "GET", "/ui/providers", &cookie, "");
+        assert_eq!(r.status, 200, "{}: {}", node.addr, r.body);
+    }
+    // Node 0 restarted: the session still holds there.
+    nodes[0].take().unwrap().terminate();
+    let restarted = Server::start_args(&db.url, &["--bind", "127.0.0.1:0"], &[]);
+    let r = ui(&restarted, "GET", "/ui", &cookie, "");
+    assert_eq!(r.status, 200, "after the restart: {}", r.body);
+    nodes[0] = Some(restarted);
+
+    // A logout through node 1 (its form's CSRF token) ends it everywhere.
+    let page = ui(nodes[1].as_ref().unwrap(), "GET", "/ui", &cookie, "").body;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the logout form's CSRF token")
+        .to_owned();
+    let form = format!("csrf={csrf}");
+    let r = ui(
+        nodes[1].as_ref().unwrap(),
+        "POST",
+        "/ui/logout",
+        &cookie,
+        &form,
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("location"), Some("/ui/login"));
+    converge(Duration::from_secs(3), || {
+        nodes.iter().flatten().all(|node| {
+            let r = ui(node, "GET", "/ui/providers", &cookie, "");
+            r.status == 303
+                && r.header("location")
+                    .is_some_and(|l| l.contains("/ui/login"))
+        })
+    });
 }

@@ -168,7 +168,9 @@ impl State {
                 | Change::JoinServerGroup { .. }
                 // A drain keeps roots out through the pick's filter, not a bound.
                 | Change::PutDrain(_)
-                | Change::DeleteDrain(_) => {}
+                | Change::DeleteDrain(_)
+                // Sessions are the web UI's, not the placement's.
+                | Change::RevokeSession { .. } => {}
             }
         }
         if lowered.is_empty() {

@@ -17,7 +17,7 @@ use crate::compact::IdTable;
 use crate::metadata::ClassMetadata;
 use crate::model::{
     Allocation, Claim, ClassRecord, Consumer, ConsumerRow, Inventory, PendingAmount, Provider,
-    ProviderId, ProviderRow, TraitRecord, NEVER,
+    ProviderId, ProviderRow, Timestamp, TraitRecord, NEVER,
 };
 use crate::names::{ResourceClass, Text, TraitName};
 use crate::persistent::PHashTable;
@@ -72,6 +72,10 @@ pub struct State {
     pub(crate) groups: groups::Groups,
     /// Drains, and the roots the open ones hold (see [`crate::drains`]).
     pub(crate) drains: crate::drains::Drains,
+    /// Web UI sessions logged out before their end: the session id's hash, and
+    /// when the session would have ended (`Change::RevokeSession`). Few; shared
+    /// between versions like `classes`.
+    pub(crate) revoked_sessions: Arc<BTreeMap<String, Timestamp>>,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -354,7 +358,25 @@ impl State {
             Change::PutDrain(drain) => self.upsert_drain(drain),
             Change::DeleteDrain(uuid) => self.remove_drain(uuid),
             Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
+            Change::RevokeSession { hash, until, now } => {
+                let revoked = Arc::make_mut(&mut self.revoked_sessions);
+                revoked.retain(|_, end| *end > *now);
+                if until > now {
+                    revoked.insert(hash.clone(), *until);
+                }
+            }
         }
+    }
+
+    /// Whether the web UI session whose id hashes to `hash` was logged out.
+    pub fn session_revoked(&self, hash: &str) -> bool {
+        self.revoked_sessions.contains_key(hash)
+    }
+
+    /// The sessions logged out before their end: hash, and when each would have
+    /// ended.
+    pub fn session_revocations(&self) -> impl Iterator<Item = (&str, Timestamp)> {
+        self.revoked_sessions.iter().map(|(h, t)| (h.as_str(), *t))
     }
 
     /// The work of `Change::PutClass`: a new class, or a class renamed from

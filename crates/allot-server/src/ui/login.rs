@@ -174,7 +174,7 @@ pub async fn submit(
         Err(AuthError::Unavailable(why)) => return Err(UiError::Unavailable(why)),
         Err(_) => return refuse(("That token is not valid here.", StatusCode::UNAUTHORIZED)),
     }
-    open_session(&app, &parts, credentials, &next)
+    open_session(&app, &parts, credentials, &next).await
 }
 
 /// Why a login is refused with the form shown again: the message above it, and the
@@ -257,14 +257,14 @@ fn credentials(mode: &str, token: &str, fields: &[(String, String)]) -> Result<H
 
 /// Opens a session with `credentials`, ending the one the browser had (a login never
 /// reuses an id), and sends the browser on to `next` with the new cookie.
-fn open_session(
+async fn open_session(
     app: &AppState,
     parts: &Parts,
     credentials: HeaderMap,
     next: &str,
 ) -> Result<Response, UiError> {
     if let Some(old) = session_id(&parts.headers) {
-        app.config.ui.close(old);
+        app.config.ui.close(app, old).await?;
     }
     let id = app.config.ui.open(credentials)?;
     let mut response = Redirect::to(next).into_response();
@@ -294,7 +294,7 @@ pub async fn logout(
     if !app.config.ui.csrf_matches(&id, &sent) {
         return Err(UiError::CrossSite);
     }
-    app.config.ui.close(&id);
+    app.config.ui.close(&app, &id).await?;
     let mut response = Redirect::to("/ui/login").into_response();
     response
         .headers_mut()

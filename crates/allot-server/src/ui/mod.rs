@@ -83,6 +83,7 @@ pub fn routes(state: AppState) -> Router {
         .route("/ui/{*rest}", get(not_found).post(not_found))
         .route_layer(axum::middleware::from_fn(crate::request_log::note_route))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(axum::middleware::from_fn(session::refresh))
         .layer(axum::middleware::from_fn(headers))
         .with_state(state)
 }

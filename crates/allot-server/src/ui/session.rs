@@ -1,12 +1,24 @@
 //! The web UI's sessions, and [`Viewer`], the logged-in caller of a page.
 //!
-//! A login leaves the credentials the API would take (the token, and in `noauth2`
-//! the roles) in a server-side table, under a random id that only the session cookie
-//! carries: `HttpOnly` (no script reads it), `SameSite=Strict` (no other site's page
-//! sends it), `Path=/ui` (the API's own routes never see it, so they take no cookie
-//! at all and keep their behaviour), `Secure` over HTTPS. The table is bounded
-//! ([`MAX_SESSIONS`]) and every entry expires ([`IDLE_SECONDS`] unused,
-//! [`LIFETIME_SECONDS`] in all).
+//! A session lives in its cookie, sealed under the cluster's key
+//! ([`crate::cluster::Trust::seal`], ChaCha20-Poly1305): a random id, the
+//! credentials the API would take (the token, and in `noauth2` the roles), the
+//! CSRF token, and when it was made and last used. Every node of the cluster
+//! (they share the key, kept in the database) opens it, and so does a node
+//! restarted; nothing of it is kept on the server, so no token is kept anywhere it
+//! did not go before (the browser sent it in the login form; the cookie holds it
+//! encrypted). The cookie is `HttpOnly` (no script reads it), `SameSite=Strict` (no
+//! other site's page sends it), `Path=/ui` (the API's own routes never see it, so
+//! they take no cookie at all and keep their behaviour), `Secure` over HTTPS.
+//!
+//! A session ends [`IDLE_SECONDS`] after it was last used or [`LIFETIME_SECONDS`]
+//! after it was made. Its last use is written into the cookie again (a
+//! `Set-Cookie`, by [`refresh`]) at most once every [`REFRESH_SECONDS`]: the idle
+//! expiry costs no write anywhere per page view. A logout ends the session on every
+//! node: it writes the hash of the session's id, until the session's end, through
+//! the store (`Change::RevokeSession`, in the change log, so every node's view has
+//! it, a restarted one too); a cookie whose id is revoked opens no page. Expired
+//! revocations are forgotten with each new one.
 //!
 //! Every page re-checks the stored credentials through the server's one
 //! [`crate::auth::Authenticator`] and judges each action with the API's own
@@ -18,13 +30,16 @@
 //! come from this origin ([`same_origin`]): a cross-origin form post is refused
 //! before anything else is read.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::FromRequestParts;
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method};
+use axum::extract::{FromRequestParts, Request};
+use axum::http::{header, request::Parts, HeaderMap, HeaderName, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::Digest;
 
 use crate::auth::{now_unix, AuthError, Identity};
+use crate::cluster::Trust;
 use crate::context::{Arrival, Ctx};
 use crate::policy::{authorize, Action};
 use crate::AppState;
@@ -33,20 +48,24 @@ use super::UiError;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "allot_ui";
-/// The most sessions held at once; when full, the expired go first, then the one
-/// unused longest (a login never fails for want of room).
-pub const MAX_SESSIONS: usize = 10_000;
 /// A session unused this long is over.
 pub const IDLE_SECONDS: i64 = 3600;
 /// A session older than this is over, however used.
 pub const LIFETIME_SECONDS: i64 = 12 * 3600;
+/// How stale a cookie's last use may be before a page view writes it again.
+pub const REFRESH_SECONDS: i64 = 60;
+/// The longest cookie value read (a sealed session with a token of at most
+/// [`crate::auth::MAX_TOKEN_BYTES`] is shorter; browsers keep at most 4 KiB).
+const MAX_COOKIE_BYTES: usize = 40 * 1024;
 
-/// One logged-in browser.
-#[derive(Clone)]
+/// What a session cookie holds, sealed.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct Session {
+    /// 32 random bytes in hex; its hash names the session in a revocation.
+    id: String,
     /// The request headers the API would authenticate (`x-auth-token`, and in
-    /// `noauth2` `x-roles`).
-    credentials: HeaderMap,
+    /// `noauth2` `x-roles`), by name.
+    credentials: Vec<(String, String)>,
     /// The token forms must send back.
     csrf: String,
     created: i64,
@@ -57,17 +76,42 @@ impl Session {
     fn live(&self, now: i64) -> bool {
         now - self.last_seen < IDLE_SECONDS && now - self.created < LIFETIME_SECONDS
     }
+
+    /// The hash a revocation of this session names.
+    fn hash(&self) -> String {
+        crate::auth::hex(&sha2::Sha256::digest(self.id.as_bytes()))
+    }
+
+    fn credentials(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.credentials {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+        headers
+    }
 }
 
-/// The session table (one per application, in [`crate::Config::ui`]). Cloning
-/// shares it.
-#[derive(Clone, Default)]
-pub struct Sessions(Arc<Mutex<HashMap<String, Session>>>);
+/// Seals and opens sessions with the cluster's key (one per application, in
+/// [`crate::Config::ui`]). Cloning shares it.
+#[derive(Clone)]
+pub struct Sessions(Arc<Trust>);
+
+impl Default for Sessions {
+    /// Under a key of this process only.
+    fn default() -> Self {
+        Sessions(Arc::new(Trust::random()))
+    }
+}
 
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never an id or a token.
-        write!(f, "Sessions({})", self.table().len())
+        // Never a key.
+        f.write_str("Sessions(..)")
     }
 }
 
@@ -80,78 +124,73 @@ pub fn random_id() -> Result<String, UiError> {
 }
 
 impl Sessions {
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
-        // Held only to read or write an entry, so a poisoned lock is whole.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    /// Sessions sealed with the cluster's keys.
+    pub fn new(trust: Arc<Trust>) -> Sessions {
+        Sessions(trust)
     }
 
-    /// Opens a session for `credentials`; its id (for the cookie).
+    fn seal(&self, session: &Session) -> String {
+        self.0
+            .seal(&serde_json::to_vec(session).expect("a session is JSON"))
+    }
+
+    /// The session a cookie value holds, if it was sealed with this key (live or
+    /// not).
+    fn read(&self, cookie: &str) -> Option<Session> {
+        serde_json::from_slice(&self.0.open(cookie)?).ok()
+    }
+
+    /// Opens a session for `credentials`; the cookie's value.
     pub fn open(&self, credentials: HeaderMap) -> Result<String, UiError> {
-        let id = random_id()?;
-        let csrf = random_id()?;
         let now = now_unix();
-        let mut table = self.table();
-        if table.len() >= MAX_SESSIONS {
-            table.retain(|_, s| s.live(now));
-        }
-        if table.len() >= MAX_SESSIONS {
-            if let Some(oldest) = table
-                .iter()
-                .min_by_key(|(_, s)| s.last_seen)
-                .map(|(k, _)| k.clone())
-            {
-                table.remove(&oldest);
-            }
-        }
-        table.insert(
-            id.clone(),
-            Session {
-                credentials,
-                csrf,
-                created: now,
-                last_seen: now,
-            },
-        );
-        Ok(id)
+        let credentials = credentials
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        Ok(self.seal(&Session {
+            id: random_id()?,
+            credentials,
+            csrf: random_id()?,
+            created: now,
+            last_seen: now,
+        }))
     }
 
-    /// The live session `id` names (its credentials and CSRF token), marked used.
-    fn touch(&self, id: &str) -> Option<(HeaderMap, String)> {
-        let now = now_unix();
-        let mut table = self.table();
-        let session = table.get_mut(id)?;
-        if !session.live(now) {
-            table.remove(id);
-            return None;
-        }
-        session.last_seen = now;
-        Some((session.credentials.clone(), session.csrf.clone()))
+    /// The live session `cookie` holds, unless it was logged out (on any node:
+    /// `view` has every node's logouts).
+    fn live(&self, cookie: &str, view: &allot_core::State, now: i64) -> Option<Session> {
+        self.read(cookie)
+            .filter(|s| s.live(now) && !view.session_revoked(&s.hash()))
     }
 
-    /// Whether `sent` is session `id`'s CSRF token (compared in constant time).
-    pub fn csrf_matches(&self, id: &str, sent: &str) -> bool {
-        self.table()
-            .get(id)
+    /// Whether `sent` is the CSRF token of the session `cookie` holds (compared in
+    /// constant time).
+    pub fn csrf_matches(&self, cookie: &str, sent: &str) -> bool {
+        self.read(cookie)
             .is_some_and(|s| crate::auth::constant_time_eq(s.csrf.as_bytes(), sent.as_bytes()))
     }
 
-    /// Ends a session.
-    pub fn close(&self, id: &str) {
-        self.table().remove(id);
-    }
-
-    /// How many sessions are held (live or not yet swept).
-    pub fn len(&self) -> usize {
-        self.table().len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Ends the session `cookie` holds on every node: its id's hash is revoked
+    /// until the session's end, through the store. Nothing to do for a cookie that
+    /// holds no live session.
+    pub async fn close(&self, app: &AppState, cookie: &str) -> Result<(), UiError> {
+        let Some(session) = self.read(cookie).filter(|s| s.live(now_unix())) else {
+            return Ok(());
+        };
+        let hash = session.hash();
+        let until = session.created + LIFETIME_SECONDS;
+        app.write(allot_store::WriteKind::Other, move |_, now| {
+            Ok((
+                (),
+                vec![allot_core::Change::RevokeSession { hash, until, now }],
+            ))
+        })
+        .await
+        .map_err(|e| UiError::Unavailable(format!("the logout could not be written: {e:?}")))
     }
 }
 
-/// The session id a request's cookies carry, if any.
+/// The session cookie's value a request carries, if any.
 pub fn session_id(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
@@ -161,10 +200,12 @@ pub fn session_id(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value.trim())
-        .filter(|v| v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        .filter(|v| {
+            !v.is_empty() && v.len() <= MAX_COOKIE_BYTES && v.bytes().all(|b| b.is_ascii_hexdigit())
+        })
 }
 
-/// The `Set-Cookie` value that carries session `id` (an empty id with `Max-Age=0`
+/// The `Set-Cookie` value that carries a session (an empty value with `Max-Age=0`
 /// clears it).
 pub fn cookie(id: &str, https: bool) -> HeaderValue {
     let max_age = if id.is_empty() { 0 } else { LIFETIME_SECONDS };
@@ -173,6 +214,27 @@ pub fn cookie(id: &str, https: bool) -> HeaderValue {
         "{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
     ))
     .unwrap_or_else(|_| HeaderValue::from_static("allot_ui=; Path=/ui; Max-Age=0"))
+}
+
+/// Where [`Viewer`] leaves a session's cookie written again with its new last use,
+/// for [`refresh`] to send.
+#[derive(Clone, Default)]
+struct Refreshed(Arc<Mutex<Option<HeaderValue>>>);
+
+/// Middleware of the UI's routes: sends the cookie a page's [`Viewer`] wrote again
+/// (its last use moved on, at most once every [`REFRESH_SECONDS`]), unless the
+/// answer sets the cookie itself (a login, a logout).
+pub async fn refresh(mut req: Request, next: Next) -> Response {
+    let slot = Refreshed::default();
+    req.extensions_mut().insert(slot.clone());
+    let mut response = next.run(req).await;
+    let value = slot.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(value) = value {
+        if !response.headers().contains_key(header::SET_COOKIE) {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+        }
+    }
+    response
 }
 
 /// Whether a request was sent by a page of this origin: the browser's
@@ -235,7 +297,7 @@ pub struct Viewer {
     pub ctx: Ctx,
     /// The server's settings and view.
     pub app: AppState,
-    /// The session's id.
+    /// The session cookie's value.
     pub session: String,
     /// The token state-changing forms send back.
     pub csrf: String,
@@ -292,24 +354,31 @@ impl FromRequestParts<AppState> for Viewer {
         let Some(id) = session_id(&parts.headers).map(str::to_owned) else {
             return Err(login());
         };
-        let Some((credentials, csrf)) = app.config.ui.touch(&id) else {
+        let now = now_unix();
+        let sessions = &app.config.ui;
+        let Some(mut session) = sessions.live(&id, &app.host.read(), now) else {
             return Err(login());
         };
-        let ctx = match context(app, &credentials).await {
+        // The token is no longer good (revoked, expired): neither is the session.
+        let ctx = match context(app, &session.credentials()).await {
             Ok(ctx) => ctx,
             Err(AuthError::Unavailable(why)) => return Err(UiError::Unavailable(why)),
-            Err(_) => {
-                // The token is no longer good (revoked, expired): so is the session.
-                app.config.ui.close(&id);
-                return Err(login());
-            }
+            Err(_) => return Err(login()),
         };
+        let https = over_https(parts);
+        if now - session.last_seen >= REFRESH_SECONDS {
+            session.last_seen = now;
+            if let Some(slot) = parts.extensions.get::<Refreshed>() {
+                let value = cookie(&sessions.seal(&session), https);
+                *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+            }
+        }
         Ok(Viewer {
             ctx,
             app: app.clone(),
             session: id,
-            csrf,
-            https: over_https(parts),
+            csrf: session.csrf,
+            https,
         })
     }
 }
@@ -342,32 +411,45 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_bounded_and_sessions_end() {
+    fn sessions_are_sealed_and_end() {
         let sessions = Sessions::default();
-        let id = sessions.open(HeaderMap::new()).unwrap();
-        assert_eq!(id.len(), 64);
-        assert!(sessions.touch(&id).is_some());
-        sessions.close(&id);
-        assert!(sessions.touch(&id).is_none());
-        {
-            let mut table = sessions.table();
-            for i in 0..MAX_SESSIONS {
-                table.insert(
-                    format!("{i}"),
-                    Session {
-                        credentials: HeaderMap::new(),
-                        csrf: String::new(),
-                        created: now_unix(),
-                        last_seen: now_unix() - i as i64 % 100,
-                    },
-                );
-            }
-        }
-        let id = sessions.open(HeaderMap::new()).unwrap();
-        assert_eq!(sessions.len(), MAX_SESSIONS);
-        assert!(sessions.touch(&id).is_some());
-        // An idle session is over.
-        sessions.table().get_mut(&id).unwrap().last_seen -= IDLE_SECONDS;
-        assert!(sessions.touch(&id).is_none());
+        let mut credentials = HeaderMap::new();
+        credentials.insert("x-auth-token", HeaderValue::from_static("the-token"));
+        let value = sessions.open(credentials).unwrap();
+        assert!(!value.contains(&crate::auth::hex(b"the-token")));
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("{COOKIE}={value}")).unwrap(),
+        );
+        assert_eq!(session_id(&h), Some(value.as_str()));
+        let view = allot_core::State::default();
+        let now = now_unix();
+        let session = sessions.live(&value, &view, now).unwrap();
+        assert_eq!(session.credentials()["x-auth-token"], "the-token");
+        assert!(sessions.csrf_matches(&value, &session.csrf));
+        assert!(!sessions.csrf_matches(&value, "nope"));
+        // Another key (another cluster) opens nothing.
+        assert!(Sessions::default().live(&value, &view, now).is_none());
+        // Idle, or too old, it is over.
+        assert!(sessions.live(&value, &view, now + IDLE_SECONDS).is_none());
+        let mut old = session.clone();
+        old.created -= LIFETIME_SECONDS;
+        assert!(sessions.live(&sessions.seal(&old), &view, now).is_none());
+        // Logged out (on any node: the view has it), it is over.
+        let mut view = view;
+        view.apply(&[allot_core::Change::RevokeSession {
+            hash: session.hash(),
+            until: now + 10,
+            now,
+        }]);
+        assert!(sessions.live(&value, &view, now).is_none());
+        // The revocation is forgotten once the session would have ended anyway.
+        view.apply(&[allot_core::Change::RevokeSession {
+            hash: "other".into(),
+            until: now + 30,
+            now: now + 10,
+        }]);
+        assert!(!view.session_revoked(&session.hash()));
     }
 }

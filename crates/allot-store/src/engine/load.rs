@@ -436,6 +436,7 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     read_server_groups(source, &mut out)?;
     read_claims(source, &mut out)?;
     read_drains(source, &mut out)?;
+    read_revoked_sessions(source, &mut out)?;
     out.flush()
 }
 
@@ -585,6 +586,18 @@ fn read_server_groups(source: &impl Source, out: &mut Steps) -> Result<(), Store
             out.push(Step::Change(Change::PutServerGroup(Box::new(group))))
         },
     )
+}
+
+/// The web UI sessions logged out before their end (few).
+fn read_revoked_sessions(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
+    each_row(source, "SELECT hash, ends_at FROM revoked_sessions", |r| {
+        out.push(Step::Change(Change::RevokeSession {
+            hash: r.string(0)?.to_owned(),
+            until: r.int(1)?,
+            // Forgets none of those loaded.
+            now: i64::MIN,
+        }))
+    })
 }
 
 /// Drains, each with its roots and claims (few: gathered first), after the

@@ -13,6 +13,7 @@ use allot_core::Change;
 use crate::{Commit, Cursor, StoreError};
 
 pub mod checkpointer;
+pub mod cluster_key;
 pub(crate) mod load;
 pub mod mariadb;
 pub mod postgres;

@@ -167,9 +167,10 @@ struct Head {
     /// Custom classes, their metadata and custom traits, as the change log writes
     /// them (`crate::log`).
     catalogue: Vec<u8>,
-    /// The server groups, the claims and the drains, likewise, as
-    /// `Change::PutServerGroup`s, `Change::PutClaim`s and `Change::PutDrain`s
-    /// (groups first: a member's claims are indexed as they come).
+    /// The server groups, the claims, the drains and the web UI's revoked
+    /// sessions, likewise, as `Change::PutServerGroup`s, `Change::PutClaim`s,
+    /// `Change::PutDrain`s and `Change::RevokeSession`s (groups first: a member's
+    /// claims are indexed as they come).
     claims: Vec<u8>,
     providers: u64,
     consumers: u64,
@@ -574,9 +575,17 @@ fn head(
         .server_groups()
         .map(|g| Change::PutServerGroup(Box::new(g.clone())));
     let drains = view.drains().map(|d| Change::PutDrain(Box::new(d.clone())));
+    let revoked = view
+        .session_revocations()
+        .map(|(hash, until)| Change::RevokeSession {
+            hash: hash.to_owned(),
+            until,
+            now: i64::MIN,
+        });
     let claims: Vec<Change> = groups
         .chain(view.claims().map(|c| Change::PutClaim(Box::new(c.clone()))))
         .chain(drains)
+        .chain(revoked)
         .collect();
     Head {
         origin,
@@ -732,7 +741,10 @@ pub(crate) fn load(
     for change in crate::log::decode(&head.claims)? {
         if !matches!(
             change,
-            Change::PutClaim(_) | Change::PutServerGroup(_) | Change::PutDrain(_)
+            Change::PutClaim(_)
+                | Change::PutServerGroup(_)
+                | Change::PutDrain(_)
+                | Change::RevokeSession { .. }
         ) {
             return Err(corrupt(
                 "a change among the claims that is not a claim, a server group or a drain",

@@ -22,6 +22,7 @@ use rusqlite::types::ToSqlOutput;
 use rusqlite::{params, Connection, Transaction};
 
 use super::checkpointer::{CheckpointStats, Checkpointer, Policy};
+use super::cluster_key::{self, ClusterKey};
 use super::load::{self, Cells, Key, Rows, Source};
 use super::saved;
 use super::sql::{self, Conflict, Ddl, Dialect, Table, Value};
@@ -86,6 +87,14 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&DRAINS),
             Ddl::Table(&DRAIN_ROOTS),
             Ddl::Table(&DRAIN_CLAIMS),
+        ],
+        // 9 (schema version 10): the cluster key (issue 46, `super::cluster_key`)
+        // and the web UI sessions logged out (`Change::RevokeSession`).
+        &[
+            Ddl::Raw(
+                "CREATE TABLE allot_cluster_key (id INTEGER PRIMARY KEY, secret BLOB NOT NULL);",
+            ),
+            Ddl::Table(&REVOKED_SESSIONS),
         ],
     ]
 };
@@ -506,6 +515,17 @@ impl SqliteEngine {
         log_head(&self.conn)
     }
 
+    /// The cluster key, made by the first call (`super::cluster_key`).
+    pub fn cluster_key(&mut self) -> Result<ClusterKey, StoreError> {
+        let fresh = cluster_key::fresh_hex()?;
+        self.conn.execute(
+            &format!("INSERT OR IGNORE INTO allot_cluster_key (id, secret) VALUES (1, X'{fresh}')"),
+            [],
+        )?;
+        let cell: Vec<u8> = self.conn.query_row(cluster_key::READ, [], |r| r.get(0))?;
+        cluster_key::from_cell(&cell)
+    }
+
     /// Proves that the file can still be written: one real write transaction that
     /// sets `user_version` to the value it has, so page 1 goes through the WAL and
     /// the fsync like any commit. A full disk, a file system remounted read-only or
@@ -845,6 +865,21 @@ mod tests {
             assert_eq!(head, Cursor(writes as i64));
             assert_eq!(state.custom_traits().count(), writes);
         }
+    }
+
+    /// A database of the release before issue 46 (schema version 9) opens at this
+    /// build's schema, and the cluster key is made once: a second open reads it.
+    #[test]
+    fn a_schema_9_database_migrates_and_makes_a_cluster_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        migrate_to(&mut Connection::open(path).unwrap(), 9).unwrap();
+        let key = SqliteEngine::open(path).unwrap().cluster_key().unwrap();
+        assert_eq!(
+            SqliteEngine::open(path).unwrap().cluster_key().unwrap(),
+            key
+        );
     }
 
     /// A database of schema version 5 opens at this build's schema: without the

@@ -37,13 +37,17 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let auth = Authentication::start(&settings.auth)?;
     let tls = open::server_tls(settings.tls.as_ref())?;
     let policy_file = open::policy_file(settings.policy_file.as_deref())?;
+    let (host, cluster_key) = open::host(&settings)?;
     let state = allot_server::AppState {
-        host: open::host(&settings)?,
-        config: Arc::new(allot_server::Config::new(
-            settings.server.clone(),
-            auth.authenticator.clone(),
-            policy_file.clone(),
-        )),
+        host,
+        config: Arc::new(
+            allot_server::Config::new(
+                settings.server.clone(),
+                auth.authenticator.clone(),
+                policy_file.clone(),
+            )
+            .with_cluster_key(&cluster_key),
+        ),
     };
     // Kept to the end, so that the writer is flushed after the runtime stopped.
     let host = state.host.clone();

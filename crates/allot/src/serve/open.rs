@@ -128,7 +128,11 @@ pub(super) fn policy_file(
 /// The database, opened (and migrated) and loaded into the view; one found beside
 /// Placement's only if it may be served (`super::beside`); on a database other nodes
 /// write to, their commits wake this node's writer.
-pub(super) fn host(settings: &config::Settings) -> anyhow::Result<allot_store::Host> {
+/// Also the cluster's key (`allot_store::Store::cluster_key`), made by the first
+/// node on the database.
+pub(super) fn host(
+    settings: &config::Settings,
+) -> anyhow::Result<(allot_store::Host, allot_store::ClusterKey)> {
     let mut store = allot_store::Store::open(&settings.database).with_context(|| {
         let url = allot_store::redacted(&settings.database);
         match &settings.beside_placement {
@@ -144,6 +148,9 @@ pub(super) fn host(settings: &config::Settings) -> anyhow::Result<allot_store::H
     if let Some(beside) = &settings.beside_placement {
         super::beside::check(&mut store, &settings.database, beside)?;
     }
+    let key = store
+        .cluster_key()
+        .context("reading the cluster key from the database")?;
     store.save_view_every(settings.save_view_every);
     let clock: allot_store::Clock = Arc::new(|| {
         std::time::SystemTime::now()
@@ -158,5 +165,5 @@ pub(super) fn host(settings: &config::Settings) -> anyhow::Result<allot_store::H
         host.follow_with(listener)
             .context("starting the listener's thread")?;
     }
-    Ok(host)
+    Ok((host, key))
 }

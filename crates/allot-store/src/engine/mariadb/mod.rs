@@ -88,6 +88,32 @@ impl MyEngine {
         })
     }
 
+    /// The cluster key, made by the first node that asks
+    /// (`crate::engine::cluster_key`). On Galera, nodes that insert together
+    /// through different Galera nodes may lose at certification (a deadlock
+    /// error): the loser wrote nothing and reads the winner's row after trying
+    /// again.
+    pub fn cluster_key(&mut self) -> Result<crate::engine::cluster_key::ClusterKey, StoreError> {
+        use crate::engine::cluster_key::{fresh_hex, from_cell, READ};
+        let mut tries = 0;
+        loop {
+            let fresh = fresh_hex()?;
+            let inserted = self.conn()?.batch(&format!(
+                "INSERT IGNORE INTO allot_cluster_key (id, secret) VALUES (1, X'{fresh}')"
+            ));
+            match inserted {
+                Err(StoreError::Conflict(_)) if tries < 10 => tries += 1,
+                Err(e) => return Err(e),
+                Ok(()) => break,
+            }
+        }
+        let rows = self.conn()?.query(READ)?;
+        match rows.first().and_then(|row| row.as_ref(0)) {
+            Some(MyValue::Bytes(cell)) => from_cell(cell),
+            other => Err(StoreError::Corrupt(format!("allot_cluster_key: {other:?}"))),
+        }
+    }
+
     /// The connection, made again if it broke.
     fn conn(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.as_ref().is_none_or(|c| c.broken) {

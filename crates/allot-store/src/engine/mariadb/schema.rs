@@ -69,6 +69,14 @@ static MIGRATIONS: &[&[Ddl]] = {
         Ddl::Raw(
             "INSERT IGNORE INTO allot_writer (id, holder, url, epoch, beat) VALUES (1, '', '', 0, -1);",
         ),
+    ], &[
+        // 2 (schema version 3): the cluster key (issue 46, `crate::engine::cluster_key`)
+        // and the web UI sessions logged out (`Change::RevokeSession`).
+        Ddl::Raw(
+            "CREATE TABLE IF NOT EXISTS allot_cluster_key (id INT PRIMARY KEY, \
+             secret VARBINARY(64) NOT NULL) ENGINE=InnoDB;",
+        ),
+        Ddl::Table(&REVOKED_SESSIONS),
     ]]
 };
 

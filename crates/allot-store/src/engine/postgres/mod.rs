@@ -112,6 +112,21 @@ impl PgEngine {
     }
 
     /// The connection, made again if it broke.
+    /// The cluster key, made by the first node that asks
+    /// (`crate::engine::cluster_key`): nodes that ask together insert one row
+    /// between them, and all read it.
+    pub fn cluster_key(&mut self) -> Result<crate::engine::cluster_key::ClusterKey, StoreError> {
+        use crate::engine::cluster_key::{fresh_hex, from_cell, READ};
+        let fresh = fresh_hex()?;
+        let conn = self.conn()?;
+        conn.runtime.block_on(conn.client.batch_execute(&format!(
+            "INSERT INTO allot_cluster_key (id, secret) VALUES (1, decode('{fresh}', 'hex')) \
+             ON CONFLICT (id) DO NOTHING"
+        )))?;
+        let row = conn.runtime.block_on(conn.client.query_one(READ, &[]))?;
+        from_cell(get::<&[u8]>(&row, 0)?)
+    }
+
     fn conn(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.as_ref().is_none_or(|c| c.client.is_closed()) {
             self.conn = None;

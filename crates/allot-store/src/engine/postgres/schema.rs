@@ -80,6 +80,14 @@ static MIGRATIONS: &[&[Ddl]] = {
             Ddl::Table(&DRAIN_ROOTS),
             Ddl::Table(&DRAIN_CLAIMS),
         ],
+        // 6 (schema version 7): the cluster key (issue 46, `crate::engine::cluster_key`)
+        // and the web UI sessions logged out (`Change::RevokeSession`).
+        &[
+            Ddl::Raw(
+            "CREATE TABLE allot_cluster_key (id integer PRIMARY KEY, secret bytea NOT NULL);",
+            ),
+            Ddl::Table(&REVOKED_SESSIONS),
+        ],
     ]
 };
 

@@ -15,7 +15,7 @@ use super::statement::{Op, Statement, Value};
 use super::tables::{
     ALLOCATIONS, CLAIMS, CLAIM_ALLOCATIONS, CLASS_METADATA, CONSUMERS, DRAINS, DRAIN_CLAIMS,
     DRAIN_ROOTS, INVENTORIES, PROVIDERS, PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES,
-    SERVER_GROUPS, SERVER_GROUP_MEMBERS, TRAITS,
+    REVOKED_SESSIONS, SERVER_GROUPS, SERVER_GROUP_MEMBERS, TRAITS,
 };
 
 static DELETE_CLASS: Statement = Statement::delete(&RESOURCE_CLASSES, &["name"]);
@@ -102,6 +102,8 @@ static INSERT_DRAIN_ROOT: Statement = Statement::insert(&DRAIN_ROOTS, Conflict::
 static DELETE_DRAIN_ROOTS: Statement = Statement::delete(&DRAIN_ROOTS, &["drain_uuid"]);
 static INSERT_DRAIN_CLAIM: Statement = Statement::insert(&DRAIN_CLAIMS, Conflict::Fail);
 static DELETE_DRAIN_CLAIMS: Statement = Statement::delete(&DRAIN_CLAIMS, &["drain_uuid"]);
+static REVOKE_SESSION: Statement = Statement::insert(&REVOKED_SESSIONS, Conflict::Replace);
+static FORGET_REVOCATIONS: Statement = Statement::delete_up_to(&REVOKED_SESSIONS, "ends_at");
 
 /// Appends the statements that write `change` to `out`, in the order they must run.
 pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
@@ -143,6 +145,16 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         Change::DeleteConsumer(uuid) => delete_consumer(*uuid, out),
         Change::SetAllocations(uuid, allocations) => {
             set_allocations(change, *uuid, allocations, out)
+        }
+        Change::RevokeSession { hash, until, now } => {
+            push(out, &FORGET_REVOCATIONS, vec![Value::Int(*now)]);
+            if until > now {
+                push(
+                    out,
+                    &REVOKE_SESSION,
+                    vec![Value::Text(hash), Value::Int(*until)],
+                );
+            }
         }
     }
 }

@@ -33,6 +33,11 @@ enum Shape {
         table: &'static Table,
         filter: &'static [&'static str],
     },
+    /// Deletes the rows whose `column` is at most the one parameter.
+    DeleteUpTo {
+        table: &'static Table,
+        column: &'static str,
+    },
     /// Deletes the rows of `table` under the row of `parent` whose column `by` is
     /// equal to the one parameter: those whose first column holds the parent's
     /// (numbered) key.
@@ -128,6 +133,12 @@ impl Statement {
         Statement::new(Shape::Delete { table, filter })
     }
 
+    /// A delete of the rows whose `column` is at most the parameter
+    /// ([`Shape::DeleteUpTo`]).
+    pub(super) const fn delete_up_to(table: &'static Table, column: &'static str) -> Statement {
+        Statement::new(Shape::DeleteUpTo { table, column })
+    }
+
     /// A delete of the rows under a parent found by `by` ([`Shape::DeleteOfParent`]).
     pub(super) const fn delete_of_parent(
         table: &'static Table,
@@ -174,6 +185,15 @@ impl Statement {
                     "DELETE FROM {} WHERE {}",
                     table.name,
                     equal::<D>(filter, 1, " AND ")
+                ),
+                rows: None,
+                checked: None,
+            },
+            Shape::DeleteUpTo { table, column } => Rendered {
+                sql: format!(
+                    "DELETE FROM {} WHERE {column} <= {}",
+                    table.name,
+                    D::placeholder(1)
                 ),
                 rows: None,
                 checked: None,

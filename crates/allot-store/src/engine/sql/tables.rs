@@ -320,6 +320,16 @@ pub(crate) static SERVER_GROUP_MEMBERS: Table = Table {
     clustered: true,
 };
 
+/// Web UI sessions logged out before their end (issue 46,
+/// `Change::RevokeSession`): the session id's hash, and when the session would
+/// have ended.
+pub(crate) static REVOKED_SESSIONS: Table = Table {
+    name: "revoked_sessions",
+    columns: &[col("hash", Text), col("ends_at", Int)],
+    key: &["hash"],
+    clustered: true,
+};
+
 /// Drains (issue 44); their roots and claims are in [`DRAIN_ROOTS`] and
 /// [`DRAIN_CLAIMS`].
 pub(crate) static DRAINS: Table = Table {
