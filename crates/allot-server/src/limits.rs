@@ -71,8 +71,8 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
 /// The default [`ConnectionLimits::max_connections`]: a compute node's report
 /// client keeps one or two connections, so this serves a few thousand hosts per
-/// node, in some 100 MB at worst (about 25 KB a connection, measured in
-/// docs/performance.md).
+/// node, in some 130 MB at worst (about 31 KB a connection, measured in
+/// docs/operations.md, "Connection limits").
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// The largest request head (HTTP/1) or header list (HTTP/2): Apache's limits take
 /// a request line of 8 KB and 100 fields of 8 KB, and a Keystone token is a few

@@ -37,6 +37,14 @@ const PER_CONNECTION_KB: u64 = 48;
 /// the server could not close). A flood that overflows the queue hurts only itself.
 const CONNECTING: usize = 256;
 
+/// The pace of the flood: a connection every 200 µs, 10,000 in two seconds, all open
+/// at once by then (the first closes after [`HEAD`]). What expires together is
+/// spread as it came, as with a real flood, rather than 10,000 closes in one instant.
+const PACE: Duration = Duration::from_micros(200);
+
+/// When a flood connection is made, and the turns of making one.
+type Turn = (Instant, Arc<Semaphore>);
+
 /// One flood at a time: each holds 10,000 of the test process's descriptors.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -176,6 +184,18 @@ fn flood(wrapper: &[&str], cap: &str) -> Outcome {
         p99 < Duration::from_millis(50),
         "p99 {p99:?} of {} requests; the slowest 5%: {tail:?}",
         latencies.len()
+    );
+    // The figures, for docs/operations.md (`-- --nocapture`).
+    eprintln!(
+        "flood ({wrapper:?}, cap {cap}): {} requests, p50 {:?}, p99 {p99:?}, max {:?}; \
+         a new connection answered in {:?}; resident memory {rss_before} KB before, \
+         {rss_peak} KB at most; {} claims; closed {:?}",
+        latencies.len(),
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1],
+        client.new_connection,
+        client.claims,
+        closed_by_reason(&server),
     );
     // ... and on a new one during the flood: answered within the head's limit.
     assert!(
@@ -328,10 +348,16 @@ async fn attack(addr: &str, pid: u32, provider: &str) -> (Vec<Timed>, Vec<Timed>
     let done = Arc::new(tokio::sync::Notify::new());
     let connecting = Arc::new(tokio::sync::Semaphore::new(CONNECTING));
     let half: Vec<_> = (0..FLOOD)
-        .map(|_| tokio::spawn(half_sent(addr.to_owned(), connecting.clone(), start)))
+        .map(|i| {
+            let turn = (start + PACE * (2 * i as u32), connecting.clone());
+            tokio::spawn(half_sent(addr.to_owned(), turn, start))
+        })
         .collect();
     let idle: Vec<_> = (0..FLOOD)
-        .map(|_| tokio::spawn(idle_after_one(addr.to_owned(), connecting.clone(), start)))
+        .map(|i| {
+            let turn = (start + PACE * (2 * i as u32 + 1), connecting.clone());
+            tokio::spawn(idle_after_one(addr.to_owned(), turn, start))
+        })
         .collect();
     let sampler = tokio::spawn({
         let done = done.clone();
@@ -433,9 +459,9 @@ fn uuid_for(n: u64) -> String {
 }
 
 /// Connects, sends half a head, and waits for the server to close.
-async fn half_sent(addr: String, connecting: Arc<Semaphore>, start: Instant) -> Timed {
+async fn half_sent(addr: String, turn: Turn, start: Instant) -> Timed {
     let mut t = Timed::default();
-    let mut stream = match connect(&addr, &connecting).await {
+    let mut stream = match connect(&addr, turn).await {
         Ok(s) => s,
         Err(e) => {
             return Timed {
@@ -455,9 +481,9 @@ async fn half_sent(addr: String, connecting: Arc<Semaphore>, start: Instant) -> 
 }
 
 /// Connects, makes one request, reads its answer, and waits for the server to close.
-async fn idle_after_one(addr: String, connecting: Arc<Semaphore>, start: Instant) -> Timed {
+async fn idle_after_one(addr: String, turn: Turn, start: Instant) -> Timed {
     let mut t = Timed::default();
-    let mut stream = match connect(&addr, &connecting).await {
+    let mut stream = match connect(&addr, turn).await {
         Ok(s) => s,
         Err(e) => {
             return Timed {
@@ -483,7 +509,8 @@ async fn idle_after_one(addr: String, connecting: Arc<Semaphore>, start: Instant
 
 /// A connection, waiting as long as the flood's listen queue makes it; at most
 /// [`CONNECTING`] at once.
-async fn connect(addr: &str, connecting: &Semaphore) -> Result<TcpStream, String> {
+async fn connect(addr: &str, (at, connecting): Turn) -> Result<TcpStream, String> {
+    tokio::time::sleep_until(at.into()).await;
     let _turn = connecting
         .acquire()
         .await
