@@ -261,7 +261,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 cors.preflight(origin.as_deref())
             } else {
                 // Discovery stays open, as in Placement: it is never asked about.
-                let identity = if req.uri().path() == "/" {
+                let identity = if needs_no_token(req.uri().path()) {
                     Ok(None)
                 } else {
                     app.config.auth.authenticate(&headers).await.map(Some)
@@ -270,7 +270,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 if let Err(e) = &identity {
                     e.clone().into_response(app.config.auth.challenge())
                 } else if stale > app.config.settings.max_staleness
-                    && req.uri().path() != "/"
+                    && !needs_no_token(req.uri().path())
                     && (method == Method::GET || method == Method::HEAD)
                 {
                     // Writes are safe (they catch up under the log's lock); reads
@@ -310,6 +310,12 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
         }
     }
     response
+}
+
+/// The paths anyone may read: version discovery, and the API's document (which says
+/// nothing a caller could not learn by calling). Neither reads the view.
+fn needs_no_token(path: &str) -> bool {
+    path == "/" || path == crate::openapi::PATH
 }
 
 fn set_version_headers(response: &mut Response, version: Version) {

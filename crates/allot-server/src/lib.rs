@@ -21,6 +21,7 @@ pub mod health;
 pub mod http;
 pub mod metrics;
 pub mod microversion;
+pub mod openapi;
 pub mod params;
 pub mod policy;
 pub mod policy_file;
