@@ -95,6 +95,16 @@ impl Op {
         self
     }
 
+    /// A Placement URL that exists from microversion `1.minor`: 404 before it, as at
+    /// 1.0, where a request without the version header is served.
+    pub fn since(self, minor: u16) -> Self {
+        if minor > 0 {
+            self.errors(&[404])
+        } else {
+            self
+        }
+    }
+
     /// A query parameter.
     pub fn query(mut self, name: &str, schema: Value, description: &str) -> Self {
         self.params.push(json!({

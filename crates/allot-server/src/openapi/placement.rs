@@ -30,10 +30,12 @@ fn root_and_classes() -> Vec<Op> {
             .open()
             .json(200, "Versions"),
         op("GET", "/resource_classes", "listResourceClasses")
+            .since(2)
             .about("resource_classes", "List resource classes", "From 1.2 (404 before). allot: `with_metadata=true` adds each class's `metadata`.")
             .query("with_metadata", json!({"type": "string", "enum": ["true", "false"]}), "allot: include each class's metadata.")
             .json(200, "ResourceClassList"),
         op("POST", "/resource_classes", "createResourceClass")
+            .since(2)
             .about("resource_classes", "Create a custom resource class", "From 1.2. 201 with `Location` and no body. 409 when the name is taken.")
             .body(schemas::resource_class(), json!({"name": "CUSTOM_FUZZ_NEW"}))
             .errors(&[409])
@@ -66,6 +68,7 @@ fn traits() -> Vec<Op> {
     let one = |m, id| op(m, "/traits/{name}", id).errors(&[404]);
     vec![
         op("GET", "/traits", "listTraits")
+            .since(6)
             .about("traits", "List traits", "From 1.6 (404 before).")
             .query("name", json!({"type": "string"}), "`in:A,B` or `startswith:P`.")
             .query("associated", json!({"type": "string", "enum": ["true", "false"]}), "Only traits some provider has (or has not).")
@@ -92,10 +95,11 @@ fn providers() -> Vec<Op> {
     vec![
         list.json(200, "ProviderList"),
         op("POST", "/resource_providers", "createResourceProvider")
-            .about("resource_providers", "Create a resource provider", "201 with `Location`; from 1.20 the body is the provider (before: none). `parent_provider_uuid` from 1.14. 409 when the name or uuid is taken.")
+            .about("resource_providers", "Create a resource provider", "From 1.20: 200 with the provider and `Location`; before, 201 with `Location` and no body. `parent_provider_uuid` from 1.14. 409 when the name or uuid is taken.")
             .body(schemas::provider_create(true), json!({"name": "fuzz-new"}))
             .errors(&[409])
-            .json(201, "Provider"),
+            .json(200, "Provider")
+            .empty(201),
         one("GET", "showResourceProvider")
             .about("resource_providers", "Show a resource provider", "`parent_provider_uuid` and `root_provider_uuid` from 1.14; links grow with the microversion.")
             .json(200, "Provider"),
@@ -156,7 +160,7 @@ fn inventories() -> Vec<Op> {
                 "Delete all inventories",
                 "From 1.5 (405 before). 409 `placement.inventory.inuse` while allocated.",
             )
-            .errors(&[409])
+            .errors(&[405, 409])
             .empty(204),
         one("GET", "showInventory")
             .about("inventories", "Show one inventory", "")
@@ -218,6 +222,7 @@ fn provider_members() -> Vec<Op> {
 fn allocations() -> Vec<Op> {
     let one = |m, id| op(m, "/allocations/{consumer_uuid}", id);
     let usages = op("GET", "/usages", "showUsages")
+        .since(9)
         .about("usages", "Usages of a project (and user)", "From 1.9 (404 before). From 1.38 grouped by consumer type (`consumer_type`: a type, `all` or `unknown`), each with `consumer_count`; before, one map of class to amount.")
         .query_schema(&schemas::usages_query(AT));
     let consumer = json!({
@@ -238,12 +243,14 @@ fn allocations() -> Vec<Op> {
             .errors(&[404, 409])
             .empty(204),
         op("POST", "/allocations", "postAllocations")
+            .since(13)
             .about("allocations", "Replace the allocations of several consumers", "From 1.13, in one step; the per-consumer form follows the microversion as `PUT` does.")
             .body(schemas::allocations_post(AT), json!({CONSUMER: consumer}))
             .errors(&[409])
             .empty(204),
         usages.json(200, "Usages"),
         op("POST", "/reshaper", "reshape")
+            .since(30)
             .about("allocations", "Move inventories and allocations in one step", "From 1.30 (404 before); `mappings` from 1.34 and `consumer_type` from 1.38 as for allocations. Needs the `service` role under the `secure` policy.")
             .body(schemas::reshaper(AT), json!({"inventories": {PROVIDER: {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}}}, "allocations": {}}))
             .errors(&[409])
@@ -252,28 +259,26 @@ fn allocations() -> Vec<Op> {
 }
 
 fn candidates() -> Vec<Op> {
-    vec![candidate_query(op(
-        "GET",
-        "/allocation_candidates",
-        "listAllocationCandidates",
-    ))
-    .about("allocation_candidates", "Allocation candidates", CANDIDATES)
-    .query(
-        "limit",
-        json!({"type": "string", "pattern": "^[1-9][0-9]*$"}),
-        "At most this many candidates (1.16).",
-    )
-    .query(
-        "sort",
-        json!({"type": "string", "enum": ["pack", "spread", "random"]}),
-        "allot: order the candidates by load.",
-    )
-    .query(
-        "prefer",
-        json!({"type": "string"}),
-        "allot: traits to rank candidates by, comma-separated.",
-    )
-    .json(200, "AllocationCandidates")]
+    vec![
+        candidate_query(op("GET", "/allocation_candidates", "listAllocationCandidates").since(10))
+            .about("allocation_candidates", "Allocation candidates", CANDIDATES)
+            .query(
+                "limit",
+                json!({"type": "string", "pattern": "^[1-9][0-9]*$"}),
+                "At most this many candidates (1.16).",
+            )
+            .query(
+                "sort",
+                json!({"type": "string", "enum": ["pack", "spread", "random"]}),
+                "allot: order the candidates by load.",
+            )
+            .query(
+                "prefer",
+                json!({"type": "string"}),
+                "allot: traits to rank candidates by, comma-separated.",
+            )
+            .json(200, "AllocationCandidates"),
+    ]
 }
 
 /// The query of `GET /allocation_candidates` (and of headroom and explain, which read
