@@ -12,7 +12,7 @@
    generic check and Placement's behaviour disagree the document says Placement's
    behaviour, and the check is switched off for that case in schemathesis.toml
    beside this file, with why.
-3. The server's invariants, through the API, after the run: every provider's usages
+3. The server's invariants, through the API, before and after the run: every provider's usages
    are the sum of its allocations, and its pending totals the sum of its live claims.
 
 Prints `fuzz: N passed, N failed` last (each operation, the validation and each
@@ -140,14 +140,14 @@ def schemathesis(venv_bin, base, work, args):
           'schemathesis exit status %d over %d operations' % (code, len(cases)))
 
 
-def invariants(base):
+def invariants(base, when):
     status, out = call(base, 'GET', '/resource_providers')
     if status != 200:
-        check(False, 'listing providers after the run: %s %s' % (status, out))
+        check(False, 'listing providers %s the run: %s %s' % (when, status, out))
         return
     status, claims = call(base, 'GET', '/claims?state=pending')
-    check(status == 200, 'listing claims after the run: %s' % status)
-    held = 0
+    check(status == 200, 'listing claims %s the run: %s' % (when, status))
+    counted = 0
     for rp in out['resource_providers']:
         u = rp['uuid']
         _, usages = call(base, 'GET', '/resource_providers/%s/usages' % u)
@@ -157,17 +157,17 @@ def invariants(base):
             for rc, n in held['resources'].items():
                 summed[rc] = summed.get(rc, 0) + n
         used = {rc: n for rc, n in usages['usages'].items() if n}
-        held += len(allocations['allocations'])
-        check(used == summed, 'provider %s: usages %s, allocations sum to %s' % (u, used, summed))
+        counted += len(allocations['allocations'])
+        check(used == summed, '%s the run, provider %s: usages %s, allocations sum to %s' % (when, u, used, summed))
         _, pending = call(base, 'GET', '/resource_providers/%s/pending' % u)
         promised = {}
         for claim in claims['claims'] if status == 200 else []:
             for rc, n in claim['allocations'].get(u, {}).get('resources', {}).items():
                 promised[rc] = promised.get(rc, 0) + n
         check(pending['pending'] == promised,
-              'provider %s: pending %s, live claims sum to %s' % (u, pending['pending'], promised))
-    print('fuzz: invariants over %d providers, %d allocations, %d live claims'
-          % (len(out['resource_providers']), held, len(claims['claims']) if status == 200 else 0), flush=True)
+              '%s the run, provider %s: pending %s, live claims sum to %s' % (when, u, pending['pending'], promised))
+    print('fuzz: invariants %s the run over %d providers, %d allocations, %d live claims'
+          % (when, len(out['resource_providers']), counted, len(claims['claims']) if status == 200 else 0), flush=True)
 
 
 def start(allot, work, database):
@@ -207,8 +207,11 @@ def main():
     proc, base = start(args.allot, work, args.database)
     try:
         seed(base)
+        # Before too: the check is seen to hold on the seeded cloud (allocations and
+        # a claim), whatever the fuzzer's deletes leave of it.
+        invariants(base, 'before')
         schemathesis(os.path.dirname(sys.executable), base, work, args)
-        invariants(base)
+        invariants(base, 'after')
     finally:
         proc.terminate()
         proc.wait(timeout=30)
