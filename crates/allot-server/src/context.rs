@@ -266,7 +266,7 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
                 if let Err(e) = &identity {
                     e.clone().into_response(app.config.auth.challenge())
                 } else if stale > app.config.settings.max_staleness
-                    && req.uri().path() != "/"
+                    && !needs_no_token(req.uri().path())
                     && (method == Method::GET || method == Method::HEAD)
                 {
                     // Writes are safe (they catch up under the log's lock); reads
@@ -308,22 +308,28 @@ pub async fn around(State(app): State<AppState>, mut req: Request, next: Next) -
     response
 }
 
-/// Who is calling: nobody on `/` (discovery stays open, as in Placement: it is
-/// never asked about); for a write another node of the cluster forwarded with a
-/// valid proof, the identity that node authenticated ([`forward::proven`]: the
-/// caller is authenticated once); else whoever the request's own headers say.
+/// Who is calling: nobody on the paths anyone may read ([`needs_no_token`]); for a
+/// write another node of the cluster forwarded with a valid proof, the identity that
+/// node authenticated ([`forward::proven`]: the caller is authenticated once); else
+/// whoever the request's own headers say.
 async fn caller(
     app: &AppState,
     req: &mut Request,
     headers: &HeaderMap,
 ) -> Result<Option<Identity>, crate::auth::AuthError> {
-    if req.uri().path() == "/" {
+    if needs_no_token(req.uri().path()) {
         return Ok(None);
     }
     if let Some(identity) = forward::proven(app, req).await {
         return Ok(Some(identity));
     }
     app.config.auth.authenticate(headers).await.map(Some)
+}
+
+/// The paths anyone may read: version discovery, and the API's document (which says
+/// nothing a caller could not learn by calling). Neither reads the view.
+fn needs_no_token(path: &str) -> bool {
+    path == "/" || path == crate::openapi::PATH
 }
 
 fn set_version_headers(response: &mut Response, version: Version) {

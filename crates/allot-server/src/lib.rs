@@ -23,6 +23,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod microversion;
+pub mod openapi;
 pub mod params;
 pub mod policy;
 pub mod policy_file;

@@ -46,6 +46,7 @@ pub(crate) async fn off_workers<T: Send + 'static>(
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(root::home))
+        .route(crate::openapi::PATH, get(crate::openapi::serve))
         .route(crate::metrics::PATH, get(crate::metrics::scrape))
         .route(allot_client::status::PATH, get(crate::status::show))
         .route(

@@ -1,0 +1,211 @@
+//! allot's own operations (docs/api.md, "Extensions"), at every microversion, and
+//! the service endpoints served on the API's listener (health check, metrics, status,
+//! this document).
+
+use serde_json::json;
+
+use super::components::{CONSUMER, PROVIDER};
+use super::op::{op, Op};
+use super::placement::candidate_query;
+use crate::schemas;
+
+/// Every extension operation.
+pub(crate) fn operations() -> Vec<Op> {
+    let mut ops = claims();
+    ops.extend(pending());
+    ops.extend(choosing());
+    ops.extend(server_groups());
+    ops.extend(drains());
+    ops.extend(service());
+    ops
+}
+
+fn claims() -> Vec<Op> {
+    let one = |m, path, id| op(m, path, id).errors(&[404]);
+    let claim = json!({
+        "consumer_uuid": CONSUMER, "project_id": "fuzz", "user_id": "fuzz",
+        "allocations": {PROVIDER: {"resources": {"VCPU": 1}}}, "expires_in": 60, "tag": "fuzz",
+    });
+    vec![
+        op("POST", "/claims", "createClaim")
+            .about("claims", "Make a pending claim, or pick and claim", CREATE)
+            .body(schemas::claim_create(), claim)
+            .errors(&[409])
+            .json_schema(201, json!({"anyOf": [
+                {"$ref": "#/components/schemas/Claim"},
+                {"$ref": "#/components/schemas/Placed"},
+            ]})),
+        op("GET", "/claims", "listClaims")
+            .about("claims", "List claims", "Oldest first, filtered by any parameter, paged with `limit` and `marker` (an unknown marker: 400).")
+            .query_schema(&schemas::claims_query())
+            .json(200, "ClaimList"),
+        op("DELETE", "/claims", "releaseConsumerClaims")
+            .about("claims", "Release a consumer's live claims", "204, also when it has none.")
+            .query_schema(&schemas::claims_release_query())
+            .errors(&[409])
+            .empty(204),
+        one("GET", "/claims/{uuid}", "showClaim")
+            .about("claims", "Show a claim", "Its state as of the moment asked.")
+            .json(200, "Claim"),
+        one("DELETE", "/claims/{uuid}", "releaseClaim")
+            .about("claims", "Release a claim", "204, also for a claim that already ended.")
+            .errors(&[409])
+            .empty(204),
+        one("POST", "/claims/{uuid}/confirm", "confirmClaim")
+            .about("claims", "Confirm a claim", "Its amounts become allocations of its consumer, added or (`replace`) replacing; 409 `allot.claim.not_pending` for a released or expired claim.")
+            .body(schemas::claim_confirm(), json!({"replace": false}))
+            .optional_body()
+            .errors(&[409])
+            .json(200, "Claim"),
+    ]
+}
+
+const CREATE: &str = "With `allocations`, a claim of those amounts (409 \
+`allot.claim.does_not_fit` when they do not fit beside allocations and live claims); with \
+`request` (a query string of `GET /allocation_candidates`), the server picks the first \
+candidate of its order and claims it, for `consumer_uuid` (201 with the claim) or for each of \
+`consumers` (201 with `claims` and `unplaced`). A server group named joins the consumer; a \
+hard rule it would break: 409 `allot.server_group.violated`.";
+
+fn pending() -> Vec<Op> {
+    vec![
+        op("GET", "/resource_providers/{uuid}/pending", "showProviderPending")
+            .about("claims", "A provider's pending totals", "Summed from its live claims; `detail=consumers` adds them by consumer, `tree=true` sums the provider's whole subtree.")
+            .query_schema(&schemas::provider_pending_query())
+            .errors(&[404])
+            .json(200, "Pending"),
+        op("GET", "/pending", "showPending")
+            .about("claims", "Pending totals of a consumer or a project", "At least one of `consumer_uuid` and `project_id` (400 otherwise).")
+            .query_schema(&schemas::pending_query())
+            .json(200, "Pending"),
+    ]
+}
+
+fn choosing() -> Vec<Op> {
+    vec![
+        candidate_query(op("GET", "/headroom", "showHeadroom"))
+            .about("extensions", "How many more instances of a shape fit", "The query of `GET /allocation_candidates`, read as at 1.39 (required: `resources`); `group_by` counts per root, aggregate or `trait:PREFIX`.")
+            .query("group_by", json!({"type": "string", "pattern": "^(root|aggregate|trait:[A-Z0-9_]{1,255})$"}), "How to group the count.")
+            .json(200, "Headroom"),
+        candidate_query(op("GET", "/allocation_candidates/explain", "explainCandidates"))
+            .about("extensions", "Why a candidate query finds what it finds", "The query of `GET /allocation_candidates`, read as at 1.39; each group's providers stage by stage.")
+            .json(200, "Explanation"),
+    ]
+}
+
+fn server_groups() -> Vec<Op> {
+    let one = |m, path, id| op(m, path, id).errors(&[404]);
+    let group = json!({"name": "fuzz", "project_id": "fuzz", "policy": "anti-affinity"});
+    vec![
+        op("POST", "/server_groups", "createServerGroup")
+            .about(
+                "server_groups",
+                "Make a server group",
+                "201 with `Location`; 409 when the uuid is taken.",
+            )
+            .body(schemas::server_group_create(), group.clone())
+            .errors(&[409])
+            .json(201, "ServerGroup"),
+        op("GET", "/server_groups", "listServerGroups")
+            .about(
+                "server_groups",
+                "List server groups",
+                "By uuid, paged with `limit` and `marker`.",
+            )
+            .query_schema(&schemas::server_groups_query())
+            .json(200, "ServerGroupList"),
+        one("GET", "/server_groups/{uuid}", "showServerGroup")
+            .about(
+                "server_groups",
+                "Show a server group",
+                "With `placement` (where each member is) and `violations`.",
+            )
+            .json(200, "ServerGroup"),
+        one("PUT", "/server_groups/{uuid}", "putServerGroup")
+            .about(
+                "server_groups",
+                "Make or replace a server group whole",
+                "Members included; where they are is not checked.",
+            )
+            .body(schemas::server_group_put(), group)
+            .errors(&[409])
+            .json(200, "ServerGroup"),
+        one("DELETE", "/server_groups/{uuid}", "deleteServerGroup")
+            .about(
+                "server_groups",
+                "Delete a server group",
+                "409 while it has members, unless `force=true`.",
+            )
+            .query_schema(&schemas::server_group_delete_query())
+            .errors(&[409])
+            .empty(204),
+        one(
+            "POST",
+            "/server_groups/{uuid}/members",
+            "serverGroupMembers",
+        )
+        .about(
+            "server_groups",
+            "Add and remove members",
+            "A member placed against a hard rule: 409 `allot.server_group.violated`.",
+        )
+        .body(schemas::server_group_members(), json!({"add": [CONSUMER]}))
+        .errors(&[409])
+        .json(200, "ServerGroup"),
+    ]
+}
+
+fn drains() -> Vec<Op> {
+    let one = |m, path, id| op(m, path, id).errors(&[404]);
+    vec![
+        op("POST", "/drains", "createDrain")
+            .about("drains", "Drain roots", "Every consumer of the roots gets a new home held by a pending claim; 409 when they do not all fit (without `partial`) or a root is drained already.")
+            .body(schemas::drain_create(), json!({"roots": [PROVIDER], "partial": true}))
+            .errors(&[404, 409])
+            .json(201, "Drain"),
+        op("GET", "/drains", "listDrains")
+            .about("drains", "List drains", "Oldest first.")
+            .json(200, "DrainList"),
+        one("GET", "/drains/{uuid}", "showDrain")
+            .about("drains", "Show a drain", "")
+            .json(200, "Drain"),
+        one("DELETE", "/drains/{uuid}", "deleteDrain")
+            .about("drains", "End a drain", "Its pending claims released, its roots open again.")
+            .errors(&[409])
+            .empty(204),
+        one("POST", "/drains/{uuid}/confirm", "confirmDrain")
+            .about("drains", "Confirm a drain", "Every pending claim of it confirmed in one write.")
+            .errors(&[409])
+            .json(200, "Drain"),
+    ]
+}
+
+fn service() -> Vec<Op> {
+    let health = |method| {
+        op(method, crate::health::PATH, if method == "GET" { "healthcheck" } else { "healthcheckHead" })
+            .about("service", "Health check", "oslo.middleware's contract, any method, no token: 200 `OK` (`HEAD`: 204) or 503 with the reasons (docs/operations.md). The body is text, HTML or JSON as `Accept` prefers.")
+            .open()
+            .unversioned()
+    };
+    let reasons = json!({
+        "text/plain": {"schema": {"type": "string", "minLength": 1}},
+        "text/html": {"schema": {"type": "string", "minLength": 1}},
+        "application/json": {"schema": {"$ref": "#/components/schemas/HealthReasons"}},
+    });
+    vec![
+        health("GET")
+            .raw(200, json!({"content": reasons.clone()}))
+            .raw(503, json!({"content": reasons})),
+        health("HEAD").empty(204).empty(503),
+        op("GET", crate::metrics::PATH, "metrics")
+            .about("service", "Prometheus metrics", "The text exposition (docs/operations.md lists the series). Needs a token the `allot:metrics` rule allows; also served without one on `--metrics-bind`'s listener.")
+            .text(200, "text/plain"),
+        op("GET", allot_client::status::PATH, "status")
+            .about("service", "This node at a glance", "What `allot status` prints; the policy of `/metrics`.")
+            .json(200, "Status"),
+        op("GET", super::PATH, "openapi")
+            .about("service", "This document", "OpenAPI 3.1, no token needed.")
+            .open()
+            .json(200, "OpenApiDocument"),
+    ]
+}
