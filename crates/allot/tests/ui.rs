@@ -2,7 +2,8 @@
 //! login and its cookie (`HttpOnly`, `SameSite=Strict`, `Path=/ui`), nothing shown
 //! without a session, cross-origin posts and a missing CSRF token refused, the API's
 //! policy applied to the pages (static tokens: a reader is refused what the API
-//! refuses a reader), a revoked token ending its session, the API never taking the
+//! refuses a reader; a reader a policy file lets read more is shown on each page
+//! what the API shows it), a revoked token ending its session, the API never taking the
 //! cookie, and bad input answered 4xx, never 5xx. The browser-driven test is
 //! `tests/ui/test_ui.py` (`scripts/ui-test`).
 
@@ -369,4 +370,116 @@ fn static_tokens_and_the_apis_policy() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(ended, "the revoked token's session ended");
+}
+
+/// A reader whom an operator's policy file also lets list providers, allocations
+/// and claims (issue 46): every page shows it what the API shows it and no more, so
+/// never a provider's name where the API's answer gives only a uuid (headroom by
+/// host, a claim, a consumer), nor pending claims or counts it may not read.
+#[test]
+fn every_page_shows_a_reader_what_the_api_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let rules: String = [
+        "placement:resource_providers:list",
+        "placement:resource_providers:inventories:list",
+        "placement:resource_providers:usages",
+        "placement:allocations:list",
+        "allot:claims:list",
+    ]
+    .iter()
+    .map(|rule| format!("\"{rule}\": \"role:reader or role:admin or role:service\"\n"))
+    .collect();
+    std::fs::write(&policy, rules).unwrap();
+    let s = server(
+        dir.path(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--policy-file",
+            policy.to_str().unwrap(),
+        ],
+    );
+    seed(&s.addr, "admin");
+    let held = "c0a8f1d2-3b4c-4d5e-8f60-718293a4b5c6";
+    let r = api(
+        &s.addr,
+        "PUT",
+        &format!("/allocations/{held}"),
+        "admin",
+        &format!(
+            r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": 2}}}}}},
+            "project_id": "p1", "user_id": "u1", "consumer_generation": null,
+            "consumer_type": "INSTANCE"}}"#
+        ),
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    // What the API shows the reader: no provider by uuid, the claims and the
+    // headroom by root uuid, never a name.
+    let as_api = |path: &str| {
+        let headers = [
+            ("x-auth-token", "r:p1"),
+            ("x-roles", "reader"),
+            ("openstack-api-version", "placement latest"),
+            ("accept", "application/json"),
+        ];
+        request(&s.addr, "GET", path, &headers, "")
+    };
+    assert_eq!(as_api(&format!("/resource_providers/{RP}")).status, 403);
+    assert_eq!(
+        as_api(&format!("/resource_providers/{RP}/pending")).status,
+        403
+    );
+    for path in [
+        "/claims",
+        &format!("/allocations/{held}"),
+        "/headroom?resources=VCPU:1&group_by=root",
+    ] {
+        let r = as_api(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(
+            r.body.contains(RP) && !r.body.contains("ui-compute-1"),
+            "{path}"
+        );
+    }
+    let (reader, _) = login(&s.addr, "token=r:p1&roles=reader");
+    for page in [
+        "/ui/headroom?resources=VCPU:1&group_by=root".to_owned(),
+        "/ui/claims".to_owned(),
+        format!("/ui/consumers/{CONSUMER}"),
+        format!("/ui/consumers/{held}"),
+    ] {
+        let r = get(&s.addr, &page, &reader);
+        assert_eq!(r.status, 200, "{page}: {}", r.body);
+        assert!(r.body.contains(RP), "{page}: the uuid, as the API gives it");
+        assert!(!r.body.contains("ui-compute-1"), "{page}: {}", r.body);
+    }
+    // The API lists providers by name to it, and refuses it one provider and the
+    // pending claims on providers: the list shows names, no page bar counts a
+    // claim, and the overview has no count the API would not give.
+    let r = get(&s.addr, "/ui/providers", &reader);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("ui-compute-1"));
+    assert!(r.body.contains("data-pending=\"0\"") && !r.body.contains("data-pending=\"4\""));
+    let r = get(&s.addr, "/ui", &reader);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.body.contains("data-pending=\"4\""), "{}", r.body);
+    // It may list claims (so count them), not the allocations against providers.
+    assert!(r.body.contains(">pending claims<"), "{}", r.body);
+    assert!(!r.body.contains(">consumers<"), "{}", r.body);
+    let r = get(&s.addr, &format!("/ui/providers/{RP}"), &reader);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.body.contains("placement:resource_providers:show"));
+    // An admin, whom the API shows all of it, is shown all of it.
+    let (admin, _) = login(&s.addr, "token=admin");
+    let r = get(
+        &s.addr,
+        "/ui/headroom?resources=VCPU:1&group_by=root",
+        &admin,
+    );
+    assert!(r.body.contains("ui-compute-1"), "{}", r.body);
+    let r = get(&s.addr, "/ui/providers", &admin);
+    assert!(r.body.contains("data-pending=\"4\""), "{}", r.body);
+    let r = get(&s.addr, "/ui", &admin);
+    assert!(r.body.contains(">pending claims<") && r.body.contains(">consumers<"));
 }

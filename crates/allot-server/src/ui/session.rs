@@ -260,6 +260,12 @@ impl Viewer {
         Ok(())
     }
 
+    /// Whether the API would show the caller a provider by uuid (its name among
+    /// it): pages whose own rule is another name providers by uuid otherwise.
+    pub fn sees_providers(&self) -> bool {
+        self.may(Action::ProvidersShow)
+    }
+
     /// Who is logged in, for the page's header.
     pub fn who(&self) -> String {
         let Some(identity) = &self.ctx.identity else {
