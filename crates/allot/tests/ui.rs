@@ -32,9 +32,17 @@ fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body:
     exchange(addr, req.as_bytes())
 }
 
-/// A form post.
+/// A form post. Unless `more` gives `origin` or `sec-fetch-site` itself, with what a
+/// browser sends with a form of the UI's own page (both).
 fn post_form(addr: &str, path: &str, more: &[(&str, &str)], body: &str) -> Reply {
+    let own = format!("http://{addr}");
     let mut headers = vec![("content-type", "application/x-www-form-urlencoded")];
+    if !more
+        .iter()
+        .any(|(k, _)| matches!(*k, "origin" | "sec-fetch-site"))
+    {
+        headers.extend([("origin", own.as_str()), ("sec-fetch-site", "same-origin")]);
+    }
     headers.extend_from_slice(more);
     request(addr, "POST", path, &headers, body)
 }
@@ -214,30 +222,96 @@ fn login_sets_a_strict_cookie_and_pages_need_it() {
     assert_eq!(get(&s.addr, "/ui", &cookie).status, 303, "logged out");
 }
 
+/// A form post with exactly these headers (no `origin` or `sec-fetch-site` but
+/// those given), its `Host` `host`.
+fn post_as(addr: &str, host: &str, headers: &[(&str, &str)], form: &str) -> Reply {
+    let mut req = format!(
+        "POST /ui/login HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n",
+        form.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(form);
+    exchange(addr, req.as_bytes())
+}
+
 #[test]
 fn cross_origin_posts_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path(), &["--bind", "127.0.0.1:0"]);
     let own = format!("http://{}", s.addr);
-    for headers in [
-        vec![("origin", "http://evil.example")],
-        vec![("origin", "null")],
-        vec![("sec-fetch-site", "cross-site")],
-        vec![("sec-fetch-site", "same-site")],
-        vec![("origin", own.as_str()), ("sec-fetch-site", "cross-site")],
+    let a = s.addr.as_str();
+    for (host, headers) in [
+        (a, vec![("origin", "http://evil.example")]),
+        (a, vec![("origin", "null")]),
+        (a, vec![("sec-fetch-site", "cross-site")]),
+        (a, vec![("sec-fetch-site", "same-site")]),
+        (a, vec![("sec-fetch-site", "none")]),
+        (
+            a,
+            vec![("origin", own.as_str()), ("sec-fetch-site", "cross-site")],
+        ),
+        // Neither header: no browser's form (issue 46).
+        (a, vec![]),
+        // A page of a name rebound to this address: its `Host` and `Origin` agree,
+        // and neither is this service.
+        ("evil.example", vec![("origin", "http://evil.example")]),
+        (a, vec![("origin", "https://127.0.0.1")]),
     ] {
-        let r = post_form(&s.addr, "/ui/login", &headers, "token=admin");
-        assert_eq!(r.status, 403, "{headers:?}: {}", r.body);
+        let r = post_as(a, host, &headers, "token=admin");
+        assert_eq!(r.status, 403, "{host} {headers:?}: {}", r.body);
         assert!(r.header("set-cookie").is_none(), "{headers:?}");
+        assert!(r.body.contains("did not come from this site"), "{}", r.body);
     }
-    // From the page itself, as a browser sends it.
-    let r = post_form(
-        &s.addr,
-        "/ui/login",
-        &[("origin", &own), ("sec-fetch-site", "same-origin")],
-        "token=admin",
+    // From the page itself, as a browser sends it: `Sec-Fetch-Site` alone is
+    // enough, and so is `Origin` alone when it names the address connected to.
+    for headers in [
+        vec![("origin", own.as_str()), ("sec-fetch-site", "same-origin")],
+        vec![("sec-fetch-site", "same-origin")],
+        vec![("origin", own.as_str())],
+    ] {
+        let r = post_as(a, "allot.example", &headers, "token=admin");
+        assert_eq!(r.status, 303, "{headers:?}: {}", r.body);
+    }
+}
+
+/// With `--public-url`, `Origin` is compared with it, not with the address.
+#[test]
+fn the_public_url_is_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(
+        dir.path(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--public-url",
+            "HTTPS://Allot.Example:443/",
+        ],
     );
-    assert_eq!(r.status, 303, "{}", r.body);
+    let a = s.addr.as_str();
+    let own = format!("http://{a}");
+    for (origin, status) in [
+        ("https://allot.example", 303),
+        (own.as_str(), 403),
+        ("http://allot.example", 403),
+        ("https://allot.example:8443", 403),
+    ] {
+        let r = post_as(a, "allot.example", &[("origin", origin)], "token=admin");
+        assert_eq!(r.status, status, "{origin}: {}", r.body);
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["serve", "--public-url", "https://allot.example/ui"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("public-url") || err.contains("invalid URL"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -278,11 +352,16 @@ fn bad_input_is_a_4xx() {
         assert!(!r.body.contains("<script>"), "{path}: echoed unescaped");
     }
     // Login forms that cannot be read.
+    let own = format!("http://{}", s.addr);
     let r = request(
         &s.addr,
         "POST",
         "/ui/login",
-        &[("content-type", "application/json")],
+        &[
+            ("content-type", "application/json"),
+            ("origin", &own),
+            ("sec-fetch-site", "same-origin"),
+        ],
         r#"{"token": "admin"}"#,
     );
     assert_eq!(r.status, 400);

@@ -49,9 +49,15 @@ fn api(addr: &str, method: &str, path: &str, body: Option<Value>, status: u16) -
     }
 }
 
-/// Logs in with a form; the session cookie's pair (`allot_ui=...`).
+/// Logs in with a form, as a browser sends it from the login page; the session
+/// cookie's pair (`allot_ui=...`).
 fn login(addr: &str, form: &str) -> String {
-    let headers = [("content-type", "application/x-www-form-urlencoded")];
+    let origin = format!("http://{addr}");
+    let headers = [
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("origin", origin.as_str()),
+        ("sec-fetch-site", "same-origin"),
+    ];
     let r = request(addr, "POST", "/ui/login", &headers, form);
     assert_eq!(r.status, 303, "login: {}", r.body);
     let set = r.header("set-cookie").expect("a session cookie");
