@@ -225,7 +225,7 @@ async fn connection(
     }));
     let outcome = match tls {
         None => {
-            let (stream, first_read) = Watched::new(stream);
+            let (stream, first_read) = Watched::new(crate::head_errors::Enveloped::new(stream));
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service);
             drive(connection, &first_read, stopping).await
@@ -240,7 +240,7 @@ async fn connection(
                 Err(_) => return tracing::debug!("a TLS handshake took over {HANDSHAKE:?}"),
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            let (stream, first_read) = Watched::new(stream);
+            let (stream, first_read) = Watched::new(crate::head_errors::Enveloped::new(stream));
             let io = TokioIo::new(stream);
             if h2 {
                 let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
