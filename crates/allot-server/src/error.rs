@@ -446,7 +446,11 @@ pub fn https_required(authority: &str) -> Response {
 }
 
 /// The content type and bytes of an error's body.
-fn body(status: StatusCode, info: &ErrorInfo, request: &ErrorContext) -> (&'static str, Vec<u8>) {
+pub(crate) fn body(
+    status: StatusCode,
+    info: &ErrorInfo,
+    request: &ErrorContext,
+) -> (&'static str, Vec<u8>) {
     let title = status.canonical_reason().unwrap_or("Error");
     let explanation = explanation(status, request.method);
     // Placement strips webob's HTML from the body, and that turns every line break of

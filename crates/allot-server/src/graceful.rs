@@ -244,7 +244,7 @@ async fn connection(
     let service = TowerToHyperService::new(service(app, arrival, &activity, limits));
     let outcome = match tls {
         None => {
-            let stream = Watched::new(stream, activity.clone());
+            let stream = Watched::new(crate::head_errors::Enveloped::new(stream), activity.clone());
             let connection = http1().serve_connection(TokioIo::new(stream), service);
             drive(connection, &activity, &limits, stopping).await
         }
@@ -267,6 +267,7 @@ async fn connection(
                 }
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            let stream = crate::head_errors::Enveloped::new(stream);
             let io = TokioIo::new(Watched::new(stream, activity.clone()));
             if h2 {
                 activity.speaks_h2();

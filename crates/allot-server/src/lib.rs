@@ -18,6 +18,7 @@ pub mod error;
 pub mod forward;
 pub mod graceful;
 pub mod handlers;
+pub mod head_errors;
 pub mod health;
 pub mod http;
 pub mod limits;

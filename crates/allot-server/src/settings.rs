@@ -40,6 +40,10 @@ pub const DEFAULT_SLOW_REQUEST: Duration = Duration::from_secs(1);
 pub struct Settings {
     /// CORS, if enabled.
     pub cors: Option<Cors>,
+    /// The origin people's browsers reach the service at (`https://host[:port]`,
+    /// as `Origin` spells it): the UI takes forms only from it; `None`: from the
+    /// address the connection came in on (`ui::session::same_origin`).
+    pub public_url: Option<String>,
     /// Which authorization rules apply.
     pub policy: PolicyMode,
     /// `GET /allocation_candidates` answers a random sample instead of its
@@ -81,6 +85,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             cors: None,
+            public_url: None,
             policy: PolicyMode::default(),
             randomize_allocation_candidates: false,
             max_allocation_candidates: allot_core::candidates::DEFAULT_MAX_CANDIDATES,

@@ -1035,3 +1035,39 @@ async fn bad_input_is_refused_cleanly_and_changes_nothing() {
     assert_eq!(snapshot(&s, &[&rp], &[&vm]).await, before);
     s.shut().await;
 }
+
+/// A claim's consumer is a Placement consumer (its amounts become the consumer's
+/// allocations when it is confirmed), so `consumer_uuid` is a uuid, as
+/// `PUT /allocations/{consumer_uuid}` needs (issue 46: docs/api.md said any string):
+/// any other text is a 400 naming the rule; a uuid in another standard spelling is
+/// taken and answered hyphenated, the consumer the confirmed allocations belong to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claims_consumer_is_a_uuid() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), clock()).await;
+    let rp = provider(&s, "cu-1", 8).await;
+    for text in [
+        "instance-1",
+        "x",
+        &"a".repeat(255),
+        "6a0f5b0e-54c5-4a39-9a5b-3a1f3c2e8d1",
+    ] {
+        let r = s
+            .call("POST", "/claims", Some(claim_body(text, &rp, 1, None)))
+            .await;
+        assert_eq!(r.status, 400, "{text}: {r:?}");
+        let detail = r.body["errors"][0]["detail"].as_str().unwrap_or("");
+        assert!(detail.contains("is not a 'uuid'"), "{text}: {detail}");
+    }
+    let consumer = uuid::Uuid::new_v4();
+    let spelt = consumer.simple().to_string().to_uppercase();
+    let c = claim(&s, &spelt, &rp, 1, None).await;
+    assert_eq!(c["consumer_uuid"], consumer.to_string(), "{c}");
+    let confirm = format!("/claims/{}/confirm", c["uuid"].as_str().unwrap());
+    assert_eq!(s.call("POST", &confirm, None).await.status, 200);
+    let r = s
+        .call("GET", &format!("/allocations/{consumer}"), None)
+        .await;
+    assert_eq!(r.body["allocations"][&rp]["resources"]["VCPU"], 1, "{r:?}");
+    s.shut().await;
+}

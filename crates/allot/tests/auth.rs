@@ -192,8 +192,68 @@ fn noauth2_on_loopback_and_hostile_headers() {
         "",
     );
     assert_eq!(r.status, 400);
+    assert_eq!(r.envelope().0, 400, "{}", r.body);
     // Nothing changed.
     assert_eq!(provider_count(a, "admin"), 1);
+}
+
+/// What hyper answers by itself, before any handler, to a head it cannot read.
+fn hyper_refusal(addr: &str, head: &[u8], status: u16) {
+    let r = support::exchange(addr, head);
+    let what = String::from_utf8_lossy(&head[..head.len().min(60)]).into_owned();
+    assert_eq!(r.status, status, "{what:?}: {}", r.body);
+    assert_eq!(r.envelope().0, u64::from(status), "{what:?}: {}", r.body);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json"),
+        "{what:?}"
+    );
+    assert_eq!(r.header("connection"), Some("close"), "{what:?}");
+    let id = r.json()["errors"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.starts_with("req-"), "{id}");
+    assert_eq!(r.header("openstack-request-id"), Some(id.as_str()));
+}
+
+#[test]
+fn heads_hyper_refuses_are_answered_in_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &["--bind", "127.0.0.1:0"], &[]);
+    let a = &server.addr;
+    for head in [
+        &b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Foo: a\x01b\r\n\r\n"[..],
+        b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ad\x00min\r\n\r\n",
+        b"GET /resource_providers HTTP/1.1\r\nHost: x\r\nBad Name: a\r\n\r\n",
+        b"G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+    ] {
+        hyper_refusal(a, head, 400);
+    }
+    // More headers than hyper reads (100), and a URI longer than it takes.
+    let mut many = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..120 {
+        many.extend_from_slice(format!("x-h{i}: v\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    hyper_refusal(a, &many, 431);
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    hyper_refusal(a, long.as_bytes(), 414);
+    // A good request on a kept-alive connection, then a bad one: the first is
+    // answered as ever, the second in the envelope.
+    let mut s = TcpStream::connect(a).unwrap();
+    s.write_all(
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nX-Foo: \x7f\r\n\r\n",
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    let second = text.find("HTTP/1.1 400").expect("the second answer");
+    assert!(text[second..].contains("\"errors\""), "{text}");
 }
 
 fn hup(server: &Server) {
@@ -302,6 +362,37 @@ fn static_tokens() {
         "{\"name\": \"rp3\"}",
     );
     assert_eq!(r.status, 403);
+    // Nor read at all (issue 46): the identity headers noauth2 reads, and refuses
+    // with a 400 when they cannot be read, are ignored here whatever they hold, as
+    // keystonemiddleware strips them in front of Placement. Neither a 400 nor an
+    // identity taken from them.
+    let huge = "a".repeat(9 * 1024);
+    let ignored: [(&str, &[u8]); 5] = [
+        ("x-roles", b"\xc3\x28admin"),
+        ("x-roles", huge.as_bytes()),
+        ("x-project-id", b"\xfe"),
+        ("x-project-id", b"p2"),
+        ("openstack-system-scope", b"\x80all"),
+    ];
+    for (name, value) in ignored {
+        let with = |method: &str, path: &str, body: &str| {
+            let headers = [("x-auth-token", reader.as_bytes()), (name, value)];
+            send(a, method, path, &headers, body)
+        };
+        let what = format!(
+            "{name}: {:?}",
+            String::from_utf8_lossy(&value[..value.len().min(9)])
+        );
+        let r = with("GET", "/usages?project_id=p1", "");
+        assert_eq!(r.status, 200, "{what}: {}", r.body);
+        assert_eq!(
+            with("GET", "/usages?project_id=p2", "").status,
+            403,
+            "{what}"
+        );
+        let r = with("POST", "/resource_providers", "{\"name\": \"rp4\"}");
+        assert_eq!(r.status, 403, "{what}: {}", r.body);
+    }
     assert_401(&get(a, "/resource_providers", "admin"), realm);
     assert_401(&get(a, "/resource_providers", &format!("{admin}x")), realm);
     assert_401(&send(a, "GET", "/resource_providers", &[], ""), realm);

@@ -489,14 +489,16 @@ fn real_keystone_over_tls() {
     );
 }
 
-/// A form post to allot's web UI (issue 26), with the cookie if any.
+/// A form post to allot's web UI (issue 26), with the cookie if any, and the
+/// headers a browser sends with a form of the UI's own page.
 fn ui_post(server: &Server, path: &str, cookie: &str, form: &str) -> Reply {
     let request = format!(
-        "POST {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
          content-type: application/x-www-form-urlencoded\r\ncookie: {cookie}\r\n\
+         origin: http://{addr}\r\nsec-fetch-site: same-origin\r\n\
          content-length: {}\r\n\r\n{form}",
-        server.addr,
-        form.len()
+        form.len(),
+        addr = server.addr,
     );
     support::exchange(&server.addr, request.as_bytes())
 }

@@ -2,7 +2,8 @@
 //! login and its cookie (`HttpOnly`, `SameSite=Strict`, `Path=/ui`), nothing shown
 //! without a session, cross-origin posts and a missing CSRF token refused, the API's
 //! policy applied to the pages (static tokens: a reader is refused what the API
-//! refuses a reader), a revoked token ending its session, the API never taking the
+//! refuses a reader; a reader a policy file lets read more is shown on each page
+//! what the API shows it), a revoked token ending its session, the API never taking the
 //! cookie, and bad input answered 4xx, never 5xx. The browser-driven test is
 //! `tests/ui/test_ui.py` (`scripts/ui-test`).
 
@@ -31,9 +32,17 @@ fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body:
     exchange(addr, req.as_bytes())
 }
 
-/// A form post.
+/// A form post. Unless `more` gives `origin` or `sec-fetch-site` itself, with what a
+/// browser sends with a form of the UI's own page (both).
 fn post_form(addr: &str, path: &str, more: &[(&str, &str)], body: &str) -> Reply {
+    let own = format!("http://{addr}");
     let mut headers = vec![("content-type", "application/x-www-form-urlencoded")];
+    if !more
+        .iter()
+        .any(|(k, _)| matches!(*k, "origin" | "sec-fetch-site"))
+    {
+        headers.extend([("origin", own.as_str()), ("sec-fetch-site", "same-origin")]);
+    }
     headers.extend_from_slice(more);
     request(addr, "POST", path, &headers, body)
 }
@@ -213,30 +222,96 @@ fn login_sets_a_strict_cookie_and_pages_need_it() {
     assert_eq!(get(&s.addr, "/ui", &cookie).status, 303, "logged out");
 }
 
+/// A form post with exactly these headers (no `origin` or `sec-fetch-site` but
+/// those given), its `Host` `host`.
+fn post_as(addr: &str, host: &str, headers: &[(&str, &str)], form: &str) -> Reply {
+    let mut req = format!(
+        "POST /ui/login HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n",
+        form.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(form);
+    exchange(addr, req.as_bytes())
+}
+
 #[test]
 fn cross_origin_posts_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = server(dir.path(), &["--bind", "127.0.0.1:0"]);
     let own = format!("http://{}", s.addr);
-    for headers in [
-        vec![("origin", "http://evil.example")],
-        vec![("origin", "null")],
-        vec![("sec-fetch-site", "cross-site")],
-        vec![("sec-fetch-site", "same-site")],
-        vec![("origin", own.as_str()), ("sec-fetch-site", "cross-site")],
+    let a = s.addr.as_str();
+    for (host, headers) in [
+        (a, vec![("origin", "http://evil.example")]),
+        (a, vec![("origin", "null")]),
+        (a, vec![("sec-fetch-site", "cross-site")]),
+        (a, vec![("sec-fetch-site", "same-site")]),
+        (a, vec![("sec-fetch-site", "none")]),
+        (
+            a,
+            vec![("origin", own.as_str()), ("sec-fetch-site", "cross-site")],
+        ),
+        // Neither header: no browser's form (issue 46).
+        (a, vec![]),
+        // A page of a name rebound to this address: its `Host` and `Origin` agree,
+        // and neither is this service.
+        ("evil.example", vec![("origin", "http://evil.example")]),
+        (a, vec![("origin", "https://127.0.0.1")]),
     ] {
-        let r = post_form(&s.addr, "/ui/login", &headers, "token=admin");
-        assert_eq!(r.status, 403, "{headers:?}: {}", r.body);
+        let r = post_as(a, host, &headers, "token=admin");
+        assert_eq!(r.status, 403, "{host} {headers:?}: {}", r.body);
         assert!(r.header("set-cookie").is_none(), "{headers:?}");
+        assert!(r.body.contains("did not come from this site"), "{}", r.body);
     }
-    // From the page itself, as a browser sends it.
-    let r = post_form(
-        &s.addr,
-        "/ui/login",
-        &[("origin", &own), ("sec-fetch-site", "same-origin")],
-        "token=admin",
+    // From the page itself, as a browser sends it: `Sec-Fetch-Site` alone is
+    // enough, and so is `Origin` alone when it names the address connected to.
+    for headers in [
+        vec![("origin", own.as_str()), ("sec-fetch-site", "same-origin")],
+        vec![("sec-fetch-site", "same-origin")],
+        vec![("origin", own.as_str())],
+    ] {
+        let r = post_as(a, "allot.example", &headers, "token=admin");
+        assert_eq!(r.status, 303, "{headers:?}: {}", r.body);
+    }
+}
+
+/// With `--public-url`, `Origin` is compared with it, not with the address.
+#[test]
+fn the_public_url_is_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(
+        dir.path(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--public-url",
+            "HTTPS://Allot.Example:443/",
+        ],
     );
-    assert_eq!(r.status, 303, "{}", r.body);
+    let a = s.addr.as_str();
+    let own = format!("http://{a}");
+    for (origin, status) in [
+        ("https://allot.example", 303),
+        (own.as_str(), 403),
+        ("http://allot.example", 403),
+        ("https://allot.example:8443", 403),
+    ] {
+        let r = post_as(a, "allot.example", &[("origin", origin)], "token=admin");
+        assert_eq!(r.status, status, "{origin}: {}", r.body);
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_allot"))
+        .args(["serve", "--public-url", "https://allot.example/ui"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("public-url") || err.contains("invalid URL"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -277,11 +352,16 @@ fn bad_input_is_a_4xx() {
         assert!(!r.body.contains("<script>"), "{path}: echoed unescaped");
     }
     // Login forms that cannot be read.
+    let own = format!("http://{}", s.addr);
     let r = request(
         &s.addr,
         "POST",
         "/ui/login",
-        &[("content-type", "application/json")],
+        &[
+            ("content-type", "application/json"),
+            ("origin", &own),
+            ("sec-fetch-site", "same-origin"),
+        ],
         r#"{"token": "admin"}"#,
     );
     assert_eq!(r.status, 400);
@@ -369,4 +449,116 @@ fn static_tokens_and_the_apis_policy() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(ended, "the revoked token's session ended");
+}
+
+/// A reader whom an operator's policy file also lets list providers, allocations
+/// and claims (issue 46): every page shows it what the API shows it and no more, so
+/// never a provider's name where the API's answer gives only a uuid (headroom by
+/// host, a claim, a consumer), nor pending claims or counts it may not read.
+#[test]
+fn every_page_shows_a_reader_what_the_api_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    let rules: String = [
+        "placement:resource_providers:list",
+        "placement:resource_providers:inventories:list",
+        "placement:resource_providers:usages",
+        "placement:allocations:list",
+        "allot:claims:list",
+    ]
+    .iter()
+    .map(|rule| format!("\"{rule}\": \"role:reader or role:admin or role:service\"\n"))
+    .collect();
+    std::fs::write(&policy, rules).unwrap();
+    let s = server(
+        dir.path(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--policy-file",
+            policy.to_str().unwrap(),
+        ],
+    );
+    seed(&s.addr, "admin");
+    let held = "c0a8f1d2-3b4c-4d5e-8f60-718293a4b5c6";
+    let r = api(
+        &s.addr,
+        "PUT",
+        &format!("/allocations/{held}"),
+        "admin",
+        &format!(
+            r#"{{"allocations": {{"{RP}": {{"resources": {{"VCPU": 2}}}}}},
+            "project_id": "p1", "user_id": "u1", "consumer_generation": null,
+            "consumer_type": "INSTANCE"}}"#
+        ),
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    // What the API shows the reader: no provider by uuid, the claims and the
+    // headroom by root uuid, never a name.
+    let as_api = |path: &str| {
+        let headers = [
+            ("x-auth-token", "r:p1"),
+            ("x-roles", "reader"),
+            ("openstack-api-version", "placement latest"),
+            ("accept", "application/json"),
+        ];
+        request(&s.addr, "GET", path, &headers, "")
+    };
+    assert_eq!(as_api(&format!("/resource_providers/{RP}")).status, 403);
+    assert_eq!(
+        as_api(&format!("/resource_providers/{RP}/pending")).status,
+        403
+    );
+    for path in [
+        "/claims",
+        &format!("/allocations/{held}"),
+        "/headroom?resources=VCPU:1&group_by=root",
+    ] {
+        let r = as_api(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(
+            r.body.contains(RP) && !r.body.contains("ui-compute-1"),
+            "{path}"
+        );
+    }
+    let (reader, _) = login(&s.addr, "token=r:p1&roles=reader");
+    for page in [
+        "/ui/headroom?resources=VCPU:1&group_by=root".to_owned(),
+        "/ui/claims".to_owned(),
+        format!("/ui/consumers/{CONSUMER}"),
+        format!("/ui/consumers/{held}"),
+    ] {
+        let r = get(&s.addr, &page, &reader);
+        assert_eq!(r.status, 200, "{page}: {}", r.body);
+        assert!(r.body.contains(RP), "{page}: the uuid, as the API gives it");
+        assert!(!r.body.contains("ui-compute-1"), "{page}: {}", r.body);
+    }
+    // The API lists providers by name to it, and refuses it one provider and the
+    // pending claims on providers: the list shows names, no page bar counts a
+    // claim, and the overview has no count the API would not give.
+    let r = get(&s.addr, "/ui/providers", &reader);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("ui-compute-1"));
+    assert!(r.body.contains("data-pending=\"0\"") && !r.body.contains("data-pending=\"4\""));
+    let r = get(&s.addr, "/ui", &reader);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.body.contains("data-pending=\"4\""), "{}", r.body);
+    // It may list claims (so count them), not the allocations against providers.
+    assert!(r.body.contains(">pending claims<"), "{}", r.body);
+    assert!(!r.body.contains(">consumers<"), "{}", r.body);
+    let r = get(&s.addr, &format!("/ui/providers/{RP}"), &reader);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.body.contains("placement:resource_providers:show"));
+    // An admin, whom the API shows all of it, is shown all of it.
+    let (admin, _) = login(&s.addr, "token=admin");
+    let r = get(
+        &s.addr,
+        "/ui/headroom?resources=VCPU:1&group_by=root",
+        &admin,
+    );
+    assert!(r.body.contains("ui-compute-1"), "{}", r.body);
+    let r = get(&s.addr, "/ui/providers", &admin);
+    assert!(r.body.contains("data-pending=\"4\""), "{}", r.body);
+    let r = get(&s.addr, "/ui", &admin);
+    assert!(r.body.contains(">pending claims<") && r.body.contains(">consumers<"));
 }

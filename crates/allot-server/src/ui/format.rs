@@ -26,6 +26,18 @@ pub fn label_of(view: &State, class: &ResourceClass) -> String {
         .unwrap_or_else(|| class.as_str().to_owned())
 }
 
+/// A provider as a page names it: its name, linked to its page, for a caller the
+/// API would show the provider to (`names`: `placement:resource_providers:show`,
+/// [`super::Viewer::sees_providers`]); for anyone else its uuid, which is all the
+/// API's own answer behind the page (a claim's, a consumer's, a headroom group's)
+/// tells. `class` is the link's class (`root` on the group and drain pages).
+pub fn provider_ref(view: &State, uuid: &uuid::Uuid, names: bool, class: Option<&str>) -> Markup {
+    match view.provider_by_uuid(uuid).filter(|_| names) {
+        Some(p) => html! { a class=[class] href={"/ui/providers/" (uuid)} { (p.row.name) } },
+        None => html! { code.uuid { (uuid) } },
+    }
+}
+
 /// The larger units a unit scales into, and the factor between each.
 fn ladder(units: &str) -> Option<(&'static [&'static str], f64)> {
     Some(match units {

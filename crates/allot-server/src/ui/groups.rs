@@ -15,7 +15,7 @@ use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use maud::{html, Markup};
 
-use super::format::grouped;
+use super::format::{grouped, provider_ref};
 use super::{page, page_number, pager, path_uuid, query_pairs, Tab, UiError, Viewer};
 use crate::auth::format_utc;
 use crate::policy::Action;
@@ -97,6 +97,7 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
         )));
     };
     let rule = g.rule();
+    let names = viewer.sees_providers();
     let content = html! {
         h1 { "Server group " (g.name) }
         p.meta { code.uuid { (g.uuid) } " · project " (g.project_id) " · user " (g.user_id)
@@ -120,8 +121,8 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
                 @for m in g.members.iter().take(ROWS_SHOWN) {
                     tr data-consumer=(m) {
                         td { a href={"/ui/consumers/" (m)} { code.uuid { (m) } } }
-                        td { (roots(&view, &view.member_roots(m, now))) }
-                        td { (domains(&view, &view.member_domains(&rule, m, now))) }
+                        td { (roots(&view, &view.member_roots(m, now), names)) }
+                        td { (domains(&view, &view.member_domains(&rule, m, now), names)) }
                     }
                 }
                 @if g.members.is_empty() { tr { td colspan="3" { "No member." } } }
@@ -134,32 +135,28 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
     Ok(page(&viewer, Tab::Groups, &g.name, content))
 }
 
-/// Root providers by name, each linked to its page; "nowhere" for none.
-fn roots(view: &State, ids: &[ProviderId]) -> Markup {
+/// Root providers by name, each linked to its page, for a caller who may read
+/// providers (`names`), else by uuid; "nowhere" for none.
+fn roots(view: &State, ids: &[ProviderId], names: bool) -> Markup {
     html! {
         @if ids.is_empty() { span.hint { "nowhere (holds nothing)" } }
         @for (i, id) in ids.iter().enumerate() {
             @if i > 0 { ", " }
-            @match view.provider(*id) {
-                Some(p) => a.root href={"/ui/providers/" (p.uuid())} { (p.row.name) },
-                None => code.uuid { (view.uuid_of(*id)) },
-            }
+            (provider_ref(view, &view.uuid_of(*id), names, Some("root")))
         }
     }
 }
 
-/// A member's failure domains, by the keys the API gives them (a root by its name,
-/// as it is a provider a person knows by name; an aggregate linked to its headroom).
-fn domains(view: &State, keys: &[Domain]) -> Markup {
+/// A member's failure domains, by the keys the API gives them (a root by its name
+/// for a caller who may read providers, `names`, else by the uuid the API gives; an
+/// aggregate linked to its headroom).
+fn domains(view: &State, keys: &[Domain], names: bool) -> Markup {
     html! {
         @if keys.is_empty() { span.hint { "none" } }
         @for (i, d) in keys.iter().enumerate() {
             @if i > 0 { ", " }
             @match d {
-                Domain::Root(u) => @match view.provider_by_uuid(u) {
-                    Some(p) => a href={"/ui/providers/" (u)} { (p.row.name) },
-                    None => code.uuid { (u) },
-                },
+                Domain::Root(u) => (provider_ref(view, u, names, None)),
                 Domain::Aggregate(u) => a href={"/ui/headroom?member_of=" (u)} { code { (u) } },
                 Domain::Trait(t) => code { (t.as_str()) },
             }
@@ -177,7 +174,7 @@ pub async fn drains(viewer: Viewer) -> Result<Response, UiError> {
         h1 { "Drains" }
         p.hint { "A drain takes every consumer off some roots: each consumer's new home is held by a pending claim until the move is confirmed. "
             "Its roots take nothing new from allot while it is open." }
-        @for d in &all { (drain_section(&view, d, now)) }
+        @for d in &all { (drain_section(&view, d, now, viewer.sees_providers())) }
         @if all.is_empty() { p.hint { "No drain." } }
     };
     Ok(page(&viewer, Tab::Drains, "Drains", content))
@@ -204,15 +201,15 @@ fn progress(view: &State, claims: &[DrainClaim], now: Timestamp) -> ([usize; 4],
 }
 
 /// One drain: its state, roots, progress and each consumer's target.
-fn drain_section(view: &State, d: &Drain, now: Timestamp) -> Markup {
+fn drain_section(view: &State, d: &Drain, now: Timestamp, names: bool) -> Markup {
     let (counts, gone) = progress(view, &d.claims, now);
     html! {
         section.drain id={"drain-" (d.uuid)} data-drain=(d.uuid) {
             h2 { "Drain " code.uuid { (d.uuid) } " · " span.state { (d.state.as_str()) } }
             p.meta { "made " (format_utc(d.created_at))
                 @if let Some(at) = d.ended_at { " · ended " (format_utc(at)) } }
-            p { "Roots: " span.roots { (uuid_roots(view, &d.roots)) }
-                @if !d.disabled.is_empty() { " · disabled by it: " (uuid_roots(view, &d.disabled)) } }
+            p { "Roots: " span.roots { (uuid_roots(view, &d.roots, names)) }
+                @if !d.disabled.is_empty() { " · disabled by it: " (uuid_roots(view, &d.disabled, names)) } }
             p.progress {
                 (grouped(d.claims.len() as i128)) " consumers: "
                 @for (i, state) in ClaimState::ALL.iter().enumerate() {
@@ -228,7 +225,7 @@ fn drain_section(view: &State, d: &Drain, now: Timestamp) -> Markup {
                         @let claim = view.claim(&c.claim);
                         tr data-consumer=(c.consumer) {
                             td { a href={"/ui/consumers/" (c.consumer)} { code.uuid { (c.consumer) } } }
-                            td { @match claim { Some(cl) => (roots(view, &target_roots(view, cl))), None => span.hint { "—" } } }
+                            td { @match claim { Some(cl) => (roots(view, &target_roots(view, cl), names)), None => span.hint { "—" } } }
                             td { code.uuid { (c.claim) } }
                             td.state { @match claim { Some(cl) => (cl.state_at(now).as_str()), None => span.hint { "no longer held" } } }
                         }
@@ -243,15 +240,13 @@ fn drain_section(view: &State, d: &Drain, now: Timestamp) -> Markup {
     }
 }
 
-/// Providers named by uuid (a drain's roots), by name where the view has them.
-fn uuid_roots(view: &State, uuids: &[uuid::Uuid]) -> Markup {
+/// Providers named by uuid (a drain's roots), by name where the view has them and
+/// the caller may read providers (`names`).
+fn uuid_roots(view: &State, uuids: &[uuid::Uuid], names: bool) -> Markup {
     html! {
         @for (i, u) in uuids.iter().enumerate() {
             @if i > 0 { ", " }
-            @match view.provider_by_uuid(u) {
-                Some(p) => a.root href={"/ui/providers/" (u)} { (p.row.name) },
-                None => code.uuid { (u) },
-            }
+            (provider_ref(view, u, names, Some("root")))
         }
     }
 }

@@ -143,7 +143,7 @@ pub async fn submit(
     parts: Parts,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    if !same_origin(&parts) {
+    if !same_origin(&parts, app.config.settings.public_url.as_deref()) {
         return Err(UiError::CrossSite);
     }
     let next = next_of(raw.as_deref())?;
@@ -281,7 +281,7 @@ pub async fn logout(
     parts: Parts,
     body: Bytes,
 ) -> Result<Response, UiError> {
-    if !same_origin(&parts) {
+    if !same_origin(&parts, app.config.settings.public_url.as_deref()) {
         return Err(UiError::CrossSite);
     }
     let Some(id) = session_id(&parts.headers).map(str::to_owned) else {

@@ -10,7 +10,10 @@
 //! Pages are read from one version of the view, walked once per page (never once
 //! per provider), after the API's own policy checks for the API reads the page
 //! stands for (`session::Viewer::require`), so a caller sees what the API would
-//! show it. Only GETs read; the one state-changing form is logout.
+//! show it; within a page, what the API would not show that caller is left out (a
+//! provider's name where the API's answer gives a uuid, `Viewer::sees_providers`;
+//! pending amounts, `providers::pending_at`). Only GETs read; the one
+//! state-changing form is logout.
 //!
 //! The routes sit beside the API's, outside its context middleware
 //! ([`crate::router`]): the API's paths and answers are unchanged, and the API never

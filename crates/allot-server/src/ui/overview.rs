@@ -38,8 +38,9 @@ pub struct Totals {
     pub roots: usize,
 }
 
-/// Walks the view once (see the module doc).
-pub fn totals(view: &State, now: allot_core::Timestamp) -> Totals {
+/// Walks the view once (see the module doc), counting live claims at `pending_at`
+/// (`None`: not at all, [`super::providers::usages`]).
+pub fn totals(view: &State, pending_at: Option<allot_core::Timestamp>) -> Totals {
     let mut t = Totals::default();
     let mut fullest: HashMap<u64, (f64, ResourceClass)> = HashMap::new();
     for p in view.providers() {
@@ -47,7 +48,7 @@ pub fn totals(view: &State, now: allot_core::Timestamp) -> Totals {
         if p.row.parent.is_none() {
             t.roots += 1;
         }
-        for (class, u) in super::providers::usages(p, now) {
+        for (class, u) in super::providers::usages(p, pending_at) {
             let fill = u.fill();
             t.by_class.entry(class.clone()).or_default().add(&u);
             let entry = fullest
@@ -78,9 +79,15 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
     let app = viewer.app.clone();
     let now = app.host.now();
     let view = app.host.read();
-    let t = totals(&view, now);
-    let consumers = view.consumers().count();
-    let pending_claims = view.claims().filter(|c| c.live(now)).count();
+    let t = totals(&view, super::providers::pending_at(&viewer));
+    // Each card only for a caller the API would tell: consumers are counted from the
+    // allocations against providers, claims from the claim list.
+    let consumers = viewer
+        .may(Action::ProviderAllocationsList)
+        .then(|| view.consumers().count());
+    let pending_claims = viewer
+        .may(Action::ClaimsList)
+        .then(|| view.claims().filter(|c| c.live(now)).count());
     let metrics = viewer.may(Action::MetricsShow).then(|| {
         (
             app.config.metrics.totals(),
@@ -92,8 +99,8 @@ pub async fn show(viewer: Viewer) -> Result<Response, UiError> {
         section.cards {
             div.card { span.big { (grouped(t.providers as i128)) } span { "providers" } }
             div.card { span.big { (grouped(t.roots as i128)) } span { "root providers" } }
-            div.card { span.big { (grouped(consumers as i128)) } span { "consumers" } }
-            div.card { a href="/ui/claims" { span.big { (grouped(pending_claims as i128)) } span { "pending claims" } } }
+            @if let Some(n) = consumers { div.card { span.big { (grouped(n as i128)) } span { "consumers" } } }
+            @if let Some(n) = pending_claims { div.card { a href="/ui/claims" { span.big { (grouped(n as i128)) } span { "pending claims" } } } }
         }
         (classes_section(&view, &t))
         (hosts_section(&view, &t))

@@ -10,7 +10,7 @@ use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use maud::html;
 
-use super::format::{amount, grouped};
+use super::format::{amount, grouped, provider_ref};
 use super::providers::{expiry, UnitsCache};
 use super::{page, page_number, pager, path_uuid, query_pairs, Tab, UiError, Viewer};
 use crate::policy::Action;
@@ -22,17 +22,19 @@ pub const PER_PAGE: usize = 50;
 pub const GROUPS_SHOWN: usize = 200;
 
 /// A claim's amounts, with the providers' names.
-fn claim_amounts(view: &allot_core::State, c: &Claim, units: &mut UnitsCache) -> maud::Markup {
+fn claim_amounts(
+    view: &allot_core::State,
+    c: &Claim,
+    units: &mut UnitsCache,
+    names: bool,
+) -> maud::Markup {
     html! {
         ul.plain {
             @for a in c.allocations.iter() {
                 @let un = units.get(view, &a.class);
                 li {
                     code { (a.class.as_str()) } " " (amount(a.amount as i128, &un)) " on "
-                    @match view.provider_by_uuid(&a.provider) {
-                        Some(p) => a href={"/ui/providers/" (a.provider)} { (p.row.name) },
-                        None => code.uuid { (a.provider) },
-                    }
+                    (provider_ref(view, &a.provider, names, None))
                 }
             }
         }
@@ -59,6 +61,7 @@ pub async fn consumer(viewer: Viewer, Path(uuid): Path<String>) -> Result<Respon
         )));
     }
     let mut units = UnitsCache::default();
+    let names = viewer.sees_providers();
     let content = html! {
         h1 { "Consumer " code.uuid { (uuid) } }
         @if let Some(c) = consumer {
@@ -72,7 +75,7 @@ pub async fn consumer(viewer: Viewer, Path(uuid): Path<String>) -> Result<Respon
                     @for a in c.allocations.iter() {
                         @let un = units.get(&view, &a.class);
                         tr {
-                            td { @if let Some(p) = view.provider(a.provider) { a href={"/ui/providers/" (p.uuid())} { (p.row.name) } } }
+                            td { (provider_ref(&view, &view.uuid_of(a.provider), names, None)) }
                             td { code { (a.class.as_str()) } }
                             td.num { (amount(a.used as i128, &un)) }
                         }
@@ -94,7 +97,7 @@ pub async fn consumer(viewer: Viewer, Path(uuid): Path<String>) -> Result<Respon
                             td { code.uuid { (c.uuid) } }
                             td.tag { @if let Some(t) = &c.tag { (t.as_str()) } }
                             td { (c.state_at(now).as_str()) }
-                            td { (claim_amounts(&view, c, &mut units)) }
+                            td { (claim_amounts(&view, c, &mut units, names)) }
                             td { @if c.live(now) { (expiry(c.expires_at, now)) } @else { span.hint { "—" } } }
                         }
                     }
@@ -121,6 +124,7 @@ pub async fn claims(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response,
         .take(PER_PAGE)
         .collect();
     let mut units = UnitsCache::default();
+    let names = viewer.sees_providers();
     let content = html! {
         h1 { "Pending claims" }
         p.hint { "Claims promise capacity until they are confirmed, released or expire; capacity checks count them as used." }
@@ -133,7 +137,7 @@ pub async fn claims(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response,
                         td.tag { @if let Some(t) = &c.tag { (t.as_str()) } }
                         td { a href={"/ui/consumers/" (c.consumer)} { code.uuid { (c.consumer) } } }
                         td { (c.project_id.as_str()) }
-                        td { (claim_amounts(&view, c, &mut units)) }
+                        td { (claim_amounts(&view, c, &mut units, names)) }
                         td { (expiry(c.expires_at, now)) }
                     }
                 }
@@ -161,7 +165,7 @@ pub async fn headroom(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Respons
         h1 { "Headroom" }
         p.hint { "How many more instances of one shape fit now: each counted as a pick-and-claim that would succeed, pending claims included (GET /headroom)." }
         (form.markup())
-        @if let Some(a) = &answer { (headroom_answer(&view, a, form.group_by)) }
+        @if let Some(a) = &answer { (headroom_answer(&view, a, form.group_by, viewer.sees_providers())) }
     };
     Ok(page(&viewer, Tab::Headroom, "Headroom", content))
 }
@@ -254,8 +258,14 @@ async fn count_headroom(viewer: &Viewer, query: &str) -> Result<wire::Headroom, 
 }
 
 /// The count, and its groups largest first (at most [`GROUPS_SHOWN`]), a root named
-/// by its provider's name where `group_by` is `root`.
-fn headroom_answer(view: &allot_core::State, a: &wire::Headroom, group_by: &str) -> maud::Markup {
+/// by its provider's name where `group_by` is `root` and the caller may read
+/// providers (`names`); else by the uuid `GET /headroom` answers it with.
+fn headroom_answer(
+    view: &allot_core::State,
+    a: &wire::Headroom,
+    group_by: &str,
+    names: bool,
+) -> maud::Markup {
     let mut sorted: Vec<(&String, &u64)> = a
         .groups
         .as_ref()
@@ -263,7 +273,7 @@ fn headroom_answer(view: &allot_core::State, a: &wire::Headroom, group_by: &str)
         .unwrap_or_default();
     sorted.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let group_name = |key: &str| -> String {
-        if group_by == "root" {
+        if group_by == "root" && names {
             // The key is the answer's own uuid of a root, not request text.
             if let Some(p) = uuid::Uuid::try_parse(key)
                 .ok()

@@ -38,22 +38,35 @@ impl UnitsCache {
     }
 }
 
-/// A provider's usage of each class it has inventory of, at `now`.
-pub fn usages(p: &Provider, now: Timestamp) -> Vec<(&ResourceClass, Usage)> {
+/// A provider's usage of each class it has inventory of, with what live claims
+/// promise at `pending_at`; `None` for a caller who may not read pending claims
+/// (`allot:claims:pending`): the bars then show what `GET .../usages` shows it.
+pub fn usages(p: &Provider, pending_at: Option<Timestamp>) -> Vec<(&ResourceClass, Usage)> {
     p.inventories
         .iter()
         .map(|(class, inventory)| {
             let used = p.usage.by_class.get(class).copied().unwrap_or(0);
             (
                 class,
-                Usage::of(inventory, used, p.pending(class.as_str(), now)),
+                Usage::of(
+                    inventory,
+                    used,
+                    pending_at.map_or(0, |now| p.pending(class.as_str(), now)),
+                ),
             )
         })
         .collect()
 }
 
+/// When a page's bars count live claims: now, for a caller who may read them
+/// (`allot:claims:pending`), else never (see [`usages`]).
+pub fn pending_at(viewer: &Viewer) -> Option<Timestamp> {
+    let now = viewer.app.host.now();
+    viewer.may(Action::ClaimsPending).then_some(now)
+}
+
 /// A provider's bars, compact (the list and the tree).
-fn mini_bars(view: &State, p: &Provider, now: Timestamp, units: &mut UnitsCache) -> Markup {
+fn mini_bars(view: &State, p: &Provider, now: Option<Timestamp>, units: &mut UnitsCache) -> Markup {
     html! {
         div.minibars {
             @for (class, u) in usages(p, now) {
@@ -90,7 +103,7 @@ pub async fn list(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, U
     let needle = q.to_lowercase();
     // A search box, not the API: a uuid in any standard spelling finds its provider.
     let as_uuid = uuid::Uuid::try_parse(q).ok();
-    let now = viewer.app.host.now();
+    let pending_at = pending_at(&viewer);
     let view = viewer.app.host.read();
     let mut total = 0usize;
     let skip = (page_no - 1) * PER_PAGE;
@@ -132,7 +145,7 @@ pub async fn list(viewer: Viewer, RawQuery(raw): RawQuery) -> Result<Response, U
                         td { a href={"/ui/providers/" (p.uuid())} { (p.row.name) } br; code.uuid { (p.uuid()) } }
                         td { @if let Some(parent) = p.row.parent.and_then(|id| view.provider(id)) {
                             a href={"/ui/providers/" (parent.uuid())} { (parent.row.name) } } @else { span.hint { "root" } } }
-                        td { (mini_bars(&view, p, now, &mut units)) }
+                        td { (mini_bars(&view, p, pending_at, &mut units)) }
                     }
                 }
                 @if rows.is_empty() { tr { td colspan="3" { "No provider matches." } } }
@@ -148,7 +161,7 @@ fn tree(
     view: &State,
     id: ProviderId,
     current: ProviderId,
-    now: Timestamp,
+    now: Option<Timestamp>,
     units: &mut UnitsCache,
     depth: usize,
 ) -> Markup {
@@ -181,6 +194,7 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
     ])?;
     let uuid = path_uuid(&uuid)?;
     let now = viewer.app.host.now();
+    let bars_at = viewer.may(Action::ClaimsPending).then_some(now);
     let view = viewer.app.host.read();
     let Some(p) = view.provider_by_uuid(&uuid) else {
         return Err(UiError::NotFound(format!(
@@ -210,7 +224,7 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
                 " · parent " a href={"/ui/providers/" (parent.uuid())} { (parent.row.name) } } }
         section {
             h2 { "Usage" }
-            (usage_table(&view, p, now, &mut units))
+            (usage_table(&view, p, bars_at, &mut units))
         }
         section.two {
             div {
@@ -228,7 +242,7 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
         }
         section {
             h2 { "Tree" }
-            ul.tree { (tree(&view, root, p.id(), now, &mut units, 0)) }
+            ul.tree { (tree(&view, root, p.id(), bars_at, &mut units, 0)) }
             @if !sharing.is_empty() {
                 h3 { "Sharing providers of its aggregates" }
                 ul.tree {
@@ -236,7 +250,7 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
                         li {
                             a href={"/ui/providers/" (s.uuid())} { (s.row.name) }
                             span.hint { " shares via " @for (i, a) in s.aggregates.iter().filter(|a| tree_aggregates.contains(*a)).enumerate() { @if i > 0 { ", " } code { (a) } } }
-                            (mini_bars(&view, s, now, &mut units))
+                            (mini_bars(&view, s, bars_at, &mut units))
                         }
                     }
                 }
@@ -257,7 +271,12 @@ pub async fn show(viewer: Viewer, Path(uuid): Path<String>) -> Result<Response, 
 }
 
 /// A provider's classes: bar, capacity, used, pending, free, reserved, ratio.
-fn usage_table(view: &State, p: &Provider, now: Timestamp, units: &mut UnitsCache) -> Markup {
+fn usage_table(
+    view: &State,
+    p: &Provider,
+    now: Option<Timestamp>,
+    units: &mut UnitsCache,
+) -> Markup {
     html! {
         table.usage {
             thead { tr { th { "Class" } th { "Usage" } th.num { "Used" } th.num { "Pending" } th.num { "Free" } th.num { "Reserved" } th.num { "Capacity" } th.num { "Ratio" } th.num { "Total" } } }

@@ -237,27 +237,35 @@ pub async fn refresh(mut req: Request, next: Next) -> Response {
     response
 }
 
-/// Whether a request was sent by a page of this origin: the browser's
-/// `Sec-Fetch-Site` says `same-origin` (or `none`, typed by the user), and an
-/// `Origin` header, when there is one, names this server as the request's `Host`
-/// does. A client that sends neither (curl, a test) is let through: it cannot have
-/// been a cross-site page, and the CSRF token still guards what needs it.
-pub fn same_origin(parts: &Parts) -> bool {
+/// Whether a state-changing request was sent by a page of this site (issue 46):
+/// - a browser's `Sec-Fetch-Site` decides when there is one: `same-origin` is
+///   enough, anything else (`cross-site`, `same-site`, `none`) is refused;
+/// - else `Origin` must name this service: `public_url` (`--public-url`) when the
+///   operator set one, else the address the connection came in on (`http://` or
+///   `https://` as served, then `IP:PORT` as the server's socket has it);
+/// - a request with neither header is refused: every browser of the last years
+///   sends one of them with a form, so only a client that is no browser sends
+///   neither, and it can use the API instead.
+///
+/// Never the request's own `Host`: a DNS-rebinding page makes the browser send its
+/// own name there, and `Origin` then matches it.
+pub fn same_origin(parts: &Parts, public_url: Option<&str>) -> bool {
     let headers = &parts.headers;
     if let Some(site) = headers.get("sec-fetch-site") {
-        if !matches!(site.to_str(), Ok("same-origin" | "none")) {
-            return false;
-        }
+        return site.as_bytes() == b"same-origin";
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
-        return true;
+        return false;
     };
-    let https = parts.extensions.get::<Arrival>().is_some_and(|a| a.https);
-    let scheme = if https { "https" } else { "http" };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match (origin.to_str(), host) {
-        (Ok(origin), Some(host)) => origin == format!("{scheme}://{host}"),
-        _ => false,
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    match public_url {
+        Some(public) => origin.eq_ignore_ascii_case(public),
+        None => parts.extensions.get::<Arrival>().is_some_and(|a| {
+            let scheme = if a.https { "https" } else { "http" };
+            origin == format!("{scheme}://{}", a.local)
+        }),
     }
 }
 
@@ -320,6 +328,12 @@ impl Viewer {
             }
         }
         Ok(())
+    }
+
+    /// Whether the API would show the caller a provider by uuid (its name among
+    /// it): pages whose own rule is another name providers by uuid otherwise.
+    pub fn sees_providers(&self) -> bool {
+        self.may(Action::ProvidersShow)
     }
 
     /// Who is logged in, for the page's header.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::parse::{
     parse_advertise_url, parse_auth, parse_bind, parse_count, parse_database_name,
-    parse_log_format, parse_policy, parse_seconds, variants, Spelled, BOOL,
+    parse_log_format, parse_policy, parse_public_url, parse_seconds, variants, Spelled, BOOL,
 };
 
 /// The authorization rules, as `--policy` takes them: a mirror of
@@ -151,6 +151,12 @@ pub struct Layer {
     #[arg(long = "cors-allow-header", value_delimiter = ',', value_name = "NAME")]
     #[serde(default)]
     pub(super) cors_allow_headers: Vec<String>,
+
+    /// The URL people's browsers reach this service at (https://allot.example.com,
+    /// a proxy's): the web UI takes a form only from this origin [default: the
+    /// address the connection came in on, http:// or https:// as served].
+    #[arg(long, value_name = "URL", value_parser = parse_public_url)]
+    pub(super) public_url: Option<String>,
 
     /// Authorization rules: the default is what Placement 16 enforces out of the box;
     /// `legacy` lets an admin token without the `service` role reshape.

@@ -871,6 +871,7 @@ mod tests {
         // plain identifier.
         match arg.get_id().as_str() {
             "advertise_url" => return ["http://one:1".to_owned(), "https://two:2".to_owned()],
+            "public_url" => return ["http://one:1".to_owned(), "https://two".to_owned()],
             "database_name" => return ["one".to_owned(), "two".to_owned()],
             _ => {}
         }
@@ -957,7 +958,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 41, "every setting is checked");
+        assert_eq!(checked, 42, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

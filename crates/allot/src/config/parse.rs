@@ -106,6 +106,25 @@ pub(super) fn parse_advertise_url(s: &str) -> Result<String, String> {
     Ok(s.trim_end_matches('/').to_owned())
 }
 
+/// `--public-url`: an http or https URL without a path, kept as the origin a browser
+/// sends in `Origin` (scheme and host in lower case, no default port, no `/`); empty
+/// for none.
+pub(super) fn parse_public_url(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(String::new());
+    }
+    let invalid = || {
+        format!("invalid URL {s:?} (expected http://HOST[:PORT] or https://HOST[:PORT], no path)")
+    };
+    let url = url::Url::parse(s).map_err(|_| invalid())?;
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() || !bare {
+        return Err(invalid());
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
 /// A database name that needs no escape in a URL or in SQL (letters, digits, `_`).
 pub(super) fn parse_database_name(s: &str) -> Result<String, String> {
     let name = s.trim();

@@ -91,6 +91,7 @@ pub(super) fn server_settings(merged: &Merged) -> anyhow::Result<allot_server::S
             allowed_origins: origins,
             allow_headers: clean(s.cors_allow_headers.clone()),
         }),
+        public_url: s.public_url.clone().filter(|u| !u.is_empty()),
         policy: declared(s.policy).into(),
         randomize_allocation_candidates: declared(s.randomize_allocation_candidates),
         max_allocation_candidates: bounded(
