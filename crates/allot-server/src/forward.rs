@@ -342,6 +342,38 @@ pub async fn forward(State(app): State<AppState>, request: Request, next: Next) 
     Response::from_parts(head, Body::from(body))
 }
 
+/// Sends a web UI form to the cluster's writer, as this node's own page would
+/// (`Sec-Fetch-Site: same-origin`, the session's `cookie` header), for a write this node
+/// could not make itself: on MariaDB a node without the writer's lease writes
+/// nothing. The writer checks the form as any other (its session and CSRF token),
+/// so nothing here needs its trust. The writer's status, or None when no other node
+/// writes or it could not be reached.
+pub(crate) async fn relay_form(
+    app: &AppState,
+    path: &str,
+    cookie: &str,
+    form: String,
+) -> Option<axum::http::StatusCode> {
+    let WriterRole::At(writer) = app.config.forwarding.role() else {
+        return None;
+    };
+    let request = hyper::Request::builder()
+        .method(Method::POST)
+        .uri(format!("{}{path}", writer.trim_end_matches('/')))
+        .header(header::COOKIE, cookie)
+        .header("sec-fetch-site", "same-origin")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Full::new(Bytes::from(form)))
+        .ok()?;
+    match app.config.forwarding.client.request(request).await {
+        Ok(answer) => Some(answer.status()),
+        Err(e) => {
+            tracing::warn!(%writer, error = %e, "relaying a web UI form to the cluster's writer");
+            None
+        }
+    }
+}
+
 /// Before a read: waits (at most the staleness bound) until this node's view holds
 /// every commit of the writes it has forwarded and answered, so that the read sees
 /// them. Nothing to wait for on a node that forwarded nothing, or whose view has

@@ -57,9 +57,9 @@ use std::time::{Duration, Instant};
 
 use cluster::{
     all_nodes_agree, converge, create_providers, every_node_sees_the_providers,
-    every_other_node_knows_the_writer, freshness, nothing_answered_lost, storm, the_writer, usage,
-    Answer, Attempt, End, Ending, Retry, Storm, CAPACITY, CLAIMS, FORWARDED, FRESHNESS, PROVIDERS,
-    VCPU_PER_PROVIDER,
+    every_other_node_knows_the_writer, freshness, nothing_answered_lost, storm, the_writer, ui,
+    ui_csrf, ui_login, ui_refused, usage, Answer, Attempt, End, Ending, Retry, Storm, CAPACITY,
+    CLAIMS, FORWARDED, FRESHNESS, PROVIDERS, VCPU_PER_PROVIDER,
 };
 use support::{mariadb, metric, skip, stdout_of, Galera, Server};
 
@@ -563,4 +563,31 @@ fn three_nodes_starting_together_on_galera_all_start() {
             std::panic::resume_unwind(failed);
         }
     }
+}
+
+/// 6 (issue 46): the web UI through a node that does not write. On Galera such a node
+/// writes nothing itself, and a logout is a write (the session's revocation): it
+/// reaches the writer, and ends the session on every node; so does a login that
+/// replaces the browser's session (the old one is revoked).
+#[test]
+fn a_ui_logout_through_a_node_that_does_not_write_ends_the_session_everywhere() {
+    let Some(setup) = setup() else { return };
+    let node = setup.nodes[(setup.writer + 1) % 3].as_ref().unwrap();
+    let first = ui_login(node, "");
+    let second = ui_login(node, &first);
+    let nodes = &setup.nodes;
+    converge(Duration::from_secs(3), || {
+        nodes.iter().flatten().all(|n| ui_refused(n, &first))
+    });
+    for n in nodes.iter().flatten() {
+        let r = ui(n, "GET", "/ui/providers", &second, "");
+        assert_eq!(r.status, 200, "{}: {}", n.addr, r.body);
+    }
+    let form = format!("csrf={}", ui_csrf(node, &second));
+    let r = ui(node, "POST", "/ui/logout", &second, &form);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("location"), Some("/ui/login"));
+    converge(Duration::from_secs(3), || {
+        nodes.iter().flatten().all(|n| ui_refused(n, &second))
+    });
 }

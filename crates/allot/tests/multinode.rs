@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 use cluster::{
     all_nodes_agree, claim, consumer_uuid, converge, create_providers,
     every_node_sees_the_providers, every_other_node_knows_the_writer, freshness, held,
-    held_as_answered, nothing_answered_lost, provider_uuid, storm, the_writer, Answer, End, Ending,
-    Retry, Storm, CAPACITY, CLAIMS, FORWARDED, NODES, THREADS,
+    held_as_answered, nothing_answered_lost, provider_uuid, storm, the_writer, ui, ui_csrf,
+    ui_login, ui_refused, Answer, End, Ending, Retry, Storm, CAPACITY, CLAIMS, FORWARDED, NODES,
+    THREADS,
 };
 use support::{json, metric, psql, Database, Server};
 use uuid::Uuid;
@@ -579,19 +580,6 @@ fn only_nodes_are_trusted_with_forwarded_writes() {
     assert_eq!(forwarded(writer), 0.0, "the writer forwards nothing");
 }
 
-/// A web UI request to `node` with `cookie` (and a form body if any), sent as a
-/// page of the node's own origin would.
-fn ui(node: &Server, method: &str, path: &str, cookie: &str, form: &str) -> support::Reply {
-    let addr = &node.addr;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
-         origin: http://{addr}\r\nsec-fetch-site: same-origin\r\ncookie: {cookie}\r\n\
-         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{form}",
-        form.len()
-    );
-    support::exchange(addr, request.as_bytes())
-}
-
 /// Web UI sessions that every node honours (issue 46): a login through node 0 opens
 /// pages on nodes 1 and 2, and on node 0 again after its restart; a logout through
 /// node 1 ends the session on all three (within the freshness bound: the logout
@@ -600,16 +588,7 @@ fn ui(node: &Server, method: &str, path: &str, cookie: &str, form: &str) -> supp
 fn a_ui_session_holds_on_every_node_and_a_logout_ends_it_everywhere() {
     let Some(db) = Database::create() else { return };
     let mut nodes = start_nodes(&db);
-    let r = ui(
-        nodes[0].as_ref().unwrap(),
-        "POST",
-        "/ui/login",
-        "",
-        "token=admin",
-    );
-    assert_eq!(r.status, 303, "{}", r.body);
-    let set = r.header("set-cookie").expect("a session cookie");
-    let cookie = set.split(';').next().unwrap().to_owned();
+    let cookie = ui_login(nodes[0].as_ref().unwrap(), "");
     for node in nodes.iter().flatten() {
         let r = ui(node, "GET", "/ui/providers", &cookie, "");
         assert_eq!(r.status, 200, "{}: {}", node.addr, r.body);
@@ -622,29 +601,12 @@ fn a_ui_session_holds_on_every_node_and_a_logout_ends_it_everywhere() {
     nodes[0] = Some(restarted);
 
     // A logout through node 1 (its form's CSRF token) ends it everywhere.
-    let page = ui(nodes[1].as_ref().unwrap(), "GET", "/ui", &cookie, "").body;
-    let csrf = page
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the logout form's CSRF token")
-        .to_owned();
-    let form = format!("csrf={csrf}");
-    let r = ui(
-        nodes[1].as_ref().unwrap(),
-        "POST",
-        "/ui/logout",
-        &cookie,
-        &form,
-    );
+    let node = nodes[1].as_ref().unwrap();
+    let form = format!("csrf={}", ui_csrf(node, &cookie));
+    let r = ui(node, "POST", "/ui/logout", &cookie, &form);
     assert_eq!(r.status, 303, "{}", r.body);
     assert_eq!(r.header("location"), Some("/ui/login"));
     converge(Duration::from_secs(3), || {
-        nodes.iter().flatten().all(|node| {
-            let r = ui(node, "GET", "/ui/providers", &cookie, "");
-            r.status == 303
-                && r.header("location")
-                    .is_some_and(|l| l.contains("/ui/login"))
-        })
+        nodes.iter().flatten().all(|node| ui_refused(node, &cookie))
     });
 }

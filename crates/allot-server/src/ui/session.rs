@@ -173,20 +173,36 @@ impl Sessions {
     /// Ends the session `cookie` holds on every node: its id's hash is revoked
     /// until the session's end, through the store. Nothing to do for a cookie that
     /// holds no live session.
+    ///
+    /// A node that may not write for itself (on MariaDB, one without the writer's
+    /// lease) has the writer end it instead, through the writer's own logout form
+    /// with the session's CSRF token ([`crate::forward::relay_form`]): a
+    /// revocation written twice is kept once, so a write that failed after it was
+    /// made is no harm either.
     pub async fn close(&self, app: &AppState, cookie: &str) -> Result<(), UiError> {
         let Some(session) = self.read(cookie).filter(|s| s.live(now_unix())) else {
             return Ok(());
         };
         let hash = session.hash();
         let until = session.created + LIFETIME_SECONDS;
-        app.write(allot_store::WriteKind::Other, move |_, now| {
-            Ok((
-                (),
-                vec![allot_core::Change::RevokeSession { hash, until, now }],
-            ))
-        })
-        .await
-        .map_err(|e| UiError::Unavailable(format!("the logout could not be written: {e:?}")))
+        let written = app
+            .write(allot_store::WriteKind::Other, move |_, now| {
+                Ok((
+                    (),
+                    vec![allot_core::Change::RevokeSession { hash, until, now }],
+                ))
+            })
+            .await;
+        let Err(e) = written else { return Ok(()) };
+        let form = format!("csrf={}", session.csrf);
+        let cookie = format!("{COOKIE}={cookie}");
+        match crate::forward::relay_form(app, "/ui/logout", &cookie, form).await {
+            // The writer's logout answers with the way to the login page.
+            Some(status) if status == axum::http::StatusCode::SEE_OTHER => Ok(()),
+            _ => Err(UiError::Unavailable(format!(
+                "the logout could not be written: {e:?}"
+            ))),
+        }
     }
 }
 

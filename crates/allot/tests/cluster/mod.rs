@@ -623,3 +623,43 @@ pub fn every_other_node_knows_the_writer(nodes: &[Option<Server>], writer: usize
             })
     });
 }
+
+/// A web UI request to `node` with `cookie` (and a form body if any), sent as a
+/// page of the node's own origin would.
+pub fn ui(node: &Server, method: &str, path: &str, cookie: &str, form: &str) -> support::Reply {
+    let addr = &node.addr;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\
+         origin: http://{addr}\r\nsec-fetch-site: same-origin\r\ncookie: {cookie}\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{form}",
+        form.len()
+    );
+    support::exchange(addr, request.as_bytes())
+}
+
+/// A UI login through `node` (with the browser's `cookie`, if any): the new
+/// session's cookie, `name=value`.
+pub fn ui_login(node: &Server, cookie: &str) -> String {
+    let r = ui(node, "POST", "/ui/login", cookie, "token=admin");
+    assert_eq!(r.status, 303, "{}", r.body);
+    let set = r.header("set-cookie").expect("a session cookie");
+    set.split(';').next().unwrap().to_owned()
+}
+
+/// The CSRF token of the logout form a page of `node` shows the session.
+pub fn ui_csrf(node: &Server, cookie: &str) -> String {
+    let page = ui(node, "GET", "/ui", cookie, "").body;
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the logout form's CSRF token")
+        .to_owned()
+}
+
+/// Whether `node` sends the session of `cookie` back to the login page.
+pub fn ui_refused(node: &Server, cookie: &str) -> bool {
+    let r = ui(node, "GET", "/ui/providers", cookie, "");
+    r.status == 303
+        && r.header("location")
+            .is_some_and(|l| l.contains("/ui/login"))
+}
