@@ -217,12 +217,7 @@ fn target(app: &AppState, request: &Request) -> Option<String> {
     {
         return None;
     }
-    let stated = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if stated.is_none_or(|n| n > crate::MAX_BODY_BYTES) {
+    if !forwardable_body(request) {
         return None;
     }
     match app.config.forwarding.role() {
@@ -231,30 +226,23 @@ fn target(app: &AppState, request: &Request) -> Option<String> {
     }
 }
 
+/// Whether a request's body is one a node forwards: of a stated length, within
+/// [`crate::MAX_BODY_BYTES`] (anything else is handled where it arrived, where the
+/// usual limits answer it).
+fn forwardable_body(request: &Request) -> bool {
+    request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n <= crate::MAX_BODY_BYTES)
+}
+
 /// The middleware: forwards a write to the cluster's writer, or handles the request
 /// here (and, for a request another node forwarded, says which commit answered it).
 pub async fn forward(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let Some(writer) = target(&app, &request) else {
-        if matches!(*request.method(), Method::GET | Method::HEAD) {
-            owed_commits(&app).await;
-        }
-        let forwarded = request.extensions().get::<Proven>().is_some();
-        if forwarded {
-            app.config
-                .forwarding
-                .forwarded_to
-                .store(true, Ordering::Relaxed);
-        }
-        let mut response = next.run(request).await;
-        if forwarded {
-            // After the handler: a write is answered only once its commit is in the
-            // view, so the view's cursor covers it.
-            let cursor = app.host.cursor().0;
-            response
-                .headers_mut()
-                .insert(CURSOR, HeaderValue::from(cursor));
-        }
-        return response;
+        return handled_here(&app, request, next).await;
     };
     // The identity `context::around` authenticated, which the proof carries.
     let Some(identity) = request
@@ -374,6 +362,32 @@ pub(crate) async fn relay_form(
     }
 }
 
+/// A request this node handles itself: a read waits for the commits this node has
+/// answered for; a write another node forwarded (proven) is answered with the commit
+/// that holds it.
+async fn handled_here(app: &AppState, request: Request, next: Next) -> Response {
+    if matches!(*request.method(), Method::GET | Method::HEAD) {
+        owed_commits(app).await;
+    }
+    let forwarded = request.extensions().get::<Proven>().is_some();
+    if forwarded {
+        app.config
+            .forwarding
+            .forwarded_to
+            .store(true, Ordering::Relaxed);
+    }
+    let mut response = next.run(request).await;
+    if forwarded {
+        // After the handler: a write is answered only once its commit is in the
+        // view, so the view's cursor covers it.
+        let cursor = app.host.cursor().0;
+        response
+            .headers_mut()
+            .insert(CURSOR, HeaderValue::from(cursor));
+    }
+    response
+}
+
 /// Before a read: waits (at most the staleness bound) until this node's view holds
 /// every commit of the writes it has forwarded and answered, so that the read sees
 /// them. Nothing to wait for on a node that forwarded nothing, or whose view has
@@ -408,13 +422,8 @@ fn target_of(uri: &axum::http::Uri) -> &str {
 /// own headers, as any client's.
 pub(crate) async fn proven(app: &AppState, request: &mut Request) -> Option<Identity> {
     let proof = request.headers().get(FORWARDED)?.to_str().ok()?.to_owned();
-    let stated = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    // Only a body of a stated length within the limit, as a node forwards.
-    if stated.is_none_or(|n| n > crate::MAX_BODY_BYTES) {
+    // Only a body as a node forwards it.
+    if !forwardable_body(request) {
         return None;
     }
     let body = std::mem::take(request.body_mut());
