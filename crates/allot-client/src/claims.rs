@@ -253,6 +253,14 @@ pub struct ProviderPending {
     pub pending: BTreeMap<String, u64>,
 }
 
+/// `GET /pending?group_by=root`: what live pending claims promise under each root,
+/// its whole tree summed, by class; roots with nothing pending are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingByRoot {
+    /// Per root, per class.
+    pub roots: BTreeMap<Uuid, BTreeMap<String, u64>>,
+}
+
 /// `GET /claims`: one page of claims, oldest first (then by uuid).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClaimList {
@@ -444,6 +452,24 @@ impl Client {
             .typed(Method::GET, &format!("/pending?{query}"), None)
             .await?;
         Ok(totals.pending)
+    }
+
+    /// `GET /pending?group_by=root`: every root's pending totals in one answer, of a
+    /// consumer or a project when given, of one class with `class`.
+    pub async fn pending_by_root(
+        &self,
+        consumer: Option<Uuid>,
+        project: Option<&str>,
+        class: Option<&str>,
+    ) -> Result<PendingByRoot> {
+        let query = query_string(&[
+            ("group_by", Some("root".to_owned())),
+            ("consumer_uuid", consumer.map(|u| u.to_string())),
+            ("project_id", project.map(str::to_owned)),
+            ("resource_class", class.map(str::to_owned)),
+        ]);
+        self.typed(Method::GET, &format!("/pending?{query}"), None)
+            .await
     }
 
     /// `GET /resource_providers?name=...`: the uuid of the provider with that name

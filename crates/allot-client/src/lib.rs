@@ -35,6 +35,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 mod claims;
+pub mod consumers;
 pub mod drains;
 mod headroom;
 pub mod server_groups;
@@ -43,8 +44,8 @@ pub mod survey;
 mod usages;
 
 pub use claims::{
-    Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim, PickClaim,
-    Placed, ProviderPending, SoftRuleBroken,
+    Claim, ClaimExpiry, ClaimFilter, ClaimList, ClaimResources, ClaimState, NewClaim,
+    PendingByRoot, PickClaim, Placed, ProviderPending, SoftRuleBroken,
 };
 pub use headroom::{Explanation, GroupExplanation, Headroom, Miss, Stage};
 pub use status::Status;

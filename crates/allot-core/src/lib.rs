@@ -19,6 +19,7 @@ pub mod change;
 pub mod compact;
 pub mod drains;
 pub mod error;
+pub mod holders;
 pub mod metadata;
 pub mod model;
 pub mod names;

@@ -11,7 +11,8 @@
 //! node that writes for itself (no writer known yet, or the writer out of reach)
 //! can never over-commit either.
 //!
-//! - **Which requests:** every method but `GET`, `HEAD` and `OPTIONS`, with a body
+//! - **Which requests:** every method but `GET`, `HEAD` and `OPTIONS`, and but the
+//!   reads posted for their long input ([`POSTED_READS`]), with a body
 //!   of a stated length within [`crate::MAX_BODY_BYTES`] (anything else is handled
 //!   here, where the usual limits answer it). The caller has been authenticated
 //!   here already (this layer runs inside `context::around`).
@@ -210,11 +211,7 @@ impl Forwarding {
 /// Where this request goes, if not here: the writer's URL for a write this node
 /// should forward.
 fn target(app: &AppState, request: &Request) -> Option<String> {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) || request.extensions().get::<Proven>().is_some()
-    {
+    if reads(request) || request.extensions().get::<Proven>().is_some() {
         return None;
     }
     if !forwardable_body(request) {
@@ -227,6 +224,25 @@ fn target(app: &AppState, request: &Request) -> Option<String> {
 }
 
 /// Whether a request's body is one a node forwards: of a stated length, within
+/// Reads sent as a `POST` because their input is long (allot's query forms, the
+/// audit, a dry run): answered by the node they arrive at, from its view, as a `GET`
+/// is, never forwarded to the writer, which would then answer every node's reads.
+const POSTED_READS: [&str; 4] = [
+    "/allocation_candidates/query",
+    "/resource_providers/query",
+    "/audit",
+    "/dry_run",
+];
+
+/// Whether a request only reads (a read waits for the writes this node forwarded).
+fn reads(request: &Request) -> bool {
+    match *request.method() {
+        Method::GET | Method::HEAD | Method::OPTIONS => true,
+        Method::POST => POSTED_READS.contains(&request.uri().path()),
+        _ => false,
+    }
+}
+
 /// [`crate::MAX_BODY_BYTES`] (anything else is handled where it arrived, where the
 /// usual limits answer it).
 fn forwardable_body(request: &Request) -> bool {
@@ -366,7 +382,7 @@ pub(crate) async fn relay_form(
 /// answered for; a write another node forwarded (proven) is answered with the commit
 /// that holds it.
 async fn handled_here(app: &AppState, request: Request, next: Next) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD) {
+    if reads(&request) {
         owed_commits(app).await;
     }
     let forwarded = request.extensions().get::<Proven>().is_some();

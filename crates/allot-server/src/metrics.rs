@@ -104,6 +104,9 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
     claims: Family<ClaimLabels, Counter>,
+    /// Allocation candidate searches cut short by `--max-allocation-candidates` or the
+    /// search's step budget.
+    cut_short: Counter,
     overall: Arc<Overall>,
     /// The latest refusals, newest last (the web UI's "refused recently").
     recent: Arc<std::sync::Mutex<std::collections::VecDeque<Refusal>>>,
@@ -144,6 +147,7 @@ impl Default for Metrics {
             requests: Family::default(),
             durations: Family::new_with_constructor(latency),
             claims: Family::default(),
+            cut_short: Counter::default(),
             overall: Arc::default(),
             recent: Arc::default(),
             started: Instant::now(),
@@ -315,6 +319,17 @@ impl Metrics {
              accepted and refused, by status and error code",
             self.claims.clone(),
         );
+        registry.register(
+            "allot_candidates_cut_short",
+            "Allocation candidate searches stopped by --max-allocation-candidates or the \
+             search's step budget before every root was explored",
+            self.cut_short.clone(),
+        );
+    }
+
+    /// Counts a search of allocation candidates cut short.
+    pub fn search_cut_short(&self) {
+        self.cut_short.inc();
     }
 }
 

@@ -174,6 +174,12 @@ actions! {
     Headroom => "allot:headroom",
     /// `GET /allocation_candidates/explain`, allot's own (issue 24).
     Explain => "allot:explain",
+    /// `GET /consumers`, allot's own (issue 47).
+    ConsumersList => "allot:consumers:list",
+    /// `POST /audit`, allot's own (issue 47).
+    Audit => "allot:audit",
+    /// `POST /audit/delete`, allot's own (issue 47).
+    AuditDelete => "allot:audit:delete",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -319,6 +325,13 @@ impl Action {
                 deprecated: None,
                 scopes: PROJECT,
             },
+            // Removing what an audit found (ours): admins only, as Nova's `placement
+            // audit --delete` is an operator's act, never a service's.
+            Action::AuditDelete => Rule {
+                check: Check::Rule(Base::Admin),
+                deprecated: None,
+                scopes: PROJECT,
+            },
             // Metrics (ours): admins, and a scraper's own user with the `metrics`
             // role, which may read nothing else.
             Action::MetricsShow => Rule {
@@ -375,7 +388,9 @@ impl Action {
             | Action::DrainsCreate
             | Action::DrainsShow
             | Action::DrainsConfirm
-            | Action::DrainsDelete => ADMIN_OR_SERVICE,
+            | Action::DrainsDelete
+            | Action::ConsumersList
+            | Action::Audit => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -813,6 +828,9 @@ mod tests {
                     | MetricsShow
                     | Headroom
                     | Explain
+                    | ConsumersList
+                    | Audit
+                    | AuditDelete
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -822,7 +840,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 53);
+        assert_eq!(Action::ALL.len(), 56);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

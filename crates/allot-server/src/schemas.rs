@@ -202,6 +202,10 @@ pub fn provider_list_query(minor: u16) -> Value {
             };
         }
     }
+    // allot's extensions, at every microversion: usages in each entry, and pages.
+    properties["with_usages"] = json!({"type": "string", "enum": ["true", "false"]});
+    properties["limit"] = json!({"type": "string", "pattern": "^[1-9][0-9]*$"});
+    properties["marker"] = json!({"type": "string", "format": "uuid"});
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
 
@@ -656,7 +660,7 @@ pub fn claims_release_query() -> Value {
 }
 
 /// The query string of `GET /pending`: a consumer, a project, or both (the handler
-/// says that one is needed, in its own words).
+/// says that one is needed, in its own words, unless the answer is by root).
 pub fn pending_query() -> Value {
     json!({
         "type": "object",
@@ -664,6 +668,7 @@ pub fn pending_query() -> Value {
             "consumer_uuid": {"type": "string", "format": "uuid"},
             "project_id": owner_id(),
             "resource_class": resource_class_name(),
+            "group_by": {"type": "string", "enum": ["root"]},
         },
         "additionalProperties": false,
     })

@@ -215,7 +215,7 @@ pub struct PendingArgs {
     #[arg(short = 'f', long = "format", value_enum, default_value_t = Format::Table)]
     format: Format,
     /// The provider (a uuid or a name).
-    #[arg(required_unless_present_any = ["consumer", "project"], conflicts_with_all = ["consumer", "project"])]
+    #[arg(required_unless_present_any = ["consumer", "project", "by_root"], conflicts_with_all = ["consumer", "project", "by_root"])]
     provider: Option<String>,
     /// With the provider: the totals per consumer too.
     #[arg(long, conflicts_with_all = ["consumer", "project"])]
@@ -234,6 +234,10 @@ pub struct PendingArgs {
     /// With `--consumer` or `--project`: this resource class's total alone.
     #[arg(long, conflicts_with = "provider")]
     class: Option<String>,
+    /// Every root's totals, its tree summed (of `--consumer` or `--project` when
+    /// given).
+    #[arg(long)]
+    by_root: bool,
 }
 
 fn parse_expiry(text: &str) -> Result<ClaimExpiry, String> {
@@ -501,6 +505,26 @@ pub fn run_pending(args: PendingArgs) -> anyhow::Result<()> {
                         .await?,
                     args.format,
                 )
+            }
+            None if args.by_root => {
+                let by_root = client
+                    .pending_by_root(
+                        args.consumer,
+                        args.project.as_deref(),
+                        args.class.as_deref(),
+                    )
+                    .await?;
+                match args.format {
+                    Format::Json => json_text(&by_root),
+                    Format::Table => table(
+                        ["root", "class", "pending"],
+                        by_root.roots.iter().flat_map(|(root, sums)| {
+                            sums.iter().map(move |(class, n)| {
+                                [root.to_string(), class.clone(), n.to_string()]
+                            })
+                        }),
+                    ),
+                }
             }
             None => {
                 let pending = client

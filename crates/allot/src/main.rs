@@ -2,7 +2,8 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot server-groups` its server groups (and imports Nova's);
-//! `allot drain` and `allot drains` drain hosts; `allot export` and `allot import` move a deployment between
+//! `allot drain` and `allot drains` drain hosts; `allot consumers` lists who holds
+//! what and `allot audit` finds what no live workload accounts for; `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -13,6 +14,7 @@
 //! defaults, in that order of precedence (see `config`).
 
 mod allocator;
+mod audit;
 mod bench;
 mod claims;
 mod classes;
@@ -65,6 +67,12 @@ enum Command {
     Drain(drains::DrainArgs),
     /// List, show, confirm or abandon a running allot's drains.
     Drains(drains::DrainsArgs),
+    /// The consumers that hold allocations or pending claims, with their totals
+    /// and providers, filtered (`-f json` for scripts).
+    Consumers(audit::ConsumersArgs),
+    /// Find the consumers that hold resources and are not among the live workloads
+    /// listed (a file or standard input, one uuid a line); `--delete` removes them.
+    Audit(audit::AuditArgs),
     /// Write a whole deployment from a database to a portable JSON dump (no server
     /// needed; stop the one using the database first).
     Export(dump::ExportArgs),
@@ -125,6 +133,8 @@ fn main() -> anyhow::Result<()> {
         Command::ServerGroups(args) => server_groups::run(args),
         Command::Drain(args) => drains::run_drain(args),
         Command::Drains(args) => drains::run_drains(args),
+        Command::Consumers(args) => audit::run_consumers(args),
+        Command::Audit(args) => audit::run_audit(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.

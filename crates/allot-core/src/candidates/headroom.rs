@@ -65,6 +65,7 @@ impl State {
         let mut budget = Budget {
             steps_left: options.step_budget,
             exhausted: false,
+            anchors: 0,
         };
         let mut spare = Tables::default();
         let simple = Simple::of(&prepared);

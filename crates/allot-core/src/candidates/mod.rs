@@ -188,6 +188,19 @@ pub struct Candidates {
     /// Whether generation stopped at the configured bound or step budget rather than
     /// at the request's limit or the end of the answers.
     pub truncated: bool,
+    /// When [`Candidates::truncated`]: how many roots the search visited before it
+    /// stopped, of how many it could have visited.
+    pub explored: Option<Explored>,
+}
+
+/// How far a search cut short got (`--max-allocation-candidates` or the step budget),
+/// so that a client can tell that roots were left unexplored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Explored {
+    /// Roots (anchors) visited, in whole or in part.
+    pub roots_explored: usize,
+    /// Roots the request could have visited: every root, or the one `in_tree` pins.
+    pub roots: usize,
 }
 
 impl Candidates {
@@ -306,6 +319,7 @@ impl State {
         let mut budget = Budget {
             steps_left: options.step_budget,
             exhausted: false,
+            anchors: 0,
         };
         // A weighed answer with a limit: the first of the order, walked to.
         let walked = walk::applies(&prep, &query.weigh, query.limit).and_then(|sort| {
@@ -319,6 +333,7 @@ impl State {
         });
         if let Some(requests) = walked {
             out.truncated = budget.exhausted;
+            out.explored = self.explored(&prep, out.truncated, &budget);
             out.summaries = self.summarised(&requests, query.nested_aware);
             out.requests = requests;
             return Ok(out);
@@ -337,9 +352,25 @@ impl State {
             requests.truncate(query.limit.unwrap_or(usize::MAX));
         }
         out.truncated = budget.exhausted || (bound_hit && query.limit.is_none_or(|l| l > bound));
+        out.explored = self.explored(&prep, out.truncated, &budget);
         out.summaries = self.summarised(&requests, query.nested_aware);
         out.requests = requests;
         Ok(out)
+    }
+
+    /// How far a search cut short got: the anchors visited, of those there are.
+    fn explored(
+        &self,
+        prep: &Prepared<'_, '_>,
+        truncated: bool,
+        budget: &Budget,
+    ) -> Option<Explored> {
+        // Counted only when cut short: the anchors are every root, a walk over the
+        // providers that a complete answer need not pay for.
+        truncated.then(|| Explored {
+            roots_explored: budget.anchors,
+            roots: prep.anchors().count(),
+        })
     }
 
     /// Whether the request has at least one candidate (for the order of errors:
@@ -352,6 +383,7 @@ impl State {
         let mut budget = Budget {
             steps_left: DEFAULT_STEP_BUDGET,
             exhausted: false,
+            anchors: 0,
         };
         let mut gen = Generator {
             prep: &prep,
@@ -446,6 +478,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q, '_> {
         // One set of search tables for every anchor.
         let mut spare = Tables::default();
         for anchor in self.prep.anchors() {
+            budget.anchors += 1;
             let Some(mut search) = self.search_at(anchor, None, &mut spare) else {
                 continue;
             };
@@ -506,6 +539,7 @@ impl<'p, 's, 'q> Generator<'p, 's, 'q, '_> {
             if pool.len() >= bound || budget.exhausted {
                 break;
             }
+            budget.anchors += 1;
             // These searches are kept pending: each has tables of its own.
             let Some(mut search) = self.search_at(anchor, Some(&mut rng), &mut Tables::default())
             else {

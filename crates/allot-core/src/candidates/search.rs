@@ -57,6 +57,9 @@ pub(super) struct Budget {
     pub steps_left: u64,
     /// Set when the budget ran out.
     pub exhausted: bool,
+    /// Anchors (roots) the search has visited so far: what a search cut short
+    /// reports as explored.
+    pub anchors: usize,
 }
 
 /// The tables of one anchor search, which outlive it: a request visits thousands of

@@ -318,6 +318,55 @@ fn the_bound_applies_without_a_limit_and_within_one() {
     assert!(!run(&w, &q).truncated);
 }
 
+/// A search cut short by the bound says how many roots it visited, of how many;
+/// one that ran to the end or to the request's limit says nothing.
+#[test]
+fn a_search_cut_short_says_how_far_it_got() {
+    let mut w = World::new();
+    for i in 0..10 {
+        let name = format!("cn{i}");
+        w.provider(&name, None).total(&name, "VCPU", 4);
+    }
+    let mut q = query(vec![group("", &[("VCPU", 1)])]);
+    let bounded = SearchOptions {
+        max_candidates: 3,
+        ..Default::default()
+    };
+    let c = w.state.allocation_candidates(&q, &bounded).unwrap();
+    assert_eq!(c.requests.len(), 3);
+    let explored = Explored {
+        roots_explored: 3,
+        roots: 10,
+    };
+    assert_eq!(c.explored, Some(explored));
+    // Weighed with a limit, the walk visits the roots best bound first; each root
+    // here has one candidate, so the bound stops it at the fourth.
+    q.weigh.sort = Some(Sort::Spread);
+    q.limit = Some(4);
+    let c = w.state.allocation_candidates(&q, &bounded).unwrap();
+    assert_eq!(
+        (c.truncated, c.explored),
+        (
+            true,
+            Some(Explored {
+                roots_explored: 3,
+                roots: 10
+            })
+        )
+    );
+    q.weigh.sort = None;
+    q.limit = Some(2);
+    assert_eq!(
+        w.state
+            .allocation_candidates(&q, &bounded)
+            .unwrap()
+            .explored,
+        None
+    );
+    q.limit = None;
+    assert_eq!(run(&w, &q).explored, None);
+}
+
 fn shared_world() -> World {
     // cn1 (VCPU), cn2 (VCPU, DISK), ss (DISK, sharing) with cn1 and cn2 in agg A.
     let a = Uuid::from_u128(0xa);

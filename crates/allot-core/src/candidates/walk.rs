@@ -225,6 +225,7 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
             budget: Budget {
                 steps_left: budget.steps_left,
                 exhausted: false,
+                anchors: budget.anchors,
             },
             spare: Tables::default(),
             classes: self.prep.classes.iter().map(|c| (*c).clone()).collect(),
@@ -286,6 +287,7 @@ impl<'p, 's, 'q, 'a> Walk<'p, 's, 'q, 'a> {
     /// first `limit` so far.
     pub fn visit(&self, anchor: ProviderId, progress: &mut Progress) -> Result<(), GaveUp> {
         let prep = self.prep;
+        progress.budget.anchors += 1;
         if !(self.admit.anchor)(anchor) {
             return Ok(());
         }

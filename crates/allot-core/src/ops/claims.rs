@@ -479,16 +479,55 @@ impl State {
         now: Timestamp,
     ) -> ByClass {
         let mut total = ByClass::new();
-        for c in self.claims().filter(|c| {
+        for a in self
+            .live_claims_of(consumer, project_id, now)
+            .flat_map(|c| c.allocations.iter())
+        {
+            *total.entry(a.class.clone()).or_insert(0) += a.amount;
+        }
+        total
+    }
+
+    /// [`State::pending_totals`] by the root of each provider promised on, in one pass
+    /// over the claims: every host's pending amounts, its NUMA nodes and devices
+    /// included, in one answer. Roots with nothing pending are left out.
+    pub fn pending_by_root(
+        &self,
+        consumer: Option<&Uuid>,
+        project_id: Option<&str>,
+        now: Timestamp,
+    ) -> BTreeMap<Uuid, ByClass> {
+        let mut roots = BTreeMap::<Uuid, ByClass>::new();
+        for a in self
+            .live_claims_of(consumer, project_id, now)
+            .flat_map(|c| c.allocations.iter())
+        {
+            // A live claim's providers exist (a provider with live claims on it cannot
+            // be deleted); one that does not would count nowhere.
+            let Some(root) = self
+                .provider_by_uuid(&a.provider)
+                .and_then(|p| self.provider(p.row.root))
+            else {
+                continue;
+            };
+            let sums = roots.entry(root.uuid()).or_default();
+            *sums.entry(a.class.clone()).or_insert(0) += a.amount;
+        }
+        roots
+    }
+
+    /// The claims live at `now` of a consumer and of a project, when given.
+    fn live_claims_of<'a>(
+        &'a self,
+        consumer: Option<&'a Uuid>,
+        project_id: Option<&'a str>,
+        now: Timestamp,
+    ) -> impl Iterator<Item = &'a Claim> + 'a {
+        self.claims().filter(move |c| {
             c.live(now)
                 && consumer.is_none_or(|u| c.consumer == *u)
                 && project_id.is_none_or(|p| c.project_id.as_str() == p)
-        }) {
-            for a in c.allocations.iter() {
-                *total.entry(a.class.clone()).or_insert(0) += a.amount;
-            }
-        }
-        total
+        })
     }
 }
 
@@ -807,5 +846,11 @@ mod tests {
             Some(&3)
         );
         assert_eq!(s.pending_totals(None, Some("p"), 60).len(), 0);
+        let by_root = s.pending_by_root(None, None, 10);
+        assert_eq!(by_root.len(), 1);
+        assert_eq!(by_root[&Uuid::from_u128(RP)].get("VCPU"), Some(&5));
+        let of_201 = s.pending_by_root(Some(&Uuid::from_u128(201)), None, 10);
+        assert_eq!(of_201[&Uuid::from_u128(RP)].get("VCPU"), Some(&3));
+        assert!(s.pending_by_root(None, None, 60).is_empty());
     }
 }

@@ -10,22 +10,27 @@
 use allot_core::candidates::SearchOptions;
 use allot_core::Uuid;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
-use axum::routing::get;
+use axum::http::{HeaderValue, StatusCode};
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::context::Ctx;
 use crate::error::ApiResult;
 use crate::http;
 use crate::policy::{authorize, Action};
-use crate::request;
+use crate::request::{self, JsonBody};
 use crate::{wire, AppState};
+
+/// On an answer cut short by `--max-allocation-candidates` or the search's step
+/// budget: `EXPLORED/ROOTS`, the roots the search visited of those it could have.
+pub const ROOTS_EXPLORED: &str = "x-allot-roots-explored";
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/allocation_candidates", get(list))
         .route("/allocation_candidates/explain", get(explain))
+        .route("/allocation_candidates/query", post(query))
 }
 
 /// `GET /allocation_candidates`.
@@ -53,20 +58,44 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
     // The search can take milliseconds of CPU: keep it off the async workers. The read
     // guard lives only inside the blocking task, so the answer, which borrows from the
     // view, is serialized to bytes there too.
-    let body = super::off_workers("allocation candidates", move || {
+    let (body, explored) = super::off_workers("allocation candidates", move || {
         let view = host.read();
         let found = view.allocation_candidates(&query, &options)?;
-        if found.truncated {
+        if let Some(explored) = found.explored {
             tracing::warn!(
                 returned = found.requests.len(),
+                roots_explored = explored.roots_explored,
+                roots = explored.roots,
                 "allocation candidates cut short by max_allocation_candidates or the search \
                  step budget"
             );
         }
-        Ok(wire::candidates::body(&view, form, &query, &found))
+        Ok((
+            wire::candidates::body(&view, form, &query, &found),
+            found.explored,
+        ))
     })
     .await?;
-    Ok(ctx.cached(http::json_bytes(StatusCode::OK, body), app.host.now()))
+    let mut response = http::json_bytes(StatusCode::OK, body);
+    if let Some(explored) = explored {
+        // A header, not a field: the body stays Placement's, byte for byte.
+        app.config.metrics.search_cut_short();
+        let value = format!("{}/{}", explored.roots_explored, explored.roots);
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(ROOTS_EXPLORED, value);
+        }
+    }
+    Ok(ctx.cached(response, app.host.now()))
+}
+
+/// `POST /allocation_candidates/query` (allot's extension): the parameters of `GET
+/// /allocation_candidates` in a JSON body (`request::query_form`), answered as the
+/// `GET` answers them.
+pub async fn query(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
+    ctx.require(10)?;
+    body.require_json()?;
+    let raw = request::query_form::query_string(&body)?;
+    list(ctx, State(app), RawQuery(Some(raw))).await
 }
 
 /// `GET /allocation_candidates/explain` (allot's extension, issue 24, every

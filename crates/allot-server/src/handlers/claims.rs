@@ -347,7 +347,7 @@ pub async fn provider_pending(
 
 /// `GET /pending?consumer_uuid=&project_id=&resource_class=`: what the live claims of
 /// a consumer, of a project, or of a consumer within a project promise, by class (or
-/// of one class).
+/// of one class); with `group_by=root`, the same for every root, its tree summed.
 pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::ClaimsPending)?;
@@ -355,20 +355,35 @@ pub async fn pending(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQu
         consumer,
         project_id,
         resource_class,
+        by_root,
     } = PendingQuery::read(raw.as_deref())?;
     let now = app.host.now();
-    let mut totals = app
-        .host
-        .read()
-        .pending_totals(consumer.as_ref(), project_id.as_deref(), now);
-    if let Some(class) = resource_class {
-        totals.retain(|k, _| *k == class);
-    }
-    let body = wire::Pending {
-        consumers: None,
-        pending: wire::claims::by_name(&totals),
+    let view = app.host.read();
+    let (consumer, project) = (consumer.as_ref(), project_id.as_deref());
+    let of_class = |mut totals: allot_core::ops::claims::ByClass| {
+        if let Some(class) = &resource_class {
+            totals.retain(|k, _| k == class);
+        }
+        wire::claims::by_name(&totals)
     };
-    Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
+    let response = if by_root {
+        let body = wire::PendingByRoot {
+            roots: view
+                .pending_by_root(consumer, project, now)
+                .into_iter()
+                .map(|(root, totals)| (root, of_class(totals)))
+                .filter(|(_, totals)| !totals.is_empty())
+                .collect(),
+        };
+        http::json(StatusCode::OK, &body)
+    } else {
+        let body = wire::Pending {
+            consumers: None,
+            pending: of_class(view.pending_totals(consumer, project, now)),
+        };
+        http::json(StatusCode::OK, &body)
+    };
+    Ok(ctx.cached(response, now))
 }
 
 // ----- the sweeper -----

@@ -9,6 +9,7 @@ pub mod aggregates;
 pub mod allocation_candidates;
 pub mod allocations;
 pub mod claims;
+pub mod consumers;
 pub mod drains;
 pub mod headroom;
 pub mod inventories;
@@ -80,5 +81,6 @@ pub fn routes() -> Router<AppState> {
         .merge(claims::routes())
         .merge(server_groups::routes())
         .merge(drains::routes())
+        .merge(consumers::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

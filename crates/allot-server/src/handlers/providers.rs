@@ -7,7 +7,7 @@ use allot_core::Uuid;
 use allot_store::WriteKind;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::context::Ctx;
@@ -28,6 +28,10 @@ pub fn routes() -> Router<AppState> {
             "/resource_providers/{uuid}",
             get(show).put(update).delete(delete),
         )
+        // The query form's URL shadows `{uuid}` for the one segment no provider's uuid
+        // can be: Placement's 404 for `GET /resource_providers/query` becomes a 405
+        // (docs/api.md, "Query forms").
+        .route("/resource_providers/query", post(query))
 }
 
 /// The URL of a provider.
@@ -45,6 +49,8 @@ pub fn serialize(version: Version, p: &ProviderInfo) -> wire::ProviderBody<'_> {
         parent_provider_uuid: in_tree.then_some(p.parent_uuid.as_ref()),
         root_provider_uuid: in_tree.then_some(&p.root_uuid),
         uuid: &p.uuid,
+        usages: None,
+        pending: None,
     }
 }
 
@@ -118,23 +124,42 @@ pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
-/// `GET /resource_providers?name=&uuid=&member_of=&resources=&in_tree=&required=`.
+/// `POST /resource_providers/query` (allot's extension): the parameters of `GET
+/// /resource_providers` in a JSON body (`request::query_form`), answered as the `GET`
+/// answers them (`POST /resource_providers` stays Placement's create).
+pub async fn query(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
+    body.require_json()?;
+    let raw = crate::request::query_form::query_string(&body)?;
+    list(ctx, State(app), RawQuery(Some(raw))).await
+}
+
+/// `GET /resource_providers?name=&uuid=&member_of=&resources=&in_tree=&required=`,
+/// and allot's `with_usages=true` (each provider's usages and pending amounts), `limit`
+/// and `marker` (pages in the listing's order, a page starting after the provider
+/// `marker` names).
 pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::ProvidersList)?;
-    let query = ProviderQuery {
-        now: app.host.now(),
-        ..list_query(ctx.version, raw.as_deref())?
-    };
-    let (infos, last_modified) = {
-        let view = app.host.read();
-        let found = view.query_providers(&query)?;
-        let last_modified = found.iter().map(|p| p.row.updated_at).max();
-        let infos: Vec<ProviderInfo> = found.iter().map(|p| view.provider_info(p)).collect();
-        (infos, last_modified)
-    };
+    let (query, page) = list_query(ctx.version, raw.as_deref())?;
+    let now = app.host.now();
+    let query = ProviderQuery { now, ..query };
+    let view = app.host.read();
+    let found = view.query_providers(&query)?;
+    let found = page.of(&found)?;
+    let last_modified = found.iter().map(|p| p.row.updated_at).max();
+    let infos: Vec<ProviderInfo> = found.iter().map(|p| view.provider_info(p)).collect();
+    let entries = infos.iter().zip(found).map(|(info, provider)| {
+        let mut entry = serialize(ctx.version, info);
+        if page.with_usages {
+            let usages = view.provider_usages(provider);
+            entry.usages = Some(usages.iter().map(|(c, n)| (c.as_str(), *n)).collect());
+            let (pending, _) = view.provider_pending(provider.id(), now);
+            entry.pending = Some(wire::claims::by_name(&pending));
+        }
+        entry
+    });
     let body = wire::ProviderList {
-        resource_providers: infos.iter().map(|i| serialize(ctx.version, i)).collect(),
+        resource_providers: entries.collect(),
     };
     // A provider is about 740 bytes at 1.39: a long listing is written into a buffer
     // of about its size rather than grown by doubling and copying.
@@ -143,7 +168,7 @@ pub async fn list(ctx: Ctx, State(app): State<AppState>, RawQuery(raw): RawQuery
         bytes.clear();
     }
     let response = http::json_bytes(StatusCode::OK, bytes);
-    Ok(ctx.cached(response, last_modified.unwrap_or_else(|| app.host.now())))
+    Ok(ctx.cached(response, last_modified.unwrap_or(now)))
 }
 
 #[cfg(test)]

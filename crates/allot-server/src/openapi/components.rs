@@ -180,8 +180,14 @@ fn placement_schemas(all: &mut Map<String, Value>) {
             "generation": {"type": "integer", "minimum": 0}, "links": links, "name": {"type": "string"},
             "parent_provider_uuid": {"anyOf": [uuid(), {"type": "null"}]},
             "root_provider_uuid": uuid(), "uuid": uuid(),
+            "usages": amounts(), "pending": amounts(),
         }),
-        &["parent_provider_uuid", "root_provider_uuid"],
+        &[
+            "parent_provider_uuid",
+            "root_provider_uuid",
+            "usages",
+            "pending",
+        ],
     );
     all.insert("Provider".into(), provider);
     all.insert(
@@ -353,6 +359,53 @@ fn claim_schemas(all: &mut Map<String, Value>) {
         object(
             json!({"pending": amounts(), "consumers": {"type": "object", "additionalProperties": amounts()}}),
             &["consumers"],
+        ),
+    );
+    all.insert(
+        "PendingByRoot".into(),
+        object(
+            json!({"roots": {"type": "object", "additionalProperties": amounts()}}),
+            &[],
+        ),
+    );
+    holder_schemas(all);
+}
+
+/// `GET /consumers` and the audit's answers.
+fn holder_schemas(all: &mut Map<String, Value>) {
+    let holder = object(
+        json!({
+            "allocations": amounts(), "consumer_generation": nullable("integer"),
+            "consumer_type": nullable("string"), "consumer_uuid": uuid(),
+            "created_at": nullable("string"), "pending": amounts(),
+            "project_id": {"type": "string"},
+            "resource_providers": {"type": "array", "items": uuid()},
+            "updated_at": nullable("string"), "user_id": {"type": "string"},
+        }),
+        &[],
+    );
+    all.insert("Consumer".into(), holder);
+    all.insert("ConsumerList".into(), list_of("consumers", "Consumer"));
+    all.insert(
+        "AuditReport".into(),
+        object(
+            json!({
+                "consumers_in_range": {"type": "integer", "minimum": 0},
+                "leaked": {"type": "array", "items": {"$ref": "#/components/schemas/Consumer"}},
+            }),
+            &[],
+        ),
+    );
+    let left = object(
+        json!({"consumer_uuid": uuid(), "reason": {"type": "string", "enum": [
+            "gone", "changed", "newer_than_list", "live_claims", "consumer_type"]}}),
+        &[],
+    );
+    all.insert(
+        "Removed".into(),
+        object(
+            json!({"left": {"type": "array", "items": left}, "removed": {"type": "array", "items": uuid()}}),
+            &[],
         ),
     );
 }

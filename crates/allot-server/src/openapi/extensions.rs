@@ -16,6 +16,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(choosing());
     ops.extend(server_groups());
     ops.extend(drains());
+    ops.extend(operators());
     ops.extend(service());
     ops
 }
@@ -75,9 +76,12 @@ fn pending() -> Vec<Op> {
             .errors(&[404])
             .json(200, "Pending"),
         op("GET", "/pending", "showPending")
-            .about("claims", "Pending totals of a consumer or a project", "At least one of `consumer_uuid` and `project_id` (400 otherwise).")
+            .about("claims", "Pending totals of a consumer or a project", "At least one of `consumer_uuid` and `project_id` (400 otherwise); with `group_by=root`, every root's totals (`roots`), of a consumer or project when given.")
             .query_schema(&schemas::pending_query())
-            .json(200, "Pending"),
+            .json_schema(200, json!({"anyOf": [
+                {"$ref": "#/components/schemas/Pending"},
+                {"$ref": "#/components/schemas/PendingByRoot"},
+            ]})),
     ]
 }
 
@@ -177,6 +181,39 @@ fn drains() -> Vec<Op> {
             .about("drains", "Confirm a drain", "Every pending claim of it confirmed in one write.")
             .errors(&[409])
             .json(200, "Drain"),
+    ]
+}
+
+/// The questions operators ask (issue 47): who holds what, the audit, the query
+/// forms.
+fn operators() -> Vec<Op> {
+    let removal = json!({
+        "consumers": [{"consumer_uuid": CONSUMER, "consumer_generation": 1}],
+        "listed_at": "2026-01-01T00:00:00Z",
+    });
+    vec![
+        op("GET", "/consumers", "listConsumers")
+            .about("extensions", "Consumers that hold resources", "Allocations, live pending claims or both (`holding`), with their totals and providers, in uuid order, paged with `limit` and `marker`; filtered by project, user, type, provider, tree and server group (one that does not exist: 400).")
+            .query_schema(&crate::request::consumers::consumers_query())
+            .json(200, "ConsumerList"),
+        op("POST", "/audit", "audit")
+            .about("extensions", "Consumers no live workload accounts for", "The body lists the live workloads of a range of uuids; the answer, the consumers of that range that hold resources and are not among them. Changes nothing.")
+            .body(crate::request::consumers::audit_schema(), json!({"consumers": [CONSUMER]}))
+            .json(200, "AuditReport"),
+        op("POST", "/audit/delete", "auditDelete")
+            .about("extensions", "Remove what an audit found", "One write; a consumer changed since the report, newer than the list, with live claims or of a type not named is left and named. More than `max_share` of all holders: 409, unless `force`.")
+            .body(crate::request::consumers::removal_schema(), removal)
+            .errors(&[409])
+            .json(200, "Removed"),
+        op("POST", "/allocation_candidates/query", "queryAllocationCandidates")
+            .since(10)
+            .about("allocation_candidates", "Allocation candidates, the query in the body", "The parameters of `GET /allocation_candidates` as a JSON object (a list for a repeated parameter); the same answer, byte for byte.")
+            .body(crate::request::query_form::schema(), json!({"resources": "VCPU:1", "limit": 1}))
+            .json(200, "AllocationCandidates"),
+        op("POST", "/resource_providers/query", "queryResourceProviders")
+            .about("resource_providers", "List resource providers, the query in the body", "The parameters of `GET /resource_providers` as a JSON object (a list for a repeated parameter); the same answer, byte for byte.")
+            .body(crate::request::query_form::schema(), json!({"name": "fuzz", "with_usages": "true"}))
+            .json(200, "ProviderList"),
     ]
 }
 

@@ -387,7 +387,8 @@ pub fn read_provider_pending_query(raw: Option<&str>) -> Result<(bool, bool), Ap
 }
 
 /// The query string of `GET /pending`: a consumer, a project, or both, and a class
-/// to answer alone.
+/// to answer alone; or, with `group_by=root`, every root's totals (of a consumer or
+/// project when given).
 #[derive(Debug)]
 pub struct PendingQuery {
     /// The consumer.
@@ -396,6 +397,8 @@ pub struct PendingQuery {
     pub project_id: Option<String>,
     /// The one class to answer (every class when `None`).
     pub resource_class: Option<ResourceClass>,
+    /// `group_by=root`: the totals of every root.
+    pub by_root: bool,
 }
 
 impl PendingQuery {
@@ -406,10 +409,12 @@ impl PendingQuery {
             consumer: q.uuid("consumer_uuid")?,
             project_id: q.owned("project_id"),
             resource_class: q.text("resource_class").map(ResourceClass::new_unchecked),
+            // The schema's enum admits only `root`.
+            by_root: q.text("group_by").is_some(),
         };
-        if query.consumer.is_none() && query.project_id.is_none() {
+        if query.consumer.is_none() && query.project_id.is_none() && !query.by_root {
             return Err(invalid_query(
-                "one of 'consumer_uuid' and 'project_id' is required",
+                "one of 'consumer_uuid' and 'project_id' is required (or group_by=root)",
             ));
         }
         Ok(query)

@@ -4,6 +4,7 @@
 //! list until 1.19, then with the provider's generation) and
 //! `PUT /resource_providers/{uuid}/traits`.
 
+use allot_core::model::Provider;
 use allot_core::ops::providers::ParentChange;
 use allot_core::query::ProviderQuery;
 use allot_core::{ProviderRef, RequestedName, ResourceClass, TraitName, Uuid};
@@ -93,7 +94,10 @@ impl ProviderUpdate {
 
 /// Turns the query string of a provider listing into filters, with Placement's
 /// checks and messages at each microversion.
-pub fn list_query(version: Version, raw: Option<&str>) -> Result<ProviderQuery, ApiError> {
+pub fn list_query(
+    version: Version,
+    raw: Option<&str>,
+) -> Result<(ProviderQuery, ListPage), ApiError> {
     let query = QueryParams::checked(raw, &schemas::provider_list_query(version.0))?;
     let last = |key: &str| query.owned(key);
     for key in ["uuid", "in_tree"] {
@@ -133,7 +137,49 @@ pub fn list_query(version: Version, raw: Option<&str>) -> Result<ProviderQuery, 
             .map(|(class, amount)| (ResourceClass::requested(class), *amount))
             .collect();
     }
-    Ok(filters)
+    let page = ListPage {
+        with_usages: query.text("with_usages") == Some("true"),
+        // The schema's pattern admits only positive integers; one past usize asks for
+        // more than any list holds, which is no limit.
+        limit: query
+            .text("limit")
+            .map(|l| l.parse::<usize>().unwrap_or(usize::MAX)),
+        marker: query.uuid("marker")?.zip(query.owned("marker")),
+    };
+    Ok((filters, page))
+}
+
+/// allot's extensions of the provider list: each provider's usages and pending
+/// amounts, and pages (`limit`, `marker`).
+#[derive(Debug, Default)]
+pub struct ListPage {
+    /// `with_usages=true`.
+    pub with_usages: bool,
+    /// The most providers to list.
+    pub limit: Option<usize>,
+    /// The last provider of the page before, as read and as given.
+    pub marker: Option<(Uuid, String)>,
+}
+
+impl ListPage {
+    /// The page of a listing: after the marker's provider, at most `limit` of them. A
+    /// marker that is not in the listing is a 400 (a provider deleted between two
+    /// pages, or a marker of another listing), never a silent restart.
+    pub fn of<'a, 'v>(&self, listed: &'a [&'v Provider]) -> Result<&'a [&'v Provider], ApiError> {
+        let from = match &self.marker {
+            None => 0,
+            Some((uuid, given)) => {
+                let at = listed.iter().position(|p| p.uuid() == *uuid);
+                1 + at.ok_or_else(|| {
+                    invalid_query(format!(
+                        "marker '{given}' is not a resource provider of this listing"
+                    ))
+                })?
+            }
+        };
+        let rest = &listed[from..];
+        Ok(&rest[..self.limit.unwrap_or(usize::MAX).min(rest.len())])
+    }
 }
 
 /// `PUT /resource_providers/{uuid}/aggregates`.
@@ -227,11 +273,12 @@ mod tests {
             message(q(39, "in_tree=2290d4af9e6e400b9d651ee01376f71a").unwrap_err())
                 .contains("is not a 'uuid'")
         );
-        let f = q(
+        let (f, page) = q(
             39,
             "name=a&name=b&resources=VCPU:1&in_tree=2290d4af-9e6e-400b-9d65-1ee01376f71a",
         )
         .unwrap();
+        assert!(!page.with_usages && page.limit.is_none() && page.marker.is_none());
         assert_eq!(f.name.as_deref(), Some("b"));
         assert_eq!(f.resources, vec![(ResourceClass::requested("VCPU"), 1)]);
         assert_eq!(

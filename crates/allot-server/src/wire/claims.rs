@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 pub use allot_client::{
-    Claim, ClaimList, ClaimResources, ClaimState, Placed, ProviderPending as Pending,
-    SoftRuleBroken,
+    Claim, ClaimList, ClaimResources, ClaimState, PendingByRoot, Placed,
+    ProviderPending as Pending, SoftRuleBroken,
 };
 use allot_core::{ResourceClass, Timestamp, Uuid};
 

@@ -47,7 +47,9 @@ pub use candidates::{
     AllocationCandidates, AllocationRequest, KeyedRequest, ListedRequest, ProviderRef,
     ProviderResources, ProviderSummary, Resources, SummaryResource,
 };
-pub use claims::{claim_body, soft_broken, Claim, ClaimList, ClaimResources, Pending, Placed};
+pub use claims::{
+    claim_body, soft_broken, Claim, ClaimList, ClaimResources, Pending, PendingByRoot, Placed,
+};
 pub use classes::{ClassMetadataBody, ResourceClassBody, ResourceClassList};
 pub use inventories::{InventoryBody, InventoryFields, InventoryList};
 pub use providers::{

@@ -2,6 +2,8 @@
 //! its aggregates (1.1) and its traits (1.6).
 
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -28,6 +30,14 @@ pub struct ProviderBody<'a> {
     pub root_provider_uuid: Option<&'a Uuid>,
     /// Its uuid.
     pub uuid: &'a Uuid,
+    /// allot's `with_usages=true` on the list: what its allocations use, by class (as
+    /// `GET /resource_providers/{uuid}/usages` answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usages: Option<BTreeMap<&'a str, u64>>,
+    /// allot's `with_usages=true` on the list: what live pending claims promise on it,
+    /// by class (as `GET /resource_providers/{uuid}/pending` answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<BTreeMap<String, u64>>,
 }
 
 /// `GET /resource_providers`: the providers that pass the filters, in creation order.

@@ -767,3 +767,96 @@ fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool) {
     }
     let _ = to.shutdown(std::net::Shutdown::Write);
 }
+
+/// A fresh database on the MariaDB server of `ALLOT_TEST_MARIADB_URL` (`scripts/mariadb
+/// start` prints one), dropped when the test ends; None (and the skip recorded, a
+/// failure under CI) without it.
+pub struct MariaDatabase {
+    server: String,
+    name: String,
+    /// The database's URL.
+    pub url: String,
+}
+
+impl MariaDatabase {
+    /// Makes the database.
+    pub fn create() -> Option<MariaDatabase> {
+        let Ok(given) = std::env::var("ALLOT_TEST_MARIADB_URL") else {
+            skip(
+                "ALLOT_TEST_MARIADB_URL is not set, so its MariaDB part did not run \
+                 (scripts/mariadb start prints a server's URL)",
+            );
+            return None;
+        };
+        let (scheme, rest) = given.split_once("://").expect("a URL");
+        let host = rest.split(['/', '?']).next().unwrap_or(rest);
+        let server = format!("{scheme}://{host}/");
+        let name = format!("allot_test_{}", uuid::Uuid::new_v4().simple());
+        mariadb(&server, &format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|e| panic!("ALLOT_TEST_MARIADB_URL={given}: {e}"));
+        let url = format!("{scheme}://{host}/{name}");
+        Some(MariaDatabase { server, name, url })
+    }
+}
+
+impl Drop for MariaDatabase {
+    fn drop(&mut self) {
+        let _ = mariadb(
+            &self.server,
+            &format!("DROP DATABASE IF EXISTS {}", self.name),
+        );
+    }
+}
+
+/// A database on one engine, kept while the test runs.
+pub struct Engine {
+    /// `sqlite`, `postgres` or `mariadb`.
+    pub name: &'static str,
+    /// Its URL, for `allot serve --database`.
+    pub url: String,
+    _kept: Box<dyn std::any::Any>,
+}
+
+impl Engine {
+    /// `allot serve` on this engine, once it may write: on MariaDB a node writes only
+    /// while it holds the writer's lease, which it takes within a tick of its start.
+    pub fn serve(&self) -> Server {
+        let server = Server::start_url(&self.url);
+        if self.name == "mariadb" {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while try_metric(&server, "allot_cluster_writer") != Some(1.0) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no writer's lease in 20 s"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        server
+    }
+}
+
+/// A fresh database on every engine: an SQLite file in `dir`, and PostgreSQL and
+/// MariaDB when their servers are given (each missing one skipped by [`skip`]'s rule).
+pub fn engines(dir: &Path) -> Vec<Engine> {
+    let mut all = vec![Engine {
+        name: "sqlite",
+        url: format!("sqlite:{}", dir.join("engine.db").display()),
+        _kept: Box::new(()),
+    }];
+    if let Some(db) = Database::create() {
+        all.push(Engine {
+            name: "postgres",
+            url: db.url.clone(),
+            _kept: Box::new(db),
+        });
+    }
+    if let Some(db) = MariaDatabase::create() {
+        all.push(Engine {
+            name: "mariadb",
+            url: db.url.clone(),
+            _kept: Box::new(db),
+        });
+    }
+    all
+}
