@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid as uuidlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -266,6 +267,7 @@ class Runner:
         entry's evidence holds for this answer."""
         t0 = time.monotonic()
         rep_a, rep_b, body = self.pair.run(call)
+        self.query_form(wid, history, call)
         ok = normalize.same(rep_a, rep_b)
         excused = False
         notes = []
@@ -282,6 +284,43 @@ class Runner:
             self.record(family, wid, history, call, rep_a, rep_b, body,
                         notes=notes)
         return ok, excused, rep_a, rep_b, body
+
+    # allot's query forms (docs/api.md, "Query forms for long requests"): the
+    # listing GETs' parameters in a JSON body, answered byte for byte as the GET.
+    QUERY_FORMS = {'/allocation_candidates': '/allocation_candidates/query',
+                   '/resource_providers': '/resource_providers/query'}
+
+    def query_form(self, wid, history, call):
+        """After a listing GET was compared: the same query sent to B (allot)
+        as a GET and in its query form; their status and bytes must be equal,
+        request ids aside (family `query-forms`)."""
+        path, _, query = call.path.partition('?')
+        form = self.QUERY_FORMS.get(path)
+        if call.method != 'GET' or form is None or self.pair.died:
+            return
+        try:
+            pairs = urllib.parse.parse_qsl(query, keep_blank_values=True,
+                                           strict_parsing=bool(query),
+                                           errors='strict')
+        except (ValueError, UnicodeDecodeError):
+            return  # no JSON body can say a query that is not UTF-8
+        body = {}
+        for key, value in pairs:
+            body.setdefault(key, []).append(value)
+        got = self.pair.b.request('GET', call.path, None, call.version)
+        posted = self.pair.b.request('POST', form, body, call.version)
+        def blank(text):
+            return re.sub(r'req-[0-9a-f-]{36}', 'req-', text)
+
+        def rep(r):
+            return {'status': r.status, 'body': r.body}
+        ok = ((got.status, blank(got.text))
+              == (posted.status, blank(posted.text)))
+        self.tally('query-forms', ok)
+        if not ok:
+            self.record('query-forms', wid, history, call, rep(got),
+                        rep(posted), body,
+                        problem='query form: the POST answered otherwise')
 
     def compare_limited(self, family, wid, history, call, limit, full_a,
                         full_b):

@@ -90,8 +90,9 @@ fn traits() -> Vec<Op> {
 fn providers() -> Vec<Op> {
     let one = |m, id| op(m, "/resource_providers/{uuid}", id).errors(&[404]);
     let list = op("GET", "/resource_providers", "listResourceProviders")
-        .about("resource_providers", "List resource providers", "Filters: `name`, `uuid`; `member_of` from 1.3 (`in:` any of, `!` none of from 1.32), `resources` from 1.4, `in_tree` from 1.14, `required` from 1.18 (`!` forbidden from 1.22, `in:` from 1.39). An unknown filter: 400.")
-        .query_schema(&schemas::provider_list_query(AT));
+        .about("resource_providers", "List resource providers", "Filters: `name`, `uuid`; `member_of` from 1.3 (`in:` any of, `!` none of from 1.32), `resources` from 1.4, `in_tree` from 1.14, `required` from 1.18 (`!` forbidden from 1.22, `in:` from 1.39). An unknown filter: 400. allot: `with_usages=true` adds usages and pending amounts, `limit` and `marker` page.")
+        .query_schema(&schemas::provider_list_query(AT))
+        .query_schema(&schemas::provider_list_extensions());
     vec![
         list.json(200, "ProviderList"),
         op("POST", "/resource_providers", "createResourceProvider")

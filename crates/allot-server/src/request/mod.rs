@@ -165,6 +165,28 @@ impl QueryParams {
         Ok(query)
     }
 
+    /// Takes the parameters named `keys` out into a query of their own: allot's
+    /// extensions of a Placement query, checked apart so that Placement's schema, and
+    /// the words of its refusals, stay Placement's.
+    pub fn split_off(&mut self, keys: &[&str]) -> QueryParams {
+        let (taken, kept) = std::mem::take(&mut self.all.0)
+            .into_iter()
+            .partition(|(k, _)| keys.contains(&k.as_str()));
+        self.all.0 = kept;
+        let mut last = Map::new();
+        if let Value::Object(map) = &mut self.last {
+            for key in keys {
+                if let Some(value) = map.shift_remove(*key) {
+                    last.insert((*key).to_owned(), value);
+                }
+            }
+        }
+        QueryParams {
+            all: Query(taken),
+            last: Value::Object(last),
+        }
+    }
+
     /// Checks the parameters (their last values) against `schema`, with Placement's
     /// prefix on the validator's words.
     pub fn check(&self, schema: &Value) -> Result<(), ApiError> {

@@ -98,7 +98,10 @@ pub fn list_query(
     version: Version,
     raw: Option<&str>,
 ) -> Result<(ProviderQuery, ListPage), ApiError> {
-    let query = QueryParams::checked(raw, &schemas::provider_list_query(version.0))?;
+    let mut query = QueryParams::parse(raw)?;
+    let extensions = query.split_off(&["with_usages", "limit", "marker"]);
+    query.check(&schemas::provider_list_query(version.0))?;
+    extensions.check(&schemas::provider_list_extensions())?;
     let last = |key: &str| query.owned(key);
     for key in ["uuid", "in_tree"] {
         if let Some(value) = last(key).filter(|v| !is_dashed_uuid(v)) {
@@ -138,13 +141,13 @@ pub fn list_query(
             .collect();
     }
     let page = ListPage {
-        with_usages: query.text("with_usages") == Some("true"),
+        with_usages: extensions.text("with_usages") == Some("true"),
         // The schema's pattern admits only positive integers; one past usize asks for
         // more than any list holds, which is no limit.
-        limit: query
+        limit: extensions
             .text("limit")
             .map(|l| l.parse::<usize>().unwrap_or(usize::MAX)),
-        marker: query.uuid("marker")?.zip(query.owned("marker")),
+        marker: extensions.uuid("marker")?.zip(extensions.owned("marker")),
     };
     Ok((filters, page))
 }
