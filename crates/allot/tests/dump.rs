@@ -574,6 +574,31 @@ struct Write {
     answered: Instant,
 }
 
+/// How many consumers the ballast provider holds before the storm.
+const BALLAST: u128 = 50_000;
+
+/// A dump of one provider (not one of the storm's) with `consumers` consumers of 1
+/// VCPU each on it.
+fn ballast(consumers: u128) -> Value {
+    let rp = sentinel("ballast");
+    let consumers: Vec<Value> = (1..=consumers)
+        .map(|i| {
+            json!({"uuid": Uuid::from_u128(i), "project_id": "ballast", "user_id": "u",
+                "consumer_type": null, "generation": 1, "created_at": 0, "updated_at": 0,
+                "allocations": [{"provider": rp, "resource_class": "VCPU", "used": 1}]})
+        })
+        .collect();
+    json!({
+        "format": "allot-dump", "version": 1, "exported_at": 0,
+        "resource_classes": [], "traits": [], "claims": [], "consumers": consumers,
+        "providers": [{"uuid": rp, "name": "ballast", "parent": null, "generation": 1,
+            "created_at": 0, "updated_at": 0, "traits": [], "aggregates": [],
+            "inventories": [{"resource_class": "VCPU", "total": 1_000_000_000u64,
+                "reserved": 0, "min_unit": 1, "max_unit": 1, "step_size": 1,
+                "allocation_ratio": "1.0"}]}],
+    })
+}
+
 /// Who holds what: each consumer's provider.
 type Holdings = HashMap<Uuid, Uuid>;
 
@@ -685,6 +710,13 @@ fn storm_holdings(client: &Client) -> (Holdings, Holdings) {
 /// it ended. The running server loses nothing: every answered write is held. Returns
 /// the export's time and the writes answered.
 fn export_during_a_storm(source: &str, target: &str, dump: &Path) -> (Duration, usize) {
+    // Ballast, so that the export's read lasts while the storm commits: read
+    // statement by statement rather than in one snapshot, the storm's providers
+    // (read first) would miss allocations that the consumers' table (read after the
+    // ballast's) holds, and their generations would not match.
+    std::fs::write(dump, ballast(BALLAST).to_string()).unwrap();
+    let loaded = allot(&["import", "--database", source, "-i", dump.to_str().unwrap()]);
+    assert!(loaded.status.success(), "{}", stderr(&loaded));
     let server = Server::start_url(source);
     let client = server.client();
     for i in 0..STORM_PROVIDERS {
