@@ -61,6 +61,18 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// The database was made by an older allot and not migrated since: a read-only
+    /// snapshot ([`Store::read_only_snapshot`]) does not migrate it.
+    #[error(
+        "database schema version {found} is older than this allot's ({current}): a read-only \
+         read does not migrate it (`allot db migrate`, or a server of this build, does)"
+    )]
+    NotMigrated {
+        /// The version on disk.
+        found: i64,
+        /// The version this build reads.
+        current: i64,
+    },
     /// The SQLite engine failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -148,6 +160,30 @@ pub struct Commit {
 /// What a write plans once it holds the log's lock: given the commits its view has
 /// not seen (oldest first), the changes to write (none: write nothing).
 pub type PlanUnderLock<'a> = &'a mut dyn FnMut(Vec<Commit>) -> Vec<Change>;
+
+/// The error for a URL that names no engine of ours.
+fn unknown_engine(url: &str) -> StoreError {
+    StoreError::BadUrl {
+        url: redacted(url),
+        reason: "expected sqlite:PATH, postgres://USER@HOST:PORT/DATABASE or \
+                 mysql://USER@HOST:PORT/DATABASE"
+            .into(),
+    }
+}
+
+/// Whether a database at schema version `found` can be read as it is by a build
+/// whose schema version is `current`: a read-only read cannot migrate it.
+pub(crate) fn schema_is_current(found: i64, current: usize) -> Result<(), StoreError> {
+    let current = current as i64;
+    match found.cmp(&current) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(StoreError::TooNew {
+            found,
+            supported: current,
+        }),
+        std::cmp::Ordering::Less => Err(StoreError::NotMigrated { found, current }),
+    }
+}
 
 /// Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`).
 fn is_postgres(url: &str) -> bool {
@@ -370,12 +406,29 @@ impl Store {
                 engine::mariadb::MyEngine::open(url)?,
             ))));
         }
-        Err(StoreError::BadUrl {
-            url: redacted(url),
-            reason: "expected sqlite:PATH, postgres://USER@HOST:PORT/DATABASE or \
-                     mysql://USER@HOST:PORT/DATABASE"
-                .into(),
-        })
+        Err(unknown_engine(url))
+    }
+
+    /// Reads everything the database `url` names into a fresh view, with the log's
+    /// head, in one consistent snapshot, beside any server running on it: what
+    /// `allot export` reads, so that a backup or the way back to Placement needs no
+    /// outage. Nothing is written, migrated or locked, and no lease is taken: on
+    /// SQLite a read-only connection that leaves the server's lock (`PATH-lock`)
+    /// alone and reads in one WAL read transaction; on PostgreSQL and MariaDB one
+    /// repeatable-read, read-only transaction. A database at another schema version
+    /// than this build's is refused ([`StoreError::NotMigrated`], [`StoreError::TooNew`]),
+    /// and a SQLite file that is not there is an error, never created.
+    pub fn read_only_snapshot(url: &str) -> Result<(State, Cursor), StoreError> {
+        if let Some(path) = sqlite_file(url)? {
+            return engine::sqlite::read_snapshot(path);
+        }
+        if is_postgres(url) {
+            return engine::postgres::PgEngine::read_snapshot(url);
+        }
+        if engine::mariadb::is_mariadb(url) {
+            return engine::mariadb::MyEngine::read_snapshot(url);
+        }
+        Err(unknown_engine(url))
     }
 
     /// Reads everything into a fresh in-memory view.

@@ -1,7 +1,17 @@
 //! `allot export` and `allot import`: a whole deployment to a portable, versioned
-//! JSON dump and back, to move it between stores (the embedded SQLite store and,
-//! later, PostgreSQL). They open the database directly, not a running allot; the
-//! format and the checks are `allot_store::dump`'s, described in `docs/dump.md`.
+//! JSON dump and back, to move it between stores (SQLite, PostgreSQL, MariaDB, and
+//! OpenStack Placement's own database). They open the database directly, not
+//! through a running allot: an export reads one read-only snapshot beside any server
+//! running on it (`Store::read_only_snapshot`), an import needs the target to itself;
+//! the format and the checks are `allot_store::dump`'s, described in `docs/dump.md`.
+//!
+//! Why the export reads the database rather than asking the server (a `GET
+//! /export` streaming the dump from one version of the view): a read-only snapshot
+//! is consistent on every engine (SQLite's WAL, a repeatable-read transaction on
+//! the others), costs the server's writer nothing (no lock it waits on, no lease, no
+//! migration), and works the same whether a server runs or not, with no route,
+//! policy rule or credentials to add, and no dump of a whole cloud built in the
+//! server's memory beside its view.
 //!
 //! Errors end the process with one line on stderr and exit status 1 (an import
 //! refused for its content lists each problem on a line of its own after it).
@@ -19,11 +29,13 @@ use allot_placement_db as placement;
 /// `allot export`.
 #[derive(Args, Debug)]
 #[command(after_help = "\
-The database is read in one go; nothing is written to it (but an older schema is \
-migrated on opening, as a server would). Stop the allot server \
-that uses it first: allot's SQLite engine locks its file (PATH-lock) while it runs, \
-so an export from a database in use fails with \"database is locked\" rather than \
-read a moving target. The dump holds every provider, inventory, trait, aggregate, \
+The database is read in one consistent, read-only snapshot, while any allot server \
+on it keeps serving: nothing is written to it, no lock or lease is taken, and the \
+server's writes do not wait for the export (on SQLite, one WAL read transaction that \
+goes around the server's PATH-lock, which keeps out only a second writer; on \
+PostgreSQL and MariaDB, one repeatable-read transaction). The database must be at \
+this build's schema version (`allot db migrate` brings an older one up to date). \
+The dump holds every provider, inventory, trait, aggregate, \
 custom class (with its metadata), custom trait, consumer, allocation and pending \
 claim; see docs/dump.md for the format.")]
 pub struct ExportArgs {
@@ -164,13 +176,13 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
             return Err(anyhow!("no database at {path}"));
         }
     }
-    let mut store = open(&args.database)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let dump = dump::export_store(&mut store, now)
+    let (state, _) = Store::read_only_snapshot(&args.database)
         .with_context(|| format!("reading {}", allot_store::redacted(&args.database)))?;
-    drop(store);
+    let dump = dump::export(&state, now);
+    drop(state);
     if let Some(url) = &args.to_placement {
         return export_placement(args, url, dump);
     }
@@ -332,7 +344,8 @@ fn load(dump: &dump::Dump, database: &str) -> Result<(), Failure> {
 fn open(url: &str) -> anyhow::Result<Store> {
     Store::open(url).map_err(|e| {
         let hint = if matches!(e, allot_store::StoreError::Locked(_)) {
-            " (is an allot server running on it? stop it first)"
+            " (is an allot server running on it? stop it first; an export may be taken \
+             while it runs)"
         } else {
             ""
         };

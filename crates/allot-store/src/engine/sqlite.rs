@@ -205,6 +205,49 @@ fn origin(path: &str, head: Cursor) -> Result<Option<saved::Origin>, StoreError>
     }))
 }
 
+/// How long a read-only reader waits when SQLite answers busy: only for moments
+/// such as a WAL being started over, never for the server's write transactions
+/// (in WAL mode a reader and the writer do not wait for each other).
+const READER_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads the database at `path` into a view, with the log's head, beside a server
+/// that may be writing it (`Store::read_only_snapshot`, for `allot export`).
+///
+/// Why it may go around the lock that [`hold`] takes: that lock keeps a second
+/// *writer* off the file, whose commits would go behind the host's back. This
+/// connection is opened read-only (SQLite refuses it any write, so it can neither
+/// migrate, nor checkpoint, nor remove the WAL at its close), and in WAL mode a
+/// reader takes no lock that a writer waits on: everything is read in one read
+/// transaction, which sees the database as of its first read, whatever commits
+/// after. The server's checkpoints are all `PASSIVE` (`super::checkpointer`), so
+/// none waits for this reader either; they copy only what is older than its
+/// snapshot, so the WAL grows while the read lasts and is copied back after. The
+/// tables are read, never the view saved beside the file (which may be older than
+/// the file while a server runs), and the online backup API is not needed: it
+/// would copy every page to a second file first, for the same snapshot.
+pub fn read_snapshot(path: &str) -> Result<(State, Cursor), StoreError> {
+    if !Path::new(path).is_file() {
+        return Err(StoreError::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no database at {path}"),
+        )));
+    }
+    let mut conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(READER_BUSY_TIMEOUT)?;
+    // Deferred: the snapshot is taken at the first read below, and every read
+    // after sees the same one.
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    crate::schema_is_current(version, schema_version())?;
+    let head = log_head(&conn)?;
+    let state = load::load(Reader(&mut conn))?;
+    conn.execute_batch("COMMIT")?;
+    Ok((state, head))
+}
+
 /// The page size of the databases this engine creates, in bytes: 1 KiB rather than
 /// SQLite's 4 KiB. A claim writes a leaf at a random place in each of three trees
 /// (consumers, allocations, the provider's row), so a commit's WAL is mostly
@@ -962,6 +1005,48 @@ mod tests {
 
     /// A second open of a file that is open is refused at once, with an error that
     /// says it is locked; once the first is dropped, the file opens again.
+    /// A read-only snapshot reads beside the engine that holds the file (whose lock
+    /// keeps out writers), sees every commit made before it and none after, and
+    /// writes nothing: a file that is not there is not created, and one at an older
+    /// schema is refused, not migrated.
+    #[test]
+    fn a_read_only_snapshot_reads_beside_the_writer_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allot.db");
+        let path = path.to_str().unwrap();
+        let mut engine = SqliteEngine::open(path).unwrap();
+        for i in 0..3 {
+            engine.write(None, &mut |_| vec![put_trait(i)]).unwrap();
+        }
+        let (state, head) = read_snapshot(path).unwrap();
+        assert_eq!(head, Cursor(3));
+        assert_eq!(state.custom_traits().count(), 3);
+        engine.write(None, &mut |_| vec![put_trait(3)]).unwrap();
+        let (state, head) = read_snapshot(path).unwrap();
+        assert_eq!((head, state.custom_traits().count()), (Cursor(4), 4));
+        drop(engine);
+        // With no writer (its WAL copied back and gone), and after: the file is as
+        // the writer left it.
+        assert_eq!(read_snapshot(path).unwrap().1, Cursor(4));
+        let (state, head) = SqliteEngine::open(path).unwrap().load().unwrap();
+        assert_eq!((head, state.custom_traits().count()), (Cursor(4), 4));
+
+        let missing = dir.path().join("missing.db");
+        assert!(read_snapshot(missing.to_str().unwrap()).is_err());
+        assert!(!missing.exists());
+        let old = dir.path().join("old.db");
+        migrate_to(&mut Connection::open(&old).unwrap(), 5).unwrap();
+        assert!(matches!(
+            read_snapshot(old.to_str().unwrap()),
+            Err(StoreError::NotMigrated { found: 5, .. })
+        ));
+        let version: i64 = Connection::open(&old)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 5);
+    }
+
     #[test]
     fn a_file_is_one_engine_s_at_a_time() {
         let dir = tempfile::tempdir().unwrap();

@@ -35,6 +35,58 @@ impl MyEngine {
         tx.commit()?;
         Ok((state, Cursor(head)))
     }
+
+    /// [`MyEngine::load`] on a connection of its own that neither migrates nor
+    /// writes (`Store::read_only_snapshot`, for `allot export` beside running
+    /// nodes): the snapshot is read-only and takes no lock a writer waits on (nor
+    /// the migration's named lock, nor the lease), and the schema is read in it and
+    /// must be this build's.
+    pub fn read_snapshot(url: &str) -> Result<(State, Cursor), StoreError> {
+        let target = super::target(url)?;
+        let mut engine = MyEngine {
+            conn: Some(Conn::open(&target)?),
+            target,
+            fence: crate::Fence::new(),
+        };
+        let read = engine.read_in_snapshot();
+        engine.close();
+        read
+    }
+
+    /// The schema's version, checked, then the load, in one snapshot.
+    fn read_in_snapshot(&mut self) -> Result<(State, Cursor), StoreError> {
+        let tx = self.conn()?.begin_snapshot()?;
+        let made = int(
+            tx.conn
+                .query(
+                    "SELECT count(*) FROM information_schema.tables \
+                     WHERE table_schema = DATABASE() AND table_name = 'schema_version'",
+                )?
+                .first(),
+            0,
+        )?;
+        let version = if made > 0 {
+            int(
+                tx.conn
+                    .query("SELECT version FROM schema_version WHERE id = 1")?
+                    .first(),
+                0,
+            )?
+        } else {
+            0
+        };
+        crate::schema_is_current(version, super::schema_version())?;
+        let head = int(
+            tx.conn
+                .query("SELECT seq FROM allot_log_head WHERE id = 1")?
+                .first(),
+            0,
+        )?;
+        let source = Reader(RefCell::new(&mut *tx.conn));
+        let state = load::load(source)?;
+        tx.commit()?;
+        Ok((state, Cursor(head)))
+    }
 }
 
 /// A snapshot transaction's connection as the load's [`Source`].

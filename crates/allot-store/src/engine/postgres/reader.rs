@@ -26,6 +26,36 @@ impl PgEngine {
         tx.commit()?;
         Ok((state, Cursor(head)))
     }
+
+    /// [`PgEngine::load`] on a connection of its own that neither migrates nor
+    /// writes (`Store::read_only_snapshot`, for `allot export` beside running
+    /// nodes): the snapshot is read-only, so it takes no lock a writer waits on, and
+    /// the schema is read in it and must be this build's.
+    pub fn read_snapshot(url: &str) -> Result<(State, Cursor), StoreError> {
+        let target = super::target(url)?;
+        let mut engine = PgEngine {
+            conn: Some(super::Conn::open(&target)?),
+            target,
+        };
+        let tx = engine.conn()?.begin_snapshot()?;
+        let made: bool = get(
+            &tx.query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?,
+            0,
+        )?;
+        let version: i64 = if made {
+            get(
+                &tx.query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])?,
+                0,
+            )?
+        } else {
+            0
+        };
+        crate::schema_is_current(version, super::schema_version())?;
+        let head: i64 = get(&tx.query_one("SELECT seq FROM allot_log_head", &[])?, 0)?;
+        let state = load::load(Reader(&tx))?;
+        tx.commit()?;
+        Ok((state, Cursor(head)))
+    }
 }
 
 /// A snapshot transaction as the load's [`Source`]: each query is a portal, read a
