@@ -36,6 +36,7 @@ use uuid::Uuid;
 
 mod claims;
 pub mod drains;
+pub mod dry_run;
 mod headroom;
 pub mod server_groups;
 pub mod status;

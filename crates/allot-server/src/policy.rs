@@ -174,6 +174,8 @@ actions! {
     Headroom => "allot:headroom",
     /// `GET /allocation_candidates/explain`, allot's own (issue 24).
     Explain => "allot:explain",
+    /// `POST /dry_run`, allot's own (issue 47).
+    DryRun => "allot:dry_run",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -375,7 +377,10 @@ impl Action {
             | Action::DrainsCreate
             | Action::DrainsShow
             | Action::DrainsConfirm
-            | Action::DrainsDelete => ADMIN_OR_SERVICE,
+            | Action::DrainsDelete
+            // A dry run says what an inventory write would do, to those who may
+            // write inventories.
+            | Action::DryRun => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -813,6 +818,7 @@ mod tests {
                     | MetricsShow
                     | Headroom
                     | Explain
+                    | DryRun
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -822,7 +828,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 53);
+        assert_eq!(Action::ALL.len(), 54);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

@@ -10,6 +10,7 @@ pub mod allocation_candidates;
 pub mod allocations;
 pub mod claims;
 pub mod drains;
+pub mod dry_run;
 pub mod headroom;
 pub mod inventories;
 pub mod provider_traits;
@@ -80,5 +81,6 @@ pub fn routes() -> Router<AppState> {
         .merge(claims::routes())
         .merge(server_groups::routes())
         .merge(drains::routes())
+        .merge(dry_run::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

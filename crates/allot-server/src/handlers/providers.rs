@@ -2,8 +2,9 @@
 //! filters, update (rename, re-parent) and delete providers.
 
 use allot_core::ops::providers::ProviderInfo;
+use allot_core::ops::Plan;
 use allot_core::query::ProviderQuery;
-use allot_core::Uuid;
+use allot_core::{State as View, Timestamp, Uuid};
 use allot_store::WriteKind;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -11,7 +12,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http;
 use crate::microversion::Version;
 use crate::policy::{authorize, Action};
@@ -108,14 +109,25 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
 
 /// `DELETE /resource_providers/{uuid}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
-    path.raw()?;
-    authorize(&ctx, app.config.settings.policy, Action::ProvidersDelete)?;
-    let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
-    app.write(WriteKind::Provider, move |view, now| {
-        view.delete_provider(&target, now)
-    })
-    .await?;
+    let plan = checked_delete(&ctx, &app, &path)?;
+    app.write(WriteKind::Provider, plan).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
+}
+
+/// `DELETE /resource_providers/{uuid}`'s checks, in Placement's order: the plan,
+/// which the handler hands to the writer and a dry run (`crate::handlers::dry_run`)
+/// plans on a copy of the view.
+pub(crate) fn checked_delete(
+    ctx: &Ctx,
+    app: &AppState,
+    path: &ProviderPath,
+) -> Result<Box<dyn FnOnce(&View, Timestamp) -> Plan<()> + Send>, ApiError> {
+    path.raw()?;
+    authorize(ctx, app.config.settings.policy, Action::ProvidersDelete)?;
+    let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
+    Ok(Box::new(move |view, now| {
+        view.delete_provider(&target, now)
+    }))
 }
 
 /// `GET /resource_providers?name=&uuid=&member_of=&resources=&in_tree=&required=`.

@@ -20,6 +20,7 @@ pub mod candidates;
 pub mod claims;
 pub mod classes;
 pub mod drains;
+pub mod dry_run;
 pub mod headroom;
 pub mod inventories;
 pub mod path;
