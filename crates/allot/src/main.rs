@@ -2,7 +2,7 @@
 //! `allot bench` times an endpoint; `allot classes` lists a running allot's resource
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot server-groups` its server groups (and imports Nova's);
-//! `allot drain` and `allot drains` drain hosts; `allot export` and `allot import` move a deployment between
+//! `allot drain` and `allot drains` drain hosts; `allot dry-run` shows what a write would do; `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -18,6 +18,7 @@ mod claims;
 mod classes;
 mod config;
 mod drains;
+mod dry_run;
 mod dump;
 mod policy;
 mod serve;
@@ -65,6 +66,10 @@ enum Command {
     Drain(drains::DrainArgs),
     /// List, show, confirm or abandon a running allot's drains.
     Drains(drains::DrainsArgs),
+    /// What an inventory write, a reshape or a provider delete would answer and leave
+    /// over capacity on a running allot, with nothing changed (POST /dry_run).
+    #[command(name = "dry-run")]
+    DryRun(dry_run::DryRunArgs),
     /// Write a whole deployment from a database to a portable JSON dump (no server
     /// needed; stop the one using the database first).
     Export(dump::ExportArgs),
@@ -125,6 +130,7 @@ fn main() -> anyhow::Result<()> {
         Command::ServerGroups(args) => server_groups::run(args),
         Command::Drain(args) => drains::run_drain(args),
         Command::Drains(args) => drains::run_drains(args),
+        Command::DryRun(args) => dry_run::run(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.
