@@ -13,7 +13,6 @@
 //! writer like any `POST`, so it plans on the view the real write would.
 
 use allot_client::dry_run::{DryRun as Answer, Holder, OverCapacity, ProviderName};
-use allot_core::ops::Plan;
 use allot_core::{Change, State as View, Timestamp};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -21,7 +20,7 @@ use axum::routing::post;
 use axum::Router;
 use serde_json::Value;
 
-use super::{inventories, providers, reshaper};
+use super::{inventories, providers, reshaper, CheckedPlan};
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorContext, ErrorFormat, ErrorInfo};
 use crate::policy::{authorize, Action};
@@ -47,10 +46,7 @@ struct Checked {
 
 impl Checked {
     /// A plan whose answer is only the write's success.
-    fn of<T: 'static>(
-        status: StatusCode,
-        plan: Box<dyn FnOnce(&View, Timestamp) -> Plan<T> + Send>,
-    ) -> Self {
+    fn of<T: 'static>(status: StatusCode, plan: CheckedPlan<T>) -> Self {
         Checked {
             status,
             plan: Box::new(move |view, now| Ok(plan(view, now)?.1)),

@@ -161,7 +161,7 @@ pub async fn show(
 /// what the handler hands to `AppState::write`, and what a dry run
 /// (`crate::handlers::dry_run`) plans on a copy of the view, so that both refuse
 /// alike.
-pub(crate) type InventoryPlan = Box<dyn FnOnce(&View, Timestamp) -> Plan<u64> + Send>;
+pub(crate) type InventoryPlan = super::CheckedPlan<u64>;
 
 /// `POST`'s checks and body: the new inventory's URL, the inventory, and the plan.
 pub(crate) fn checked_create(

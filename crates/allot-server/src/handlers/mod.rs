@@ -30,6 +30,12 @@ use axum::Router;
 use crate::error::ApiError;
 use crate::AppState;
 
+/// A write checked and read in its handler's order, ready for the writer: its plan,
+/// which the handler hands to `AppState::write` and a dry run (`dry_run`) runs on a
+/// copy of the view, so that both refuse alike.
+pub(crate) type CheckedPlan<T> =
+    Box<dyn FnOnce(&allot_core::State, allot_core::Timestamp) -> allot_core::ops::Plan<T> + Send>;
+
 /// Runs `work` (a search over the view: milliseconds of CPU) on the blocking pool,
 /// off the async workers; a task that panicked is logged as `what` and answered 500.
 pub(crate) async fn off_workers<T: Send + 'static>(

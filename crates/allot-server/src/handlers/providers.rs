@@ -2,9 +2,8 @@
 //! filters, update (rename, re-parent) and delete providers.
 
 use allot_core::ops::providers::ProviderInfo;
-use allot_core::ops::Plan;
 use allot_core::query::ProviderQuery;
-use allot_core::{State as View, Timestamp, Uuid};
+use allot_core::Uuid;
 use allot_store::WriteKind;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -121,7 +120,7 @@ pub(crate) fn checked_delete(
     ctx: &Ctx,
     app: &AppState,
     path: &ProviderPath,
-) -> Result<Box<dyn FnOnce(&View, Timestamp) -> Plan<()> + Send>, ApiError> {
+) -> Result<super::CheckedPlan<()>, ApiError> {
     path.raw()?;
     authorize(ctx, app.config.settings.policy, Action::ProvidersDelete)?;
     let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;

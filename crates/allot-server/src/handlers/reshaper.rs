@@ -10,8 +10,6 @@
 //! The body is read by `crate::request::reshaper`.
 
 use allot_core::ops::reshaper::MissingProvider;
-use allot_core::ops::Plan;
-use allot_core::{State as View, Timestamp};
 use allot_store::WriteKind;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -35,8 +33,7 @@ pub fn routes() -> Router<AppState> {
 /// A reshape checked and read, in Placement's order, ready for the writer: what the
 /// handler hands to `AppState::write`, and what a dry run (`crate::handlers::dry_run`)
 /// plans on a copy of the view. Its answer goes through [`reshaped`].
-pub(crate) type ReshapePlan =
-    Box<dyn FnOnce(&View, Timestamp) -> Plan<Result<(), MissingProvider>> + Send>;
+pub(crate) type ReshapePlan = super::CheckedPlan<Result<(), MissingProvider>>;
 
 /// `POST /reshaper`'s checks and body: the plan.
 pub(crate) fn checked_reshape(
