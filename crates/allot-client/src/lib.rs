@@ -37,6 +37,7 @@ use uuid::Uuid;
 mod claims;
 pub mod consumers;
 pub mod drains;
+pub mod dry_run;
 mod headroom;
 pub mod server_groups;
 pub mod status;

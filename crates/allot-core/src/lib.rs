@@ -24,6 +24,7 @@ pub mod metadata;
 pub mod model;
 pub mod names;
 pub mod ops;
+pub mod over_capacity;
 pub mod pending;
 pub mod persistent;
 pub mod query;

@@ -180,6 +180,8 @@ actions! {
     Audit => "allot:audit",
     /// `POST /audit/delete`, allot's own (issue 47).
     AuditDelete => "allot:audit:delete",
+    /// `POST /dry_run`, allot's own (issue 47).
+    DryRun => "allot:dry_run",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -390,7 +392,10 @@ impl Action {
             | Action::DrainsConfirm
             | Action::DrainsDelete
             | Action::ConsumersList
-            | Action::Audit => ADMIN_OR_SERVICE,
+            | Action::Audit
+            // A dry run says what an inventory write would do, to those who may
+            // write inventories.
+            | Action::DryRun => ADMIN_OR_SERVICE,
         }
     }
 }
@@ -831,6 +836,7 @@ mod tests {
                     | ConsumersList
                     | Audit
                     | AuditDelete
+                    | DryRun
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -840,7 +846,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 56);
+        assert_eq!(Action::ALL.len(), 57);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

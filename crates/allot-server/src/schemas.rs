@@ -767,6 +767,24 @@ pub fn allocation_candidates_query(minor: u16) -> Value {
     })
 }
 
+/// The longest path a dry run takes (a provider uuid and a class name fit many times).
+pub const MAX_DRY_RUN_PATH: usize = 1024;
+
+/// `POST /dry_run` (an allot extension, issue 47): a write as it would be sent. The
+/// body is any JSON: the write's own schema checks it, in its turn.
+pub fn dry_run() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "enum": ["PUT", "POST", "DELETE"]},
+            "path": {"type": "string", "pattern": "^/", "maxLength": MAX_DRY_RUN_PATH},
+            "body": {},
+        },
+        "required": ["method", "path"],
+        "additionalProperties": false,
+    })
+}
+
 #[cfg(test)]
 mod membership_schema_tests {
     use super::*;

@@ -46,7 +46,11 @@ const PATHS: &[&str] = &[
     "/drains",
     "/drains/{rp}",
     "/drains/{rp}/confirm",
+    "/dry_run",
 ];
+
+/// A write a dry run takes, on the seed's provider.
+const DRY_RUN_PATH: &str = "/resource_providers/a1b2c3d4-0000-4000-8000-000000000001/inventories";
 
 /// A server group the seed makes, holding the seed's consumer.
 const SG: &str = "5e7e0000-0000-4000-8000-000000000001";
@@ -131,6 +135,11 @@ fn arb_json() -> impl Strategy<Value = Value> {
             "trait:CUSTOM_",
             "resources=VCPU:1",
             SG,
+            // A dry run's method and path.
+            "PUT",
+            "DELETE",
+            "/reshaper",
+            DRY_RUN_PATH,
         ])
         .prop_map(Value::from),
     ];
@@ -174,6 +183,9 @@ fn arb_json() -> impl Strategy<Value = Value> {
         "requests",
         "disable",
         "partial",
+        "method",
+        "path",
+        "body",
     ]);
     leaf.prop_recursive(4, 32, 6, move |inner| {
         prop_oneof![

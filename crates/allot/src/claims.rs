@@ -269,11 +269,20 @@ fn parse_resource(text: &str) -> Result<ResourceArg, String> {
 
 /// A runtime and a client for the server `remote` names (every remote command's).
 pub(crate) fn connect(remote: &Remote) -> anyhow::Result<(tokio::runtime::Runtime, Client)> {
+    connect_at(remote, &Config::new("").microversion)
+}
+
+/// [`connect`], the client speaking at `microversion`.
+pub(crate) fn connect_at(
+    remote: &Remote,
+    microversion: &str,
+) -> anyhow::Result<(tokio::runtime::Runtime, Client)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let config = Config {
         token: remote.token.clone(),
+        microversion: microversion.to_owned(),
         ..Config::new(remote.url.trim_end_matches('/'))
     };
     Ok((runtime, Client::new(&config)?))

@@ -3,7 +3,8 @@
 //! classes with their metadata; `allot claims` and `allot pending` show and manage its
 //! pending claims; `allot server-groups` its server groups (and imports Nova's);
 //! `allot drain` and `allot drains` drain hosts; `allot consumers` lists who holds
-//! what and `allot audit` finds what no live workload accounts for; `allot export` and `allot import` move a deployment between
+//! what and `allot audit` finds what no live workload accounts for; `allot dry-run`
+//! shows what a write would do; `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -20,6 +21,7 @@ mod claims;
 mod classes;
 mod config;
 mod drains;
+mod dry_run;
 mod dump;
 mod policy;
 mod serve;
@@ -73,6 +75,10 @@ enum Command {
     /// Find the consumers that hold resources and are not among the live workloads
     /// listed (a file or standard input, one uuid a line); `--delete` removes them.
     Audit(audit::AuditArgs),
+    /// What an inventory write, a reshape or a provider delete would answer and leave
+    /// over capacity on a running allot, with nothing changed (POST /dry_run).
+    #[command(name = "dry-run")]
+    DryRun(dry_run::DryRunArgs),
     /// Write a whole deployment from a database to a portable JSON dump (no server
     /// needed; stop the one using the database first).
     Export(dump::ExportArgs),
@@ -135,6 +141,7 @@ fn main() -> anyhow::Result<()> {
         Command::Drains(args) => drains::run_drains(args),
         Command::Consumers(args) => audit::run_consumers(args),
         Command::Audit(args) => audit::run_audit(args),
+        Command::DryRun(args) => dry_run::run(args),
         Command::Export(args) => dump::run_export(args),
         Command::Import(args) => dump::run_import(args),
         // Opening a store migrates it: that is all there is to do.

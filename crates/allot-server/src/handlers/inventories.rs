@@ -157,19 +157,56 @@ pub async fn show(
     ))
 }
 
-/// `POST /resource_providers/{uuid}/inventories`: add one class's inventory.
-pub async fn create(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &sent, CREATE)?;
+/// An inventory write checked and read, in Placement's order, ready for the writer:
+/// what the handler hands to `AppState::write`, and what a dry run
+/// (`crate::handlers::dry_run`) plans on a copy of the view, so that both refuse
+/// alike.
+pub(crate) type InventoryPlan = super::CheckedPlan<u64>;
+
+/// `POST`'s checks and body: the new inventory's URL, the inventory, and the plan.
+pub(crate) fn checked_create(
+    ctx: &Ctx,
+    app: &AppState,
+    sent: &ProviderBody,
+) -> Result<(String, Inventory, InventoryPlan), ApiError> {
+    let uuid = before_body(ctx, app, sent, CREATE)?;
     let NewInventory { class, inventory } = NewInventory::read(&sent.body)?;
     // A path: the middleware makes every Location absolute (crate::context).
     let url = format!("/resource_providers/{uuid}/inventories/{}", class.as_str());
-    let rule = rule(&ctx);
-    let (generation, now) = write(&app, move |view, now| {
-        view.add_inventory(&uuid, &class, inventory, rule, now)
-    })
-    .await?;
+    let rule = rule(ctx);
+    let plan: InventoryPlan =
+        Box::new(move |view, now| view.add_inventory(&uuid, &class, inventory, rule, now));
+    Ok((url, inventory, plan))
+}
+
+/// `POST /resource_providers/{uuid}/inventories`: add one class's inventory.
+pub async fn create(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
+    let (url, inventory, plan) = checked_create(&ctx, &app, &sent)?;
+    let (generation, now) = write(&app, plan).await?;
     let response = http::json(StatusCode::CREATED, &one_body(&inventory, generation));
     Ok(cached(&ctx, http::location(response, &url), Some(now)))
+}
+
+/// `PUT .../inventories/{class}`'s checks and body: the inventory, and the plan.
+pub(crate) fn checked_update(
+    ctx: &Ctx,
+    app: &AppState,
+    class: &str,
+    sent: &ProviderBody,
+) -> Result<(Inventory, InventoryPlan), ApiError> {
+    let uuid = before_body(ctx, app, sent, UPDATE)?;
+    let InventoryUpdate {
+        generation: expected,
+        inventory,
+    } = InventoryUpdate::read(&sent.body)?;
+    let rule = rule(ctx);
+    // Any path segment reaches the rules, which answer one that is no class name as
+    // an unknown class.
+    let class = ResourceClass::requested(class);
+    let plan: InventoryPlan = Box::new(move |view, now| {
+        view.update_inventory(&uuid, expected, &class, inventory, rule, now)
+    });
+    Ok((inventory, plan))
 }
 
 /// `PUT /resource_providers/{uuid}/inventories/{resource_class}`: replace one class's
@@ -180,42 +217,53 @@ pub async fn update(
     Path((_, class)): Path<(String, String)>,
     sent: ProviderBody,
 ) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &sent, UPDATE)?;
-    let InventoryUpdate {
-        generation: expected,
-        inventory,
-    } = InventoryUpdate::read(&sent.body)?;
-    let rule = rule(&ctx);
-    // Any path segment reaches the rules, which answer one that is no class name as
-    // an unknown class.
-    let class = ResourceClass::requested(&class);
-    let (generation, now) = write(&app, move |view, now| {
-        view.update_inventory(&uuid, expected, &class, inventory, rule, now)
-    })
-    .await?;
+    let (inventory, plan) = checked_update(&ctx, &app, &class, &sent)?;
+    let (generation, now) = write(&app, plan).await?;
     let response = http::json(StatusCode::OK, &one_body(&inventory, generation));
     Ok(cached(&ctx, response, Some(now)))
 }
 
+/// `PUT .../inventories`'s checks and body: the inventories as the request gave them,
+/// and the plan.
+pub(crate) fn checked_replace_all(
+    ctx: &Ctx,
+    app: &AppState,
+    sent: &ProviderBody,
+) -> Result<(AllInventories, InventoryPlan), ApiError> {
+    let uuid = before_body(ctx, app, sent, UPDATE)?;
+    let all = AllInventories::read(&sent.body)?;
+    let rule = rule(ctx);
+    let (expected, planned) = (all.generation, all.inventories.clone());
+    let plan: InventoryPlan =
+        Box::new(move |view, now| view.set_inventories(&uuid, expected, &planned, rule, now));
+    Ok((all, plan))
+}
+
 /// `PUT /resource_providers/{uuid}/inventories`: replace all inventories.
 pub async fn replace_all(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -> ApiResult {
-    let uuid = before_body(&ctx, &app, &sent, UPDATE)?;
-    let AllInventories {
-        generation: expected,
-        inventories,
-    } = AllInventories::read(&sent.body)?;
-    let rule = rule(&ctx);
-    let planned = inventories.clone();
-    let (generation, now) = write(&app, move |view, now| {
-        view.set_inventories(&uuid, expected, &planned, rule, now)
-    })
-    .await?;
+    let (AllInventories { inventories, .. }, plan) = checked_replace_all(&ctx, &app, &sent)?;
+    let (generation, now) = write(&app, plan).await?;
     // Written, so every entry was an inventory of an existing class.
     let written = inventories
         .iter()
         .filter_map(|(c, i)| Some((c.as_str(), i.as_ref()?)));
     let body = all_body(written, generation);
     Ok(cached(&ctx, http::json(StatusCode::OK, &body), Some(now)))
+}
+
+/// `DELETE .../inventories/{class}`'s checks: the plan.
+pub(crate) fn checked_delete(
+    ctx: &Ctx,
+    app: &AppState,
+    path: &ProviderPath,
+    class: &str,
+) -> Result<InventoryPlan, ApiError> {
+    authorize(ctx, app.config.settings.policy, DELETE)?;
+    let uuid = path.uuid(no_provider)?;
+    let class = ResourceClass::requested(class);
+    Ok(Box::new(move |view, now| {
+        view.delete_inventory(&uuid, &class, now)
+    }))
 }
 
 /// `DELETE /resource_providers/{uuid}/inventories/{resource_class}`.
@@ -225,28 +273,32 @@ pub async fn delete(
     path: ProviderPath,
     Path((_, class)): Path<(String, String)>,
 ) -> ApiResult {
-    authorize(&ctx, app.config.settings.policy, DELETE)?;
-    let uuid = path.uuid(no_provider)?;
-    let class = ResourceClass::requested(&class);
-    app.write(WriteKind::Inventory, move |view, now| {
-        view.delete_inventory(&uuid, &class, now)
-    })
-    .await?;
+    let plan = checked_delete(&ctx, &app, &path, &class)?;
+    app.write(WriteKind::Inventory, plan).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 
-/// `DELETE /resource_providers/{uuid}/inventories` (1.5; before, the method is not
-/// allowed, as Placement says).
-pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
+/// `DELETE .../inventories`'s checks (1.5; before, the method is not allowed, as
+/// Placement says): the plan.
+pub(crate) fn checked_delete_all(
+    ctx: &Ctx,
+    app: &AppState,
+    path: &ProviderPath,
+) -> Result<InventoryPlan, ApiError> {
     if !ctx.version.at_least(5) {
         return Err(ApiError::method_not_allowed());
     }
-    authorize(&ctx, app.config.settings.policy, DELETE)?;
+    authorize(ctx, app.config.settings.policy, DELETE)?;
     let uuid = path.uuid(no_provider)?;
-    app.write(WriteKind::Inventory, move |view, now| {
+    Ok(Box::new(move |view, now| {
         view.delete_inventories(&uuid, now)
-    })
-    .await?;
+    }))
+}
+
+/// `DELETE /resource_providers/{uuid}/inventories`.
+pub async fn delete_all(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
+    let plan = checked_delete_all(&ctx, &app, &path)?;
+    app.write(WriteKind::Inventory, plan).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }
 

@@ -11,6 +11,7 @@ pub mod allocations;
 pub mod claims;
 pub mod consumers;
 pub mod drains;
+pub mod dry_run;
 pub mod headroom;
 pub mod inventories;
 pub mod provider_traits;
@@ -29,6 +30,12 @@ use axum::Router;
 
 use crate::error::ApiError;
 use crate::AppState;
+
+/// A write checked and read in its handler's order, ready for the writer: its plan,
+/// which the handler hands to `AppState::write` and a dry run (`dry_run`) runs on a
+/// copy of the view, so that both refuse alike.
+pub(crate) type CheckedPlan<T> =
+    Box<dyn FnOnce(&allot_core::State, allot_core::Timestamp) -> allot_core::ops::Plan<T> + Send>;
 
 /// Runs `work` (a search over the view: milliseconds of CPU) on the blocking pool,
 /// off the async workers; a task that panicked is logged as `what` and answered 500.
@@ -82,5 +89,6 @@ pub fn routes() -> Router<AppState> {
         .merge(server_groups::routes())
         .merge(drains::routes())
         .merge(consumers::routes())
+        .merge(dry_run::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

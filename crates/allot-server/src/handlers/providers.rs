@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::context::Ctx;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http;
 use crate::microversion::Version;
 use crate::policy::{authorize, Action};
@@ -114,14 +114,25 @@ pub async fn update(ctx: Ctx, State(app): State<AppState>, sent: ProviderBody) -
 
 /// `DELETE /resource_providers/{uuid}`.
 pub async fn delete(ctx: Ctx, State(app): State<AppState>, path: ProviderPath) -> ApiResult {
-    path.raw()?;
-    authorize(&ctx, app.config.settings.policy, Action::ProvidersDelete)?;
-    let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
-    app.write(WriteKind::Provider, move |view, now| {
-        view.delete_provider(&target, now)
-    })
-    .await?;
+    let plan = checked_delete(&ctx, &app, &path)?;
+    app.write(WriteKind::Provider, plan).await?;
     Ok(http::empty(StatusCode::NO_CONTENT))
+}
+
+/// `DELETE /resource_providers/{uuid}`'s checks, in Placement's order: the plan,
+/// which the handler hands to the writer and a dry run (`crate::handlers::dry_run`)
+/// plans on a copy of the view.
+pub(crate) fn checked_delete(
+    ctx: &Ctx,
+    app: &AppState,
+    path: &ProviderPath,
+) -> Result<super::CheckedPlan<()>, ApiError> {
+    path.raw()?;
+    authorize(ctx, app.config.settings.policy, Action::ProvidersDelete)?;
+    let target = path.uuid(|uuid| format!("{} for delete", no_provider(uuid)))?;
+    Ok(Box::new(move |view, now| {
+        view.delete_provider(&target, now)
+    }))
 }
 
 /// `POST /resource_providers/query` (allot's extension): the parameters of `GET

@@ -30,22 +30,38 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/reshaper", post(reshape))
 }
 
-/// `POST /reshaper`.
-pub async fn reshape(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
+/// A reshape checked and read, in Placement's order, ready for the writer: what the
+/// handler hands to `AppState::write`, and what a dry run (`crate::handlers::dry_run`)
+/// plans on a copy of the view. Its answer goes through [`reshaped`].
+pub(crate) type ReshapePlan = super::CheckedPlan<Result<(), MissingProvider>>;
+
+/// `POST /reshaper`'s checks and body: the plan.
+pub(crate) fn checked_reshape(
+    ctx: &Ctx,
+    app: &AppState,
+    body: &JsonBody,
+) -> Result<ReshapePlan, ApiError> {
     ctx.require(30)?;
     body.require_json()?;
-    authorize(&ctx, app.config.settings.policy, RESHAPE)?;
+    authorize(ctx, app.config.settings.policy, RESHAPE)?;
     let Reshape {
         providers,
         consumers,
-    } = Reshape::read(&body, ctx.version.0)?;
-    let answer = app
-        .write(WriteKind::Reshape, move |view, now| {
-            view.reshape(&providers, &consumers, now)
-        })
-        .await?;
-    if let Err(MissingProvider(message)) = answer {
-        return Err(ApiError::provider_not_found(message));
-    }
+    } = Reshape::read(body, ctx.version.0)?;
+    Ok(Box::new(move |view, now| {
+        view.reshape(&providers, &consumers, now)
+    }))
+}
+
+/// A reshape's answer: the one refusal the plan answers rather than errs with (a
+/// provider named for inventories that does not exist) has its own error code.
+pub(crate) fn reshaped(answer: Result<(), MissingProvider>) -> Result<(), ApiError> {
+    answer.map_err(|MissingProvider(message)| ApiError::provider_not_found(message))
+}
+
+/// `POST /reshaper`.
+pub async fn reshape(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> ApiResult {
+    let plan = checked_reshape(&ctx, &app, &body)?;
+    reshaped(app.write(WriteKind::Reshape, plan).await?)?;
     Ok(http::empty(StatusCode::NO_CONTENT))
 }

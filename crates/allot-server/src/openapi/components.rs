@@ -459,6 +459,7 @@ fn extension_schemas(all: &mut Map<String, Value>) {
     );
     all.insert("Drain".into(), drain);
     all.insert("DrainList".into(), list_of("drains", "Drain"));
+    all.insert("DryRun".into(), dry_run());
     all.insert("Status".into(), status());
     all.insert(
         "HealthReasons".into(),
@@ -491,6 +492,29 @@ fn explanation() -> Value {
             "allocation_candidates": n, "emptied_by": nullable("string"),
         }),
         &[],
+    )
+}
+
+fn dry_run() -> Value {
+    let n = json!({"type": "integer", "minimum": 0});
+    let holder = object(json!({"consumer_uuid": uuid(), "used": n}), &[]);
+    let provider = object(json!({"name": {"type": "string"}, "uuid": uuid()}), &[]);
+    let over = object(
+        json!({
+            "capacity": {"type": "integer"},
+            "consumers": {"type": "array", "items": holder},
+            "over": n, "resource_class": {"type": "string"},
+            "resource_provider": provider, "used": n,
+        }),
+        &[],
+    );
+    object(
+        json!({
+            "errors": {"type": "array", "items": {"type": "object"}},
+            "over_capacity": {"type": "array", "items": over},
+            "status": {"type": "integer"},
+        }),
+        &["errors"],
     )
 }
 

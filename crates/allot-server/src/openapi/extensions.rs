@@ -17,6 +17,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(server_groups());
     ops.extend(drains());
     ops.extend(operators());
+    ops.extend(dry_run());
     ops.extend(service());
     ops
 }
@@ -215,6 +216,18 @@ fn operators() -> Vec<Op> {
             .body(crate::request::query_form::schema(), json!({"name": "fuzz", "with_usages": "true"}))
             .json(200, "ProviderList"),
     ]
+}
+
+fn dry_run() -> Vec<Op> {
+    let write = json!({
+        "method": "PUT",
+        "path": format!("/resource_providers/{PROVIDER}/inventories/VCPU"),
+        "body": {"resource_provider_generation": 1, "total": 8, "allocation_ratio": 1.0},
+    });
+    vec![op("POST", allot_client::dry_run::PATH, "dryRun")
+        .about("extensions", "Dry run of an inventory or provider write", "What the write (`PUT`, `POST` or `DELETE` of a provider's inventories, `POST /reshaper`, `DELETE` of a provider) would answer at this request's microversion, and each class on the providers it touches that it would leave over capacity, with the consumers there; nothing changes. A body that names no such write: 400.")
+        .body(schemas::dry_run(), write)
+        .json(200, "DryRun")]
 }
 
 fn service() -> Vec<Op> {

@@ -21,6 +21,7 @@ pub mod claims;
 pub mod classes;
 pub mod consumers;
 pub mod drains;
+pub mod dry_run;
 pub mod headroom;
 pub mod inventories;
 pub mod path;
