@@ -9,8 +9,10 @@
 //! run's own microversion and for its caller, and its plan, the very function the
 //! writer would run, runs on the current version of the view at the host's `now`,
 //! never through `AppState::write`. What it would leave over capacity is the core's
-//! `State::left_over_capacity`. On several nodes the dry run is forwarded to the
-//! writer like any `POST`, so it plans on the view the real write would.
+//! `State::left_over_capacity`. On several nodes the dry run is a read answered where
+//! it arrives (`forward::POSTED_READS`), on that node's view, which holds at least the
+//! writes this node forwarded; the writer's batch may still differ by what is queued
+//! beside the real write, which no dry run can know.
 
 use allot_client::dry_run::{DryRun as Answer, Holder, OverCapacity, ProviderName};
 use allot_core::{Change, State as View, Timestamp};
