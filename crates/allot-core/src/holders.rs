@@ -9,19 +9,18 @@
 //! covers a range of uuids and says which of them exist, so no request needs another's
 //! list and any node can answer any of them.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 
 use uuid::Uuid;
 
 use crate::change::Change;
 use crate::error::{ConflictCode, Error};
 use crate::model::{Claim, Consumer, ProviderId, Timestamp};
-use crate::names::{ResourceClass, Text};
+use crate::names::Text;
 use crate::ops::Plan;
 use crate::state::State;
 
-/// Amounts by class.
-pub type ByClass = BTreeMap<ResourceClass, u64>;
+pub use crate::ops::claims::ByClass;
 
 /// What a holder must hold to be listed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

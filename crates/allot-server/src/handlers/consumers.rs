@@ -119,11 +119,7 @@ pub async fn remove(ctx: Ctx, State(app): State<AppState>, body: JsonBody) -> Ap
 
 /// A holder as the wire shows it.
 fn entry(h: &Holder) -> wire::Holder {
-    let by_name = |sums: &allot_core::holders::ByClass| {
-        sums.iter()
-            .map(|(c, n)| (c.as_str().to_owned(), *n))
-            .collect()
-    };
+    let by_name = crate::wire::claims::by_name;
     wire::Holder {
         allocations: by_name(&h.allocations),
         consumer_generation: h.generation,
