@@ -11,7 +11,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use support::{json, Client, Database, Server};
+use support::{json, start_writing_on_mariadb, Client, Database, MariaDatabase, Server};
 use uuid::Uuid;
 
 const RP: Uuid = Uuid::from_u128(0x0d17_0000_0000_4000_8000_0000_0000_0001);
@@ -292,6 +292,16 @@ fn a_dry_run_names_what_a_lowered_ratio_leaves_over_capacity_on_postgres() {
     };
     let world = Server::start_url(&world_db.url);
     let copy = Server::start_url(&copy_db.url);
+    dry_runs_name_what_the_real_write_leaves(&world.client(), &copy.client());
+}
+
+#[test]
+fn a_dry_run_names_what_a_lowered_ratio_leaves_over_capacity_on_mariadb() {
+    let (Some(world_db), Some(copy_db)) = (MariaDatabase::create(), MariaDatabase::create()) else {
+        return;
+    };
+    let world = start_writing_on_mariadb(&world_db.url);
+    let copy = start_writing_on_mariadb(&copy_db.url);
     dry_runs_name_what_the_real_write_leaves(&world.client(), &copy.client());
 }
 

@@ -821,19 +821,26 @@ impl Engine {
     /// `allot serve` on this engine, once it may write: on MariaDB a node writes only
     /// while it holds the writer's lease, which it takes within a tick of its start.
     pub fn serve(&self) -> Server {
-        let server = Server::start_url(&self.url);
-        if self.name == "mariadb" {
-            let deadline = std::time::Instant::now() + Duration::from_secs(20);
-            while try_metric(&server, "allot_cluster_writer") != Some(1.0) {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "no writer's lease in 20 s"
-                );
-                std::thread::sleep(Duration::from_millis(100));
-            }
+        match self.name {
+            "mariadb" => start_writing_on_mariadb(&self.url),
+            _ => Server::start_url(&self.url),
         }
-        server
     }
+}
+
+/// `allot serve` on a MariaDB database, once it holds the writer's lease (a node
+/// without it writes nothing there; it takes the lease within a tick of its start).
+pub fn start_writing_on_mariadb(url: &str) -> Server {
+    let server = Server::start_url(url);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while try_metric(&server, "allot_cluster_writer") != Some(1.0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no writer's lease in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
 }
 
 /// A fresh database on every engine: an SQLite file in `dir`, and PostgreSQL and
