@@ -12,21 +12,10 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
-use support::{json, Client, Database, Server};
+use support::{call, json, Client, Database, Server};
 use uuid::Uuid;
 
 const ROOTS: usize = 10;
-
-/// A request that must answer `status`; its body.
-fn call(client: &Client, method: &str, path: &str, body: Option<Value>, status: u16) -> Value {
-    let (got, text) = client.call(method, path, body.map(|b| b.to_string()).as_deref());
-    assert_eq!(got, status, "{method} {path}: {text}");
-    if text.is_empty() {
-        Value::Null
-    } else {
-        json(&text)
-    }
-}
 
 /// The world: a disk pool shared through aggregate A, and ten roots in A, each
 /// with 256 VCPU and a NIC child with 32 VFs. Returns the roots, the NICs, the pool.

@@ -11,7 +11,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use support::{json, start_writing_on_mariadb, Client, Database, MariaDatabase, Server};
+use support::{call, json, start_writing_on_mariadb, Client, Database, MariaDatabase, Server};
 use uuid::Uuid;
 
 const RP: Uuid = Uuid::from_u128(0x0d17_0000_0000_4000_8000_0000_0000_0001);
@@ -24,17 +24,6 @@ const HOLDERS: [(u128, u64, u64); 3] = [
     (0xc000_0000_0000_4000_8000_0000_0000_0001, 4, 512),
     (0xc000_0000_0000_4000_8000_0000_0000_0002, 8, 1024),
 ];
-
-/// A request that must answer `status`; its body.
-fn call(client: &Client, method: &str, path: &str, body: Option<Value>, status: u16) -> Value {
-    let (got, text) = client.call(method, path, body.map(|b| b.to_string()).as_deref());
-    assert_eq!(got, status, "{method} {path}: {text}");
-    if text.is_empty() {
-        Value::Null
-    } else {
-        json(&text)
-    }
-}
 
 /// The world: [`RP`] with 8 VCPU at ratio 4 (capacity 32) and 4096 MEMORY_MB, used by
 /// the [`HOLDERS`] and a claim of 2 VCPU by [`CLAIMER`] (26 VCPU, 1536 MEMORY_MB in

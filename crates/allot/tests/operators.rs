@@ -9,18 +9,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
-use support::{engines, exchange, json, metric, Client, Server};
+use support::{call, engines, exchange, json, metric, Client, Server};
 use uuid::Uuid;
-
-fn call(client: &Client, method: &str, path: &str, body: Option<Value>, status: u16) -> Value {
-    let (got, text) = client.call(method, path, body.map(|b| b.to_string()).as_deref());
-    assert_eq!(got, status, "{method} {path}: {text}");
-    if text.is_empty() {
-        Value::Null
-    } else {
-        json(&text)
-    }
-}
 
 /// A root named `name` with `inventories` (`{CLASS: total}`), under `parent` if any.
 fn provider(client: &Client, name: &str, parent: Option<Uuid>, inventories: Value) -> Uuid {

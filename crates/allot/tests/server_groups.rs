@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use support::{json, Client, Server};
+use support::{call, json, Client, Server};
 use uuid::Uuid;
 
 /// A server with `roots` roots of `vcpus` VCPU each, root `i` in rack
@@ -51,17 +51,6 @@ fn cloud(roots: usize, vcpus: u64, racks: Option<usize>) -> (tempfile::TempDir, 
         })
         .collect();
     (dir, server, uuids)
-}
-
-/// A request that must answer `status`; its body.
-fn call(client: &Client, method: &str, path: &str, body: Option<Value>, status: u16) -> Value {
-    let (got, text) = client.call(method, path, body.map(|b| b.to_string()).as_deref());
-    assert_eq!(got, status, "{method} {path}: {text}");
-    if text.is_empty() {
-        Value::Null
-    } else {
-        json(&text)
-    }
 }
 
 fn new_group(client: &Client, policy: &str, extra: Value) -> Uuid {

@@ -601,6 +601,23 @@ pub fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"))
 }
 
+/// A request as admin that must answer `status`; its body as JSON (null when empty).
+pub fn call(
+    client: &Client,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+    status: u16,
+) -> serde_json::Value {
+    let (got, text) = client.call(method, path, body.map(|b| b.to_string()).as_deref());
+    assert_eq!(got, status, "{method} {path}: {text}");
+    if text.is_empty() {
+        serde_json::Value::Null
+    } else {
+        json(&text)
+    }
+}
+
 /// A response read whole: status, lower-cased headers, body.
 pub struct Reply {
     pub status: u16,

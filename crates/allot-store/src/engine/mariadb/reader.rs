@@ -24,16 +24,9 @@ impl MyEngine {
     /// that the view is exactly the state after commit `head`.
     pub fn load(&mut self) -> Result<(State, Cursor), StoreError> {
         let tx = self.conn()?.begin_snapshot()?;
-        let head = int(
-            tx.conn
-                .query("SELECT seq FROM allot_log_head WHERE id = 1")?
-                .first(),
-            0,
-        )?;
-        let source = Reader(RefCell::new(&mut *tx.conn));
-        let state = load::load(source)?;
+        let loaded = head_and_view(&mut *tx.conn)?;
         tx.commit()?;
-        Ok((state, Cursor(head)))
+        Ok(loaded)
     }
 
     /// [`MyEngine::load`] on a connection of its own that neither migrates nor
@@ -76,17 +69,22 @@ impl MyEngine {
             0
         };
         crate::schema_is_current(version, super::schema_version())?;
-        let head = int(
-            tx.conn
-                .query("SELECT seq FROM allot_log_head WHERE id = 1")?
-                .first(),
-            0,
-        )?;
-        let source = Reader(RefCell::new(&mut *tx.conn));
-        let state = load::load(source)?;
+        let loaded = head_and_view(&mut *tx.conn)?;
         tx.commit()?;
-        Ok((state, Cursor(head)))
+        Ok(loaded)
     }
+}
+
+/// The log's head and the view, read on a connection inside a snapshot transaction
+/// (the load at start-up and the read-only snapshot alike).
+fn head_and_view(conn: &mut Conn) -> Result<(State, Cursor), StoreError> {
+    let head = int(
+        conn.query("SELECT seq FROM allot_log_head WHERE id = 1")?
+            .first(),
+        0,
+    )?;
+    let state = load::load(Reader(RefCell::new(conn)))?;
+    Ok((state, Cursor(head)))
 }
 
 /// A snapshot transaction's connection as the load's [`Source`].
