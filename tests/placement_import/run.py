@@ -18,7 +18,12 @@ throwaway PostgreSQL), a world is built through Placement's own API; then:
    (docs/migrate.md's SQL, `allot db sync --placement-conf`), refused while it
    is empty, imported into, then served by `allot serve --placement-conf` with
    no --database, and `allot verify` against the running Placement finds no
-   difference docs/api.md does not document;
+   difference docs/api.md does not document; then, with that allot serving
+   on, docs/migrate.md's way back as written (`way_back`): writes through
+   allot, Placement's database dropped, made again and synced by
+   `placement-manage db sync`, allot's exported into it while allot serves
+   (refused without --drop-extensions), Placement started on it and checked
+   against allot by `allot verify`, then allot stopped;
 5. the refusals: a bad URL, an unsupported schema revision, wrong credentials,
    an unreachable host (a closed port, and one that takes the connection
    but never answers), a non-empty target (both directions), and pending
@@ -71,8 +76,9 @@ def free_port():
 class Server:
     """Placement (gunicorn) or allot serving one database, on a free port."""
 
-    def __init__(self, argv, env, log):
-        self.port = free_port()
+    def __init__(self, argv, env, log, port=None):
+        # A given port: a server started again where its clients knew it.
+        self.port = port or free_port()
         argv = [a.replace('{port}', str(self.port)) for a in argv]
         self.log = log
         with open(log, 'wb') as fh:
@@ -143,11 +149,19 @@ def placement(venv, url, work, name, workers=1):
                  '[placement_database]\nconnection = %s\n'
                  '[oslo_policy]\nenforce_new_defaults = False\n' % url)
     db_sync(venv, conf)
+    return placement_api(venv, conf, os.path.join(work, name + '.log'),
+                         workers=workers)
+
+
+def placement_api(venv, conf, log, workers=1, port=None):
+    """Placement's API under gunicorn, on the placement.conf `conf` as it is
+    (its schema already made)."""
     server = Server([os.path.join(venv, 'bin', 'gunicorn'), '-w', str(workers),
                      '-b', '127.0.0.1:{port}', '--timeout', '300',
                      'placement.wsgi.api:application'],
-                    dict(os.environ, OS_PLACEMENT_CONFIG_DIR=confdir),
-                    os.path.join(work, name + '.log'))
+                    dict(os.environ,
+                         OS_PLACEMENT_CONFIG_DIR=os.path.dirname(conf)),
+                    log, port)
     server.conf = conf
     return server
 
@@ -461,14 +475,15 @@ def start_refused(argv, what, causes):
           'exit %s, stderr: %s' % (r.returncode, r.stderr[-1500:]))
 
 
-def served_beside(db, args, work, p, src):
+def served_beside(db, args, work, conf, src, world):
     """The drop-in (docs/migrate.md): allot's database beside Placement's on
     the same MariaDB server, made with the documented SQL, found from the
-    deployment's own placement.conf (Placement's, p.conf) with no --database,
+    deployment's own placement.conf (Placement's, `conf`) with no --database,
     served only once imported into, and compared with the running Placement
-    by `allot verify`."""
+    by `allot verify`; then, with that allot still serving, the way back
+    (`way_back`)."""
     serve = [args.allot, 'serve', '--bind', '127.0.0.1:{port}',
-             '--placement-conf', p.conf, '--log', 'warn']
+             '--placement-conf', conf, '--log', 'warn']
     beside = src.replace('/placement_src?', '/allot?')
     db.admin('DROP DATABASE IF EXISTS allot')  # a server kept from a run before
     start_refused(serve, 'before allot\'s database exists',
@@ -476,7 +491,7 @@ def served_beside(db, args, work, p, src):
     db.admin("CREATE DATABASE allot CHARACTER SET utf8mb4 COLLATE "
              "utf8mb4_nopad_bin; GRANT ALL PRIVILEGES ON allot.* TO "
              "'placement'@'%'")
-    r = allot(args.allot, 'db', 'sync', '--placement-conf', p.conf)
+    r = allot(args.allot, 'db', 'sync', '--placement-conf', conf)
     check(r.returncode == 0, 'allot db sync --placement-conf', r.stderr)
     start_refused(serve, 'while allot\'s database is empty',
                   ['holds 7 resource provider(s)',
@@ -484,18 +499,216 @@ def served_beside(db, args, work, p, src):
     r = allot(args.allot, 'import', '--from-placement', src,
               '--database', beside)
     check(r.returncode == 0, 'import mariadb -> beside it', r.stderr)
-    a = Server(serve, dict(os.environ), os.path.join(work, 'beside.log'))
+    p = placement_api(args.venv, conf, os.path.join(work, 'beside-p.log'))
+    a = None
     try:
-        r = allot(args.allot, 'verify',
-                  '--placement', 'http://127.0.0.1:%d' % p.port,
-                  '--allot', 'http://127.0.0.1:%d' % a.port)
-        last = r.stdout.strip().splitlines()[-1:] or ['']
-        print('allot verify: %s' % last[0], flush=True)
+        a = Server(serve, dict(os.environ), os.path.join(work, 'beside.log'))
+        r = verify(args, p, a, 'beside Placement')
         check(r.returncode == 0, 'allot serving beside Placement, from '
               'placement.conf alone: allot verify finds no undocumented '
               'difference', r.stdout[-3000:] + r.stderr[-1000:])
+        way_back(db, args, work, p, a, src, world)
     finally:
+        for server in (a, p):
+            if server:
+                server.stop()
+
+
+def verify(args, p, a, label):
+    """`allot verify` of Placement (p) against allot (a), its summary printed
+    after `label`."""
+    r = allot(args.allot, 'verify',
+              '--placement', 'http://127.0.0.1:%d' % p.port,
+              '--allot', 'http://127.0.0.1:%d' % a.port)
+    last = r.stdout.strip().splitlines()[-1:] or ['']
+    print('%s: allot verify: %s' % (label, last[0]), flush=True)
+    return r
+
+
+def mysql(db, sql):
+    """The `mysql` client as the database's administrator (docs/migrate.md's
+    `mysql -e`, with the throwaway server's address)."""
+    return subprocess.run(['mysql', '-h', db.host, '-P', str(db.port), '-u',
+                           'root', '-N', '-e', sql], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+
+
+def wait_writer(a):
+    """On MariaDB a node writes only while it holds the writer's lease, which
+    it takes within a tick of its start (/metrics says when)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        status, text = a.get('/metrics', '1.0')
+        if status == 200 and re.search(r'^allot_cluster_writer 1$', text,
+                                       re.M):
+            return
+        time.sleep(0.1)
+    raise RuntimeError('allot took no writer\'s lease in 20 s')
+
+
+def write_through_allot(a, world):
+    """What allot's data gains after the switch, so that it differs from
+    Placement's old database: a new provider with inventory and a consumer on
+    it, an allocation changed, and the extensions Placement cannot hold (a
+    pending claim, a server group). Returns what Placement must show after the
+    way back."""
+    wait_writer(a)
+    rp, consumers = world['rp'], world['consumers']
+    owner = {'project_id': world['projects'][0], 'user_id': world['user']}
+    cn3, vm5 = str(uuidlib.uuid4()), str(uuidlib.uuid4())
+    a.ok('POST', '/resource_providers', body={'name': 'cn3', 'uuid': cn3})
+    a.ok('PUT', '/resource_providers/%s/inventories' % cn3, body={
+        'resource_provider_generation': 0, 'inventories': {
+            'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 8192}}})
+    a.ok('PUT', '/allocations/' + vm5, body=dict(owner, allocations={
+        cn3: {'resources': {'VCPU': 2, 'MEMORY_MB': 1024}}},
+        consumer_generation=None, consumer_type='INSTANCE'))
+    vm1 = consumers['vm1']
+    gen = a.ok('GET', '/allocations/' + vm1)['consumer_generation']
+    vm1_now = {rp['cn1']: {'resources': {'VCPU': 6, 'MEMORY_MB': 4096}},
+               rp['ss1']: {'resources': {'DISK_GB': 40}}}
+    a.ok('PUT', '/allocations/' + vm1, body=dict(
+        owner, allocations=vm1_now, consumer_generation=gen,
+        consumer_type='INSTANCE'))
+    world['rp']['cn3'], world['consumers']['vm5'] = cn3, vm5
+    claims = [a.ok('POST', '/claims', body=dict(
+        owner, consumer_uuid=str(uuidlib.uuid4()), expires_in=3600,
+        allocations={cn3: {'resources': {'VCPU': 1}}}))['uuid']
+        for _ in range(2)]
+    a.ok('POST', '/server_groups', body={
+        'name': 'web', 'project_id': owner['project_id'],
+        'policy': 'anti-affinity'})
+    return {'cn3': cn3, 'vm5': vm5, 'vm1': vm1, 'vm1_now': vm1_now,
+            'claims': claims}
+
+
+def claims_end(args, a, wrote):
+    """The way back's step 2: no claim left pending before the export (a live
+    one holds capacity Placement would offer again): the first confirmed, as
+    its client would, the second released with `allot claims release`."""
+    url = ['--url', 'http://127.0.0.1:%d' % a.port]
+
+    def pending():
+        r = allot(args.allot, 'claims', 'list', '--state', 'pending',
+                  '-f', 'json', *url)
+        listed = json.loads(r.stdout) if r.returncode == 0 else {}
+        return sorted(c['uuid'] for c in listed.get('claims', []))
+
+    check(pending() == sorted(wrote['claims']), 'way back, step 2: allot '
+          'claims list --state pending lists the live claims')
+    first, second = wrote['claims']
+    r = allot(args.allot, 'claims', 'confirm', first, *url)
+    check(r.returncode == 0, 'way back, step 2: a claim confirmed', r.stderr)
+    r = allot(args.allot, 'claims', 'release', second, *url)
+    check(r.returncode == 0, 'way back, step 2: allot claims release',
+          r.stderr)
+    check(pending() == [], 'way back, step 2: allot claims list --state '
+          'pending lists none')
+
+
+def way_back(db, args, work, p, a, src, world):
+    """docs/migrate.md, "The way back", step by step as written, while allot
+    (a, serving the database beside Placement's) keeps serving until its step
+    5: after writes through allot, Placement's database made empty again
+    (mysqldump, the DROP/CREATE, placement-manage db sync), no claim left
+    pending, allot's exported into it while allot serves (refused without
+    --drop-extensions, naming the extensions), Placement started on it at its
+    old port, and `allot verify` with both running; then allot stopped."""
+    before = (passed, failed)
+    try:
+        walk_back(db, args, work, p, a, src, world)
+    finally:
+        print('way back (docs/migrate.md as written, allot serving until step '
+              '5): %d passed, %d failed' % (passed - before[0],
+                                            failed - before[1]), flush=True)
+
+
+def walk_back(db, args, work, p, a, src, world):
+    """`way_back`'s steps."""
+    wrote = write_through_allot(a, world)
+    name = 'placement_src'  # Placement's database here ("placement" there)
+    beside = src.replace('/%s?' % name, '/allot?')
+    # At the switch's step 5 Placement was stopped.
+    p.stop()
+    # Step 1: a copy, the database made empty again, Placement's schema.
+    copy = os.path.join(work, 'placement-before-switch.sql')
+    with open(copy, 'w') as fh:
+        r = subprocess.run(['mysqldump', '-h', db.host, '-P', str(db.port),
+                            '-u', 'root', name], stdout=fh,
+                           stderr=subprocess.PIPE, text=True)
+    with open(copy) as fh:
+        kept = 'CREATE TABLE `resource_providers`' in fh.read()
+    check(r.returncode == 0 and kept, 'way back, step 1: mysqldump keeps a '
+          'copy of Placement\'s database', r.stderr)
+    r = mysql(db, 'DROP DATABASE %s; CREATE DATABASE %s;' % (name, name))
+    check(r.returncode == 0, 'way back, step 1: DROP DATABASE; CREATE '
+          'DATABASE', r.stderr)
+    r = subprocess.run([os.path.join(args.venv, 'bin', 'placement-manage'),
+                        '--config-file', p.conf, 'db', 'sync'],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, 'way back, step 1: placement-manage db sync as '
+          'Placement\'s own user (its grants outlived the drop)', r.stderr)
+    claims_end(args, a, wrote)
+    export_back(db, args, src, beside, a, name)
+    # Step 4: Placement on it, on its old port, and allot verify.
+    p = placement_api(args.venv, p.conf, os.path.join(work, 'back-p.log'),
+                      port=p.port)
+    try:
+        r = verify(args, p, a, 'way back, step 4')
+        check(r.returncode == 0, 'way back, step 4: allot verify of '
+              'Placement on the export against allot, still serving, finds '
+              'no undocumented difference',
+              r.stdout[-3000:] + r.stderr[-1000:])
+        placement_holds(p, wrote)
+        # Step 5: the endpoint moved back, allot stops (SIGTERM).
         a.stop()
+        check(a.proc.returncode == 0, 'way back, step 5: allot stops on '
+              'SIGTERM (exit %s)' % a.proc.returncode, a.tail())
+    finally:
+        p.stop()
+
+
+def export_back(db, args, src, beside, a, name):
+    """The way back's step 3, while allot (a) serves: refused without
+    --drop-extensions, naming them and writing nothing; then done."""
+    r = allot(args.allot, 'export', '--to-placement', src,
+              '--database', beside)
+    refused(r, '0 pending claim(s), 2 ended claim(s)', 'way back, step 3: '
+            'the export without --drop-extensions')
+    check('1 server group(s)' in r.stderr and 'nothing was written'
+          in r.stderr, 'way back, step 3: the refusal names the server '
+          'group and says nothing was written', r.stderr)
+    r = mysql(db, 'SELECT COUNT(*) FROM %s.resource_providers' % name)
+    check(r.stdout.strip() == '0', 'way back, step 3: the refused export '
+          'wrote nothing', r.stdout + r.stderr)
+    r = allot(args.allot, 'export', '--to-placement', src,
+              '--database', beside, '--drop-extensions')
+    check(r.returncode == 0, 'way back, step 3: allot export --to-placement '
+          '--drop-extensions while allot serves', r.stderr)
+    for line in r.stderr.strip().splitlines():
+        print('way back, step 3: %s' % line, flush=True)
+    status, _ = a.get('/resource_providers', '1.39')
+    check(a.proc.poll() is None and status == 200, 'way back, step 3: allot '
+          'kept serving through the export')
+
+
+def placement_holds(p, wrote):
+    """Placement, after the way back, answers with what was written through
+    allot after the switch: a confirmed claim as its allocations."""
+    inv = p.ok('GET', '/resource_providers/%s/inventories' % wrote['cn3'])
+    check({k: v['total'] for k, v in inv['inventories'].items()}
+          == {'VCPU': 8, 'MEMORY_MB': 8192}, 'way back, step 4: Placement '
+          'has the provider made through allot, with its inventory',
+          json.dumps(inv))
+    got = p.ok('GET', '/allocations/' + wrote['vm1'])['allocations']
+    check({k: v['resources'] for k, v in got.items()}
+          == {k: v['resources'] for k, v in wrote['vm1_now'].items()},
+          'way back, step 4: Placement has the allocation changed through '
+          'allot', json.dumps(got))
+    usages = p.ok('GET', '/resource_providers/%s/usages' % wrote['cn3'])
+    check(usages['usages'] == {'VCPU': 3, 'MEMORY_MB': 1024}, 'way back, '
+          'step 4: Placement has the consumer made through allot and the '
+          'claim confirmed there, not the one released', json.dumps(usages))
 
 
 def run_backend(db, args, work):
@@ -509,14 +722,22 @@ def run_backend(db, args, work):
         expected = answers(p, world)
         cn1 = world['rp']['cn1']
         cached_gen = p.ok('GET', '/resource_providers/' + cn1)['generation']
-        if isinstance(db, MariaDB):
-            try:
-                served_beside(db, args, work, p, src)
-            except Exception as e:  # a broken step fails, and the rest runs
-                check(False, 'served beside: %s: %s' % (type(e).__name__, e))
     finally:
         p.stop()
+    run_checks(db, args, work, src, world, expected, cached_gen)
+    if isinstance(db, MariaDB):
+        # Last: its way back replaces Placement's database, which the checks
+        # above import from and compare with.
+        try:
+            served_beside(db, args, work, p.conf, src, world)
+        except Exception as e:  # a broken step fails, and the rest runs
+            check(False, 'served beside: %s: %s' % (type(e).__name__, e))
 
+
+def run_checks(db, args, work, src, world, expected, cached_gen):
+    """Steps 1 to 3 and 5 of the module's list, on Placement's database
+    (`src`) as the world left it."""
+    cn1 = world['rp']['cn1']
     targets = [('sqlite', 'sqlite:%s/%s.db' % (work, db.name))]
     if isinstance(db, Postgres):
         db.fresh('allot_target')
