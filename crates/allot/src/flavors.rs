@@ -3,7 +3,8 @@
 //! query string of `GET /allocation_candidates` that Nova's scheduler would send to
 //! Placement for it, with the extra specs that string does not carry listed beside it.
 //!
-//! The mapping is Nova's own, read from its source (openstack/nova, master of 2026):
+//! The mapping is Nova's own, read from its source (openstack/nova at 00a030403f67,
+//! August 2026):
 //!
 //! | what the flavor says | what the request gets | where Nova does it |
 //! |---|---|---|
@@ -23,6 +24,9 @@
 //! | `hw:pci_numa_affinity_policy=socket` | `COMPUTE_SOCKET_PCI_NUMA_AFFINITY` | `_translate_pci_numa_affinity_policy` |
 //! | `os:secure_boot=required` | `COMPUTE_SECURITY_UEFI_SECURE_BOOT` | `_translate_secure_boot_request` |
 //! | `hw:maxphysaddr_mode` | `COMPUTE_ADDRESS_SPACE_PASSTHROUGH\|EMULATED` | `_translate_maxphysaddr_request` |
+//!
+//! Standard class and trait names are those allot knows (`allot_core::standard`): a
+//! newer one Nova knows would be refused by allot's own query parser anyway.
 //!
 //! Classes whose amount ends at 0 are left out and groups left empty dropped
 //! (`strip_zeros`), so `resources:VCPU=0` drops `VCPU` as Nova drops it. The string is
@@ -543,7 +547,7 @@ fn check_cpus(flavor: &Flavor, cpus: &Cpus) -> Result<(), String> {
     let isolate = cpus.emulator == Some("isolate");
     let mut policy = cpus.policy;
     if pcpu > 0 {
-        let want = flavor.vcpus + u64::from(isolate);
+        let want = flavor.vcpus.saturating_add(u64::from(isolate));
         if pcpu != want {
             return Err(format!(
                 "resources:PCPU={pcpu}: must be the flavor's vcpus ({}){}",
@@ -614,8 +618,8 @@ fn explicit_cpus(flavor: &Flavor) -> (u64, u64) {
         // A bad amount is an error already (`extra_specs` runs first).
         let n = amount(value).unwrap_or(0);
         match class {
-            "VCPU" => vcpu += n,
-            "PCPU" => pcpu += n,
+            "VCPU" => vcpu = n.saturating_add(vcpu),
+            "PCPU" => pcpu = n.saturating_add(pcpu),
             _ => {}
         }
     }
@@ -643,7 +647,7 @@ fn realtime_cpus(flavor: &Flavor, emulator_policy: bool) -> Result<Option<BTreeS
     if boolean(flavor, "hw:cpu_realtime")? != Some(true) {
         return Ok(None);
     }
-    let all = all_cpus(flavor);
+    let all = all_cpus(flavor)?;
     let key = "hw:cpu_realtime_mask";
     let realtime = match flavor.extra_specs.get(key) {
         Some(mask) if !mask.is_empty() => mask_cpus(flavor, key, mask)?,
@@ -671,7 +675,7 @@ fn dedicated_cpus(flavor: &Flavor) -> Result<Option<BTreeSet<i64>>, String> {
         return Ok(None);
     };
     let dedicated = mask_cpus(flavor, key, mask)?;
-    let all = all_cpus(flavor);
+    let all = all_cpus(flavor)?;
     if dedicated.is_empty() || all.difference(&dedicated).next().is_none() {
         return Err(format!(
             "{key}={mask}: must dedicate some CPUs and leave some shared"
@@ -686,8 +690,15 @@ fn dedicated_cpus(flavor: &Flavor) -> Result<Option<BTreeSet<i64>>, String> {
     Ok(Some(dedicated))
 }
 
-fn all_cpus(flavor: &Flavor) -> BTreeSet<i64> {
-    (0..i64::try_from(flavor.vcpus).unwrap_or(i64::MAX)).collect()
+/// The flavor's CPUs, `0..vcpus`, for a flavor with masks; bounded as masks are.
+fn all_cpus(flavor: &Flavor) -> Result<BTreeSet<i64>, String> {
+    match i64::try_from(flavor.vcpus) {
+        Ok(vcpus) if vcpus <= MAX_CPU + 1 => Ok((0..vcpus).collect()),
+        _ => Err(format!(
+            "CPU masks on {} vcpus, beyond {MAX_CPU}",
+            flavor.vcpus
+        )),
+    }
 }
 
 /// A mask as `hardware.py` reads one: starting with `^`, what it leaves of all the
@@ -766,7 +777,7 @@ fn pinning(flavor: &Flavor, cpus: &Cpus, request: &mut Request) {
     };
     if matches!(cpus.policy, Some(CpuPolicy::Dedicated | CpuPolicy::Mixed)) {
         let emulator = u64::from(cpus.emulator == Some("isolate"));
-        request.add_resource("", "PCPU", pinned + emulator);
+        request.add_resource("", "PCPU", pinned.saturating_add(emulator));
     }
     match cpus.thread {
         Some("isolate") => request.add_trait("", "HW_CPU_HYPERTHREADING", false),
@@ -892,7 +903,10 @@ fn defaults(flavor: &Flavor, request: &mut Request) {
     if !request.names("DISK_GB") {
         // `convert_mb_to_ceil_gb`: swap in MB, up to whole GB. Boot from volume would
         // leave `disk_gb` out; a flavor alone cannot know.
-        let disk = flavor.disk_gb + flavor.ephemeral_gb + flavor.swap_mb.div_ceil(1024);
+        let disk = flavor
+            .disk_gb
+            .saturating_add(flavor.ephemeral_gb)
+            .saturating_add(flavor.swap_mb.div_ceil(1024));
         if disk > 0 {
             request.add_resource("", "DISK_GB", disk);
         }

@@ -534,6 +534,19 @@ fn cpu_masks_are_read_as_nova_reads_them() {
     assert_eq!(set("0-7,^2-5"), [0, 1, 6, 7]);
     assert!(parse_cpu_spec("3-1").unwrap_err().contains("invalid range"));
     assert!(parse_cpu_spec("0-100000").unwrap_err().contains("beyond"));
+    // A flavor's own count of CPUs is bounded as a mask is, once it has a mask.
+    let huge = flavor(
+        1 << 40,
+        1024,
+        0,
+        &[("hw:cpu_policy", "mixed"), ("hw:cpu_dedicated_mask", "0")],
+    );
+    assert!(error(&huge).contains("beyond 65535"), "{}", error(&huge));
+    let huge_unmasked = flavor(1 << 40, 1024, 0, &[("hw:cpu_policy", "dedicated")]);
+    assert_eq!(
+        request(&huge_unmasked),
+        format!("resources=MEMORY_MB:1024,PCPU:{}", 1u64 << 40)
+    );
 }
 
 #[test]
