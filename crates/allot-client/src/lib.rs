@@ -40,6 +40,7 @@ pub mod drains;
 pub mod dry_run;
 mod headroom;
 pub mod server_groups;
+pub mod shapes;
 pub mod status;
 pub mod survey;
 mod usages;
@@ -591,7 +592,7 @@ impl Client {
 
 /// `text` as one path segment: anything but unreserved characters percent-encoded, so
 /// that a name typed by a person makes a valid URL (and the server's 404).
-fn path_segment(text: &str) -> String {
+pub(crate) fn path_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {

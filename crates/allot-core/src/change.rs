@@ -19,6 +19,7 @@ use crate::model::{
 };
 use crate::names::{ResourceClass, TraitName};
 use crate::server_groups::ServerGroup;
+use crate::shapes::{Shape, ShapeName};
 
 /// One durable change.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -98,6 +99,10 @@ pub enum Change {
     PutDrain(Box<Drain>),
     /// Forget an abandoned drain.
     DeleteDrain(Uuid),
+    /// Create or replace a named shape (an allot extension, issue 47).
+    PutShape(Box<Shape>),
+    /// Delete a named shape.
+    DeleteShape(ShapeName),
     /// End a web UI session on every node (a logout, issue 46): `hash` (the
     /// SHA-256 of the session's id, in hex: never the session itself, nor a
     /// token) is refused until `until`, when the session would have ended anyway.

@@ -29,6 +29,7 @@ pub mod pending;
 pub mod persistent;
 pub mod query;
 pub mod server_groups;
+pub mod shapes;
 pub mod standard;
 pub mod state;
 #[cfg(test)]

@@ -182,6 +182,12 @@ actions! {
     AuditDelete => "allot:audit:delete",
     /// `POST /dry_run`, allot's own (issue 47).
     DryRun => "allot:dry_run",
+    /// `GET /shapes` and `GET /shapes/{name}`, allot's own (issue 47).
+    ShapesShow => "allot:shapes:show",
+    /// `PUT /shapes/{name}`, allot's own (issue 47).
+    ShapesUpdate => "allot:shapes:update",
+    /// `DELETE /shapes/{name}`, allot's own (issue 47).
+    ShapesDelete => "allot:shapes:delete",
 }
 
 /// The base rules the actions' checks refer to (`rule:NAME`, Placement's `admin_api`,
@@ -321,15 +327,16 @@ impl Action {
             },
             // Headroom and explain (ours): what fits and why, as readers see usages:
             // admins, services and readers (of their own project; the answers name
-            // no project).
-            Action::Headroom | Action::Explain => Rule {
+            // no project). Named shapes (ours) are read for the same questions.
+            Action::Headroom | Action::Explain | Action::ShapesShow => Rule {
                 check: Check::Rule(Base::AdminOrProjectReaderOrService),
                 deprecated: None,
                 scopes: PROJECT,
             },
             // Removing what an audit found (ours): admins only, as Nova's `placement
-            // audit --delete` is an operator's act, never a service's.
-            Action::AuditDelete => Rule {
+            // audit --delete` is an operator's act, never a service's; and named
+            // shapes (ours) are the deployment's flavours, which admins alone define.
+            Action::AuditDelete | Action::ShapesUpdate | Action::ShapesDelete => Rule {
                 check: Check::Rule(Base::Admin),
                 deprecated: None,
                 scopes: PROJECT,
@@ -837,6 +844,9 @@ mod tests {
                     | Audit
                     | AuditDelete
                     | DryRun
+                    | ShapesShow
+                    | ShapesUpdate
+                    | ShapesDelete
             );
             let prefix = if ours { "allot:" } else { "placement:" };
             assert!(action.name().starts_with(prefix), "{action:?}");
@@ -846,7 +856,7 @@ mod tests {
                 action.name()
             );
         }
-        assert_eq!(Action::ALL.len(), 57);
+        assert_eq!(Action::ALL.len(), 60);
         assert_eq!(Reshape.name(), "placement:reshaper:reshape");
     }
 

@@ -621,6 +621,22 @@ pub fn server_group_delete_query() -> Value {
     })
 }
 
+/// `PUT /shapes/{name}` (an allot extension, issue 47).
+pub fn shape_put() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "request": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": allot_core::shapes::MAX_REQUEST_BYTES,
+            },
+        },
+        "required": ["request"],
+        "additionalProperties": false,
+    })
+}
+
 /// The most roots one drain takes.
 pub const MAX_DRAIN_ROOTS: usize = 100;
 

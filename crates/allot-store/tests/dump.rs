@@ -62,6 +62,7 @@ fn a_deployment_goes_through_a_dump_unchanged() {
             claims: 5,
             server_groups: 2,
             drains: 1,
+            shapes: 2,
         }
     );
     // numa1_0's VCPU: 6 allocated on a capacity of 4, kept with a warning.

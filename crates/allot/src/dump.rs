@@ -226,12 +226,16 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
         .count();
     let pending = dump.claims.iter().filter(|c| c.state == "pending").count();
     let ended = dump.claims.len() - pending;
-    let (groups, drains) = (dump.server_groups.len(), dump.drains.len());
-    if with_metadata + dump.claims.len() + groups + drains > 0 {
+    let (groups, drains, shapes) = (
+        dump.server_groups.len(),
+        dump.drains.len(),
+        dump.shapes.len(),
+    );
+    if with_metadata + dump.claims.len() + groups + drains + shapes > 0 {
         let what = format!(
             "{pending} pending claim(s), {ended} ended claim(s), {with_metadata} custom \
-             class(es) with metadata, {groups} server group(s) (Nova keeps its own) and \
-             {drains} drain(s)"
+             class(es) with metadata, {groups} server group(s) (Nova keeps its own), \
+             {drains} drain(s) and {shapes} named shape(s)"
         );
         if !args.drop_extensions {
             return Err(anyhow!(
@@ -243,6 +247,7 @@ fn export_placement(args: &ExportArgs, url: &str, mut dump: dump::Dump) -> anyho
         dump.claims.clear();
         dump.server_groups.clear();
         dump.drains.clear();
+        dump.shapes.clear();
         for c in &mut dump.resource_classes {
             c.metadata = None;
         }

@@ -109,6 +109,6 @@ mod tests {
         assert!(out.ends_with("\"readers\": \"role:reader\"  # policy file, not a built-in rule\n"));
         let open = listing(PolicyMode::Open, None);
         assert!(open.contains("\"placement:traits:list\": \"@\""));
-        assert_eq!(open.lines().count(), 62);
+        assert_eq!(open.lines().count(), 65);
     }
 }

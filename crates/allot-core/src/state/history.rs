@@ -169,6 +169,9 @@ impl State {
                 // A drain keeps roots out through the pick's filter, not a bound.
                 | Change::PutDrain(_)
                 | Change::DeleteDrain(_)
+                // Shapes are questions asked of the view, not part of it.
+                | Change::PutShape(_)
+                | Change::DeleteShape(_)
                 // Sessions are the web UI's, not the placement's.
                 | Change::RevokeSession { .. } => {}
             }

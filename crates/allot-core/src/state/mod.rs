@@ -76,6 +76,8 @@ pub struct State {
     /// when the session would have ended (`Change::RevokeSession`). Few; shared
     /// between versions like `classes`.
     pub(crate) revoked_sessions: Arc<BTreeMap<String, Timestamp>>,
+    /// Named shapes, by name (see [`crate::shapes`]).
+    pub(crate) shapes: crate::shapes::Shapes,
     /// Derived by `apply`: the providers that have the `MISC_SHARES_VIA_AGGREGATE`
     /// trait (few, and the candidate search needs them for every request).
     pub(crate) sharing: Arc<BTreeSet<ProviderId>>,
@@ -357,6 +359,8 @@ impl State {
             } => self.join_server_group(group, consumer, *at),
             Change::PutDrain(drain) => self.upsert_drain(drain),
             Change::DeleteDrain(uuid) => self.remove_drain(uuid),
+            Change::PutShape(shape) => self.upsert_shape(shape),
+            Change::DeleteShape(name) => self.remove_shape(name),
             Change::SetAllocations(uuid, allocations) => self.set_allocations(uuid, allocations),
             Change::RevokeSession { hash, until, now } => {
                 let revoked = Arc::make_mut(&mut self.revoked_sessions);

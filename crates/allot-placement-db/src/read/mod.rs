@@ -185,6 +185,7 @@ fn dump_of(
         claims: Vec::new(),
         server_groups: Vec::new(),
         drains: Vec::new(),
+        shapes: Vec::new(),
     }
 }
 

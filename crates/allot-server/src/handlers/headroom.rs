@@ -4,7 +4,8 @@
 //! The count is the core's (`State::headroom`: exactly the number of successive
 //! pick-and-claims of the shape that would succeed); here the query is read, the count
 //! runs on a blocking thread on one version of the view, and each anchor's instances
-//! are added to the groups of its root.
+//! are added to the groups of its root. `shape=NAME` (issue 47) stands for a named
+//! shape's request, the other parameters added to it.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
 use crate::request::headroom::{parse, HeadroomQuery};
+use crate::request::shapes::{split_shape, with_more};
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -35,14 +37,26 @@ pub async fn show(
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::Headroom)?;
     let now = app.host.now();
-    let question = parse(raw.as_deref(), now)?;
+    let (shape, rest) = split_shape(raw.as_deref().unwrap_or(""))?;
     let options = app.config.settings.search_options();
     let host = app.host.clone();
     let body = super::off_workers("headroom", move || {
-        answer(&host.read(), &question, &options)
+        let view = host.read();
+        // A named shape's request, the question's own parameters added to it.
+        let raw = match &shape {
+            Some(name) => with_more(&named(&view, name)?.request, &rest),
+            None => rest,
+        };
+        answer(&view, &parse(Some(&raw), now)?, &options)
     })
     .await?;
     Ok(ctx.cached(http::json(StatusCode::OK, &body), now))
+}
+
+/// The named shape `name` (a 404 naming it when there is none).
+pub fn named<'v>(view: &'v State, name: &str) -> Result<&'v allot_core::shapes::Shape, ApiError> {
+    view.shape(name)
+        .ok_or_else(|| ApiError::not_found(format!("No shape named {name:?}.")))
 }
 
 /// The answer to a headroom question on one version of the view: what `GET

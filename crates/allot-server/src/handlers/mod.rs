@@ -20,6 +20,7 @@ pub mod reshaper;
 pub mod resource_classes;
 pub mod root;
 pub mod server_groups;
+pub mod shapes;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod traits;
@@ -90,5 +91,6 @@ pub fn routes() -> Router<AppState> {
         .merge(drains::routes())
         .merge(consumers::routes())
         .merge(dry_run::routes())
+        .merge(shapes::routes())
         .fallback(|| async { ApiError::not_found("The resource could not be found.") })
 }

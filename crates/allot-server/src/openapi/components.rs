@@ -35,6 +35,7 @@ pub(super) fn tags() -> Value {
         tag("claims", "allot: pending claims and their totals."),
         tag("server_groups", "allot: server groups kept by the writer."),
         tag("drains", "allot: draining hosts."),
+        tag("shapes", "allot: named shapes, the deployment's flavours."),
         tag("extensions", "allot: headroom, explain, class metadata."),
         tag(
             "service",
@@ -460,6 +461,14 @@ fn extension_schemas(all: &mut Map<String, Value>) {
     all.insert("Drain".into(), drain);
     all.insert("DrainList".into(), list_of("drains", "Drain"));
     all.insert("DryRun".into(), dry_run());
+    all.insert(
+        "Shape".into(),
+        object(
+            json!({"created_at": {"type": "string"}, "name": {"type": "string"}, "request": {"type": "string"}, "updated_at": {"type": "string"}}),
+            &[],
+        ),
+    );
+    all.insert("ShapeList".into(), list_of("shapes", "Shape"));
     all.insert("Status".into(), status());
     all.insert(
         "HealthReasons".into(),

@@ -18,6 +18,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(drains());
     ops.extend(operators());
     ops.extend(dry_run());
+    ops.extend(shapes());
     ops.extend(service());
     ops
 }
@@ -89,8 +90,9 @@ fn pending() -> Vec<Op> {
 fn choosing() -> Vec<Op> {
     vec![
         candidate_query(op("GET", "/headroom", "showHeadroom"))
-            .about("extensions", "How many more instances of a shape fit", "The query of `GET /allocation_candidates`, read as at 1.39 (required: `resources`); `group_by` counts per root, aggregate or `trait:PREFIX`.")
+            .about("extensions", "How many more instances of a shape fit", "The query of `GET /allocation_candidates`, read as at 1.39 (required: `resources`, or `shape`); `group_by` counts per root, aggregate or `trait:PREFIX`.")
             .query("group_by", json!({"type": "string", "pattern": "^(root|aggregate|trait:[A-Z0-9_]{1,255})$"}), "How to group the count.")
+            .query("shape", json!({"type": "string", "minLength": 1, "maxLength": 255}), "A named shape (`/shapes`), whose request the other parameters are added to; 404 when there is none.")
             .json(200, "Headroom"),
         candidate_query(op("GET", "/allocation_candidates/explain", "explainCandidates"))
             .about("extensions", "Why a candidate query finds what it finds", "The query of `GET /allocation_candidates`, read as at 1.39; each group's providers stage by stage.")
@@ -228,6 +230,28 @@ fn dry_run() -> Vec<Op> {
         .about("extensions", "Dry run of an inventory or provider write", "What the write (`PUT`, `POST` or `DELETE` of a provider's inventories, `POST /reshaper`, `DELETE` of a provider) would answer at this request's microversion, and each class on the providers it touches that it would leave over capacity, with the consumers there; nothing changes. A body that names no such write: 400.")
         .body(schemas::dry_run(), write)
         .json(200, "DryRun")]
+}
+
+/// Named shapes (issue 47).
+fn shapes() -> Vec<Op> {
+    let one = |m, path, id| op(m, path, id).errors(&[404]);
+    vec![
+        op("GET", "/shapes", "listShapes")
+            .about("shapes", "List named shapes", "By name.")
+            .json(200, "ShapeList"),
+        one("GET", "/shapes/{shape}", "showShape")
+            .about("shapes", "Show a named shape", "")
+            .json(200, "Shape"),
+        op("PUT", "/shapes/{shape}", "putShape")
+            .about("shapes", "Write a named shape", "`request` is the query string of `GET /allocation_candidates` for one instance, checked as at 1.39 (400 otherwise). 201 when new, 200 when replaced; 409 past 1000 shapes.")
+            .body(schemas::shape_put(), json!({"request": "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40"}))
+            .errors(&[409])
+            .json(200, "Shape")
+            .json(201, "Shape"),
+        one("DELETE", "/shapes/{shape}", "deleteShape")
+            .about("shapes", "Delete a named shape", "")
+            .empty(204),
+    ]
 }
 
 fn service() -> Vec<Op> {

@@ -71,6 +71,10 @@ fn path_schema(name: &str) -> Value {
     match name {
         "uuid" | "consumer_uuid" => json!({"type": "string", "format": "uuid"}),
         "name" => json!({"type": "string", "pattern": "^[A-Z0-9_]+$", "maxLength": 255}),
+        // A named shape's (issue 47): any character but a control one or '/'.
+        "shape" => {
+            json!({"type": "string", "pattern": "^[^/\\u0000-\\u001f\\u007f-\\u009f]{1,255}$"})
+        }
         "resource_class" => json!({"type": "string", "pattern": "^[A-Z0-9_]+$", "maxLength": 255}),
         _ => json!({"type": "string"}),
     }

@@ -29,6 +29,7 @@ pub mod providers;
 pub mod query_form;
 pub mod reshaper;
 pub mod server_groups;
+pub mod shapes;
 pub mod traits;
 pub mod usages;
 

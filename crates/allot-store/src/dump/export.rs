@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{
     load_state, Dump, DumpAllocation, DumpClaim, DumpClaimAmount, DumpClass, DumpConsumer,
     DumpDrain, DumpDrainClaim, DumpInventory, DumpMetadata, DumpProvider, DumpServerGroup,
-    DumpTrait, FORMAT, VERSION,
+    DumpShape, DumpTrait, FORMAT, VERSION,
 };
 use crate::{Store, StoreError};
 
@@ -36,6 +36,15 @@ pub fn export(state: &State, exported_at: Timestamp) -> Dump {
         claims: claims(state),
         server_groups: server_groups(state),
         drains: drains(state),
+        shapes: state
+            .shapes()
+            .map(|s| DumpShape {
+                name: s.name.to_string(),
+                request: s.request.clone(),
+                created_at: s.created_at,
+                updated_at: s.updated_at,
+            })
+            .collect(),
     }
 }
 

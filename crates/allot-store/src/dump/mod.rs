@@ -76,6 +76,10 @@ pub struct Dump {
     /// Drains, by uuid (an allot extension; absent from dumps written before them).
     #[serde(default)]
     pub drains: Vec<DumpDrain>,
+    /// Named shapes, by name (an allot extension; absent from dumps written before
+    /// them).
+    #[serde(default)]
+    pub shapes: Vec<DumpShape>,
 }
 
 impl Dump {
@@ -92,6 +96,7 @@ impl Dump {
             claims: self.claims.len(),
             server_groups: self.server_groups.len(),
             drains: self.drains.len(),
+            shapes: self.shapes.len(),
         }
     }
 }
@@ -289,6 +294,20 @@ pub struct DumpDrain {
     pub ended_at: Option<Timestamp>,
 }
 
+/// A named shape (an allot extension, issue 47).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumpShape {
+    /// Its name.
+    pub name: String,
+    /// The query string of `GET /allocation_candidates` it stands for.
+    pub request: String,
+    /// When first written.
+    pub created_at: Timestamp,
+    /// When last written.
+    pub updated_at: Timestamp,
+}
+
 /// One consumer of a drain and its claim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -364,6 +383,8 @@ pub struct Counts {
     pub server_groups: usize,
     /// Drains.
     pub drains: usize,
+    /// Named shapes.
+    pub shapes: usize,
 }
 
 impl std::fmt::Display for Counts {
@@ -385,6 +406,9 @@ impl std::fmt::Display for Counts {
         }
         if self.drains > 0 {
             write!(f, ", {} drains", self.drains)?;
+        }
+        if self.shapes > 0 {
+            write!(f, ", {} shapes", self.shapes)?;
         }
         Ok(())
     }
@@ -417,6 +441,7 @@ pub fn counts(state: &State) -> Counts {
         claims: state.claims().count(),
         server_groups: state.server_groups().count(),
         drains: state.drains().count(),
+        shapes: state.shapes().len(),
     }
 }
 

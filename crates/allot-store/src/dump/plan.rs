@@ -16,6 +16,7 @@ use allot_core::drains::{Drain, DrainClaim, DrainState};
 use allot_core::metadata::{self, ClassMetadata};
 use allot_core::names::{is_custom_name, is_well_formed_name};
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
+use allot_core::shapes::{Shape, ShapeName, MAX_REQUEST_BYTES, MAX_SHAPES};
 use allot_core::{
     standard, Allocation, Change, Claim, ClaimAmount, ClaimState, ClassRecord, ConsumerRow,
     Inventory, ProviderId, ProviderRow, ResourceClass, Text, TraitName, TraitRecord,
@@ -24,7 +25,7 @@ use uuid::Uuid;
 
 use super::{
     Counts, Dump, DumpClaim, DumpClass, DumpConsumer, DumpDrain, DumpInventory, DumpProvider,
-    DumpServerGroup, DumpTrait, ImportError, MAX_PROBLEMS,
+    DumpServerGroup, DumpShape, DumpTrait, ImportError, MAX_PROBLEMS,
 };
 
 /// A dump checked and turned into changes, ready to persist.
@@ -72,6 +73,7 @@ pub fn plan_import(dump: &Dump) -> Result<Plan, ImportError> {
     check_server_groups(&dump.server_groups, &mut out);
     check_claims(dump, &names, &providers, &mut used, &mut out);
     check_drains(&dump.drains, &mut out);
+    check_shapes(&dump.shapes, &mut out);
     capacity_warnings(&used, &providers.inventories, &mut out.warnings);
     // Every record skipped above was named as a problem, so a plan that stands
     // writes all of the dump.
@@ -642,6 +644,48 @@ fn check_drains(drains: &[DumpDrain], out: &mut Findings) {
             state,
             created_at: d.created_at,
             ended_at: d.ended_at,
+        })));
+    }
+}
+
+// ----- shapes -----
+
+/// Each shape: a name of the form, once, with a request of a length allot keeps
+/// (the request's parameters are the server's to read, when it counts the shape).
+fn check_shapes(shapes: &[DumpShape], out: &mut Findings) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    if shapes.len() > MAX_SHAPES {
+        out.problems.add(format!(
+            "{} shapes, more than the {MAX_SHAPES} allot keeps",
+            shapes.len()
+        ));
+    }
+    for s in shapes {
+        if !seen.insert(&s.name) {
+            out.problems
+                .add(format!("shape {:?} appears twice", s.name));
+            continue;
+        }
+        let Some(name) = ShapeName::parse(&s.name) else {
+            out.problems.add(format!(
+                "shape {:?}: not a shape name (1 to 255 characters, no control \
+                 character or '/')",
+                s.name
+            ));
+            continue;
+        };
+        if s.request.len() > MAX_REQUEST_BYTES {
+            out.problems.add(format!(
+                "shape {:?}: its request is longer than {MAX_REQUEST_BYTES} bytes",
+                s.name
+            ));
+            continue;
+        }
+        out.changes.push(Change::PutShape(Box::new(Shape {
+            name,
+            request: s.request.clone(),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
         })));
     }
 }

@@ -32,6 +32,7 @@ use allot_core::{
 
 use allot_core::drains::{Drain, DrainClaim, DrainState};
 use allot_core::server_groups::{Policy, Scope, ServerGroup};
+use allot_core::shapes::{Shape, ShapeName};
 
 use crate::StoreError;
 
@@ -437,6 +438,7 @@ fn read(source: &impl Source, out: SyncSender<Vec<Step>>) -> Result<(), StoreErr
     read_claims(source, &mut out)?;
     read_drains(source, &mut out)?;
     read_revoked_sessions(source, &mut out)?;
+    read_shapes(source, &mut out)?;
     out.flush()
 }
 
@@ -598,6 +600,26 @@ fn read_revoked_sessions(source: &impl Source, out: &mut Steps) -> Result<(), St
             now: i64::MIN,
         }))
     })
+}
+
+/// The named shapes (few).
+fn read_shapes(source: &impl Source, out: &mut Steps) -> Result<(), StoreError> {
+    each_row(
+        source,
+        "SELECT name, request, created_at, updated_at FROM shapes",
+        |r| {
+            let name = r.string(0)?;
+            let name = ShapeName::parse(name)
+                .ok_or_else(|| StoreError::Corrupt(format!("shape name {name:?}")))?;
+            let shape = Shape {
+                name,
+                request: r.string(1)?.to_owned(),
+                created_at: r.int(2)?,
+                updated_at: r.int(3)?,
+            };
+            out.push(Step::Change(Change::PutShape(Box::new(shape))))
+        },
+    )
 }
 
 /// Drains, each with its roots and claims (few: gathered first), after the

@@ -168,9 +168,10 @@ struct Head {
     /// them (`crate::log`).
     catalogue: Vec<u8>,
     /// The server groups, the claims, the drains and the web UI's revoked
-    /// sessions, likewise, as `Change::PutServerGroup`s, `Change::PutClaim`s,
-    /// `Change::PutDrain`s and `Change::RevokeSession`s (groups first: a member's
-    /// claims are indexed as they come).
+    /// sessions and the named shapes, likewise, as `Change::PutServerGroup`s,
+    /// `Change::PutClaim`s, `Change::PutDrain`s, `Change::RevokeSession`s and
+    /// `Change::PutShape`s (groups first: a member's claims are indexed as they
+    /// come).
     claims: Vec<u8>,
     providers: u64,
     consumers: u64,
@@ -582,10 +583,12 @@ fn head(
             until,
             now: i64::MIN,
         });
+    let shapes = view.shapes().map(|s| Change::PutShape(Box::new(s.clone())));
     let claims: Vec<Change> = groups
         .chain(view.claims().map(|c| Change::PutClaim(Box::new(c.clone()))))
         .chain(drains)
         .chain(revoked)
+        .chain(shapes)
         .collect();
     Head {
         origin,
@@ -745,9 +748,11 @@ pub(crate) fn load(
                 | Change::PutServerGroup(_)
                 | Change::PutDrain(_)
                 | Change::RevokeSession { .. }
+                | Change::PutShape(_)
         ) {
             return Err(corrupt(
-                "a change among the claims that is not a claim, a server group or a drain",
+                "a change among the claims that is not a claim, a server group, a drain, a \
+                 revoked session or a shape",
             ));
         }
         state.load_change(change);

@@ -96,6 +96,8 @@ static MIGRATIONS: &[&[Ddl]] = {
             ),
             Ddl::Table(&REVOKED_SESSIONS),
         ],
+        // 10 (schema version 11): named shapes (issue 47).
+        &[Ddl::Table(&SHAPES)],
     ]
 };
 

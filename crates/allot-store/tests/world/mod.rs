@@ -260,6 +260,21 @@ pub fn world() -> Vec<Change> {
         created_at: 700,
         ended_at: Some(701),
     })));
+    // Two named shapes, one of them with a name a URL must escape.
+    for (name, request) in [
+        ("m1.small", "resources=VCPU:1,MEMORY_MB:2048,DISK_GB:20"),
+        (
+            "GPU large (ü)",
+            "resources=VCPU:8&resources1=CUSTOM_GPU:1&group_policy=none",
+        ),
+    ] {
+        c.push(Change::PutShape(Box::new(allot_core::shapes::Shape {
+            name: allot_core::shapes::ShapeName::parse(name).unwrap(),
+            request: request.into(),
+            created_at: 800,
+            updated_at: 801,
+        })));
+    }
     c
 }
 
@@ -314,6 +329,7 @@ pub struct Everything {
     pub claims: Vec<Claim>,
     pub server_groups: Vec<ServerGroup>,
     pub drains: Vec<Drain>,
+    pub shapes: Vec<allot_core::shapes::Shape>,
     /// Each member's groups, by the view's index.
     pub memberships: Vec<(Uuid, Vec<Uuid>)>,
 }
@@ -392,5 +408,6 @@ pub fn everything(s: &State) -> Everything {
         claims,
         server_groups: groups,
         drains: s.drains().cloned().collect(),
+        shapes: s.shapes().cloned().collect(),
     }
 }

@@ -77,6 +77,9 @@ static MIGRATIONS: &[&[Ddl]] = {
              secret VARBINARY(64) NOT NULL) ENGINE=InnoDB;",
         ),
         Ddl::Table(&REVOKED_SESSIONS),
+    ], &[
+        // 3 (schema version 4): named shapes (issue 47).
+        Ddl::Table(&SHAPES),
     ]]
 };
 

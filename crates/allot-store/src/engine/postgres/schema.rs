@@ -88,6 +88,8 @@ static MIGRATIONS: &[&[Ddl]] = {
             ),
             Ddl::Table(&REVOKED_SESSIONS),
         ],
+        // 7 (schema version 8): named shapes (issue 47).
+        &[Ddl::Table(&SHAPES)],
     ]
 };
 

@@ -15,7 +15,7 @@ use super::statement::{Op, Statement, Value};
 use super::tables::{
     ALLOCATIONS, CLAIMS, CLAIM_ALLOCATIONS, CLASS_METADATA, CONSUMERS, DRAINS, DRAIN_CLAIMS,
     DRAIN_ROOTS, INVENTORIES, PROVIDERS, PROVIDER_AGGREGATES, PROVIDER_TRAITS, RESOURCE_CLASSES,
-    REVOKED_SESSIONS, SERVER_GROUPS, SERVER_GROUP_MEMBERS, TRAITS,
+    REVOKED_SESSIONS, SERVER_GROUPS, SERVER_GROUP_MEMBERS, SHAPES, TRAITS,
 };
 
 static DELETE_CLASS: Statement = Statement::delete(&RESOURCE_CLASSES, &["name"]);
@@ -103,6 +103,8 @@ static DELETE_DRAIN_ROOTS: Statement = Statement::delete(&DRAIN_ROOTS, &["drain_
 static INSERT_DRAIN_CLAIM: Statement = Statement::insert(&DRAIN_CLAIMS, Conflict::Fail);
 static DELETE_DRAIN_CLAIMS: Statement = Statement::delete(&DRAIN_CLAIMS, &["drain_uuid"]);
 static REVOKE_SESSION: Statement = Statement::insert(&REVOKED_SESSIONS, Conflict::Replace);
+static PUT_SHAPE: Statement = Statement::insert(&SHAPES, Conflict::Replace);
+static DELETE_SHAPE: Statement = Statement::delete(&SHAPES, &["name"]);
 static FORGET_REVOCATIONS: Statement = Statement::delete_up_to(&REVOKED_SESSIONS, "ends_at");
 
 /// Appends the statements that write `change` to `out`, in the order they must run.
@@ -142,6 +144,17 @@ pub(crate) fn ops<'a>(change: &'a Change, out: &mut Vec<Op<'a>>) {
         }
         Change::PutDrain(drain) => put_drain(drain, out),
         Change::DeleteDrain(uuid) => delete_drain(*uuid, out),
+        Change::PutShape(shape) => push(
+            out,
+            &PUT_SHAPE,
+            vec![
+                Value::Text(shape.name.as_str()),
+                Value::Text(&shape.request),
+                Value::Int(shape.created_at),
+                Value::Int(shape.updated_at),
+            ],
+        ),
+        Change::DeleteShape(name) => push(out, &DELETE_SHAPE, vec![Value::Text(name.as_str())]),
         Change::DeleteConsumer(uuid) => delete_consumer(*uuid, out),
         Change::SetAllocations(uuid, allocations) => {
             set_allocations(change, *uuid, allocations, out)

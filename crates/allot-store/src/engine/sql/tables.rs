@@ -369,6 +369,19 @@ pub(crate) static DRAIN_CLAIMS: Table = Table {
     clustered: true,
 };
 
+/// Named shapes (issue 47): a name and the query string it stands for.
+pub(crate) static SHAPES: Table = Table {
+    name: "shapes",
+    columns: &[
+        col("name", Text),
+        col("request", Text),
+        col("created_at", Int),
+        col("updated_at", Int),
+    ],
+    key: &["name"],
+    clustered: true,
+};
+
 /// The change log's columns (each engine names its log table: see its docs).
 pub(crate) const LOG_COLUMNS: &[Column] =
     &[col("seq", Int), col("at", Int), col("changes", Type::Bytes)];
