@@ -9,13 +9,15 @@
 //! background counts behind `/metrics`' `allot_headroom` and `allot_stranded` read
 //! them without a store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+use crate::candidates::{CandidateQuery, SearchOptions};
 use crate::change::Change;
 use crate::error::{Error, Result};
-use crate::model::Timestamp;
+use crate::model::{ProviderId, Timestamp};
+use crate::names::ResourceClass;
 use crate::state::State;
 
 /// The most shapes a deployment keeps: each is counted in the background for
@@ -160,6 +162,73 @@ impl State {
     /// The work of `Change::DeleteShape`.
     pub(crate) fn remove_shape(&mut self, name: &ShapeName) {
         Arc::make_mut(&mut self.shapes).remove(name);
+    }
+}
+
+/// Every shape counted on one version of the view: what `/metrics`' `allot_headroom`
+/// and `allot_stranded` say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShapeCounts {
+    /// How many more of each shape fit ([`State::headroom`]), by name.
+    pub headroom: Vec<(ShapeName, u64)>,
+    /// The shapes the core refused to count (a class or trait they name is gone
+    /// since they were written), and why.
+    pub refused: Vec<(ShapeName, Error)>,
+    /// Free units, by class, on the roots where no shape fits at all now (see
+    /// [`State::count_shapes`]); empty when no shape was counted.
+    pub stranded: BTreeMap<ResourceClass, u64>,
+    /// Whether some count was cut short by the search's step budget (its headroom
+    /// is then a lower bound, and the roots it did not reach count as fitting).
+    pub truncated: bool,
+}
+
+impl State {
+    /// Counts `shapes` (each name with its request, parsed at `self`'s time): the
+    /// headroom of each, and the units stranded: on each root where not one
+    /// instance of any shape fits now, the free units (capacity less usage and live
+    /// pending claims) of its tree's providers, by class. Sharing pools are left
+    /// out (they are no root's alone: a pool serves every root of its aggregates),
+    /// and so are drained roots (emptied on purpose, not stranded).
+    pub fn count_shapes(
+        &self,
+        shapes: &[(ShapeName, CandidateQuery)],
+        options: &SearchOptions,
+    ) -> ShapeCounts {
+        let mut out = ShapeCounts::default();
+        let mut fit: Vec<ProviderId> = Vec::new();
+        for (name, query) in shapes {
+            match self.headroom_and_fits(query, options, &mut fit) {
+                Ok(counted) => {
+                    out.truncated |= counted.truncated;
+                    out.headroom.push((name.clone(), counted.total));
+                }
+                Err(e) => out.refused.push((name.clone(), e)),
+            }
+        }
+        if out.headroom.is_empty() {
+            return out;
+        }
+        let fit: BTreeSet<ProviderId> = fit.into_iter().collect();
+        let now = shapes.first().map_or(0, |(_, q)| q.now);
+        for p in self.providers() {
+            let root = p.row.root;
+            if self.sharing.contains(&p.id())
+                || self.sharing.contains(&root)
+                || fit.contains(&root)
+                || self.is_drained(root)
+            {
+                continue;
+            }
+            for (class, inv) in p.inventories.iter() {
+                let free = inv.capacity() - i128::from(p.used(class.as_str(), now));
+                let free = u64::try_from(free.max(0)).unwrap_or(u64::MAX);
+                if free > 0 {
+                    let sum = out.stranded.entry(class.clone()).or_default();
+                    *sum = sum.saturating_add(free);
+                }
+            }
+        }
+        out
     }
 }
 

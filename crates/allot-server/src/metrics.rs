@@ -22,7 +22,8 @@
 //!   schema; allot's own counts (providers, consumers, pending claims and what they
 //!   hold by class, server groups and how broken they are by policy, open drains);
 //!   the view's lag behind the store; how long the start took to load
-//!   the view and from where ([`allot_store::Loaded`]);
+//!   the view and from where ([`allot_store::Loaded`]); the named shapes' last
+//!   counts, made in the background ([`shapes`]);
 //!   the writer's commit batch sizes, commit latency and store errors
 //!   ([`allot_store::WriterStats`]); and the process collector's series (resident
 //!   memory, CPU, open files), read from `/proc`.
@@ -32,6 +33,10 @@
 //! `--metrics-bind`, anyone who can reach it ([`router`]), for a scraper on a private
 //! network. The encoding runs on the blocking pool: at flat 10,000 roots it writes
 //! some 100,000 series; past the bound, a few hundred.
+
+mod shapes;
+
+pub use shapes::{count as count_shapes, ShapeCounter, DEFAULT_SHAPE_COUNTS_INTERVAL};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,6 +117,8 @@ pub struct Metrics {
     recent: Arc<std::sync::Mutex<std::collections::VecDeque<Refusal>>>,
     /// When the application started (for `/status`'s rates).
     started: Instant,
+    /// The named shapes' last counts ([`shapes`]).
+    shapes: ShapeCounter,
 }
 
 /// How many refusals [`Metrics::recent_refusals`] keeps.
@@ -151,6 +158,7 @@ impl Default for Metrics {
             overall: Arc::default(),
             recent: Arc::default(),
             started: Instant::now(),
+            shapes: ShapeCounter::default(),
         }
     }
 }
@@ -413,6 +421,7 @@ pub fn encode(app: &AppState) -> Result<String, std::fmt::Error> {
         uptime: app.config.metrics.started.elapsed().as_secs_f64(),
         store: app.host.store_kind(),
         loaded: app.host.loaded(),
+        shapes: app.config.metrics.shapes.read(app),
     }));
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
@@ -431,6 +440,7 @@ struct Snapshot {
     uptime: f64,
     store: allot_store::StoreKind,
     loaded: allot_store::Loaded,
+    shapes: shapes::Read,
 }
 
 /// Writes one gauge family whose series are `(labels, value)`.
@@ -542,6 +552,7 @@ impl Collector for Snapshot {
         self.build_series(e)?;
         self.count_series(e, &counts)?;
         self.view_series(e)?;
+        shapes::series(e, &self.shapes)?;
         writer_series(e, &self.writer)?;
         if let Some(c) = &self.writer.checkpoints {
             checkpoint_series(e, c)?;

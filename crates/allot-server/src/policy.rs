@@ -303,6 +303,7 @@ impl Base {
 }
 
 impl Action {
+    // size: flat match (a table in code)
     /// The rule Placement 16.0 registers for the action (`placement/policies/*.py`).
     const fn rule(self) -> Rule {
         match self {

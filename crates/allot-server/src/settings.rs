@@ -76,6 +76,9 @@ pub struct Settings {
     /// class remain (0: never written). See
     /// [`crate::metrics::DEFAULT_PROVIDER_SERIES`].
     pub metrics_providers: usize,
+    /// How often, at most, the named shapes are counted again for `/metrics`
+    /// ([`crate::metrics::DEFAULT_SHAPE_COUNTS_INTERVAL`]).
+    pub shape_counts_interval: std::time::Duration,
     /// How long each part of an exchange may take, and how many connections may be
     /// open ([`crate::limits`]).
     pub connections: crate::limits::ConnectionLimits,
@@ -96,6 +99,7 @@ impl Default for Settings {
             healthcheck_disable_file: None,
             slow_request: Some(DEFAULT_SLOW_REQUEST),
             metrics_providers: crate::metrics::DEFAULT_PROVIDER_SERIES,
+            shape_counts_interval: crate::metrics::DEFAULT_SHAPE_COUNTS_INTERVAL,
             connections: crate::limits::ConnectionLimits::default(),
         }
     }

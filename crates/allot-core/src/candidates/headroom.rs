@@ -45,6 +45,29 @@ impl State {
     /// The headroom of `query`'s shape (see the module doc); refuses what
     /// [`State::allocation_candidates`] refuses.
     pub fn headroom(&self, query: &CandidateQuery, options: &SearchOptions) -> Result<Headroom> {
+        self.count_shape(query, options, None)
+    }
+
+    /// The headroom of `query`'s shape, and in `fits` the anchors (roots) where one
+    /// instance of it fits now, each alone on the view as it is: those that take
+    /// some of the headroom, and those that take none only because the anchors
+    /// before them used up a sharing pool. Past a search cut short, every anchor
+    /// not counted is taken to fit (so what is left out is surely unfit).
+    pub fn headroom_and_fits(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+        fits: &mut Vec<ProviderId>,
+    ) -> Result<Headroom> {
+        self.count_shape(query, options, Some(fits))
+    }
+
+    fn count_shape(
+        &self,
+        query: &CandidateQuery,
+        options: &SearchOptions,
+        mut fits: Option<&mut Vec<ProviderId>>,
+    ) -> Result<Headroom> {
         let mut out = Headroom::default();
         match validate::first_refusal(self, query) {
             Some(validate::Refusal::Error(e)) => return Err(e),
@@ -62,53 +85,106 @@ impl State {
             .filter(|&id| !self.is_drained(id))
             .collect();
         let mut extra = Extra::default();
-        let mut budget = Budget {
-            steps_left: options.step_budget,
-            exhausted: false,
-            anchors: 0,
+        let mut w = Work {
+            budget: Budget {
+                steps_left: options.step_budget,
+                exhausted: false,
+                anchors: 0,
+            },
+            simple: Simple::of(&prepared),
+            spare: Tables::default(),
+            buffers: Buffers::default(),
+            providers: Vec::new(),
         };
-        let mut spare = Tables::default();
-        let simple = Simple::of(&prepared);
-        let mut buffers = Buffers::default();
-        let mut providers = Vec::new();
-        for anchor in anchors {
-            if let Some(simple) = &simple {
-                let counted =
-                    simple.count(&prepared, anchor, &mut extra, &mut buffers, &mut providers);
-                if let Some(placed) = counted {
-                    if placed > 0 {
-                        out.total = out.total.saturating_add(placed);
-                        out.by_anchor.push((anchor, placed));
-                    }
-                    continue;
-                }
-            }
-            let mut placed = 0u64;
-            while let Some(taken) = next_pick(
-                &prepared.with_extra(&extra),
-                anchor,
-                &mut budget,
-                &mut spare,
-            ) {
-                for (at, amount) in taken.amounts {
-                    let used = extra.entry(at).or_default();
-                    *used = used.saturating_add(amount);
-                }
-                placed = placed.saturating_add(taken.copies);
-                if taken.last {
-                    break;
-                }
-            }
+        for (i, &anchor) in anchors.iter().enumerate() {
+            let placed = w.count_at(&prepared, anchor, &mut extra);
             if placed > 0 {
                 out.total = out.total.saturating_add(placed);
                 out.by_anchor.push((anchor, placed));
             }
-            if budget.exhausted {
+            if let Some(fits) = fits.as_deref_mut() {
+                // With nothing taken from a pool yet, the count saw the view as it is.
+                if placed > 0 || (!extra.is_empty() && w.fits_alone(&prepared, anchor)) {
+                    fits.push(anchor);
+                }
+                if w.budget.exhausted {
+                    fits.extend_from_slice(&anchors[i + 1..]);
+                }
+            }
+            if w.budget.exhausted {
                 out.truncated = true;
                 break;
             }
         }
         Ok(out)
+    }
+}
+
+/// What a count keeps from anchor to anchor.
+struct Work<'s> {
+    budget: Budget,
+    simple: Option<Simple>,
+    spare: Tables,
+    buffers: Buffers,
+    providers: Vec<&'s Provider>,
+}
+
+impl<'s> Work<'s> {
+    /// How many picks `anchor` takes, what they take counted into `extra`.
+    fn count_at(
+        &mut self,
+        prepared: &Prepared<'s, '_>,
+        anchor: ProviderId,
+        extra: &mut Extra,
+    ) -> u64 {
+        if let Some(simple) = &self.simple {
+            let counted = simple.count(
+                prepared,
+                anchor,
+                extra,
+                &mut self.buffers,
+                &mut self.providers,
+            );
+            if let Some(placed) = counted {
+                return placed;
+            }
+        }
+        let mut placed = 0u64;
+        while let Some(taken) = next_pick(
+            &prepared.with_extra(extra),
+            anchor,
+            &mut self.budget,
+            &mut self.spare,
+        ) {
+            for (at, amount) in taken.amounts {
+                let used = extra.entry(at).or_default();
+                *used = used.saturating_add(amount);
+            }
+            placed = placed.saturating_add(taken.copies);
+            if taken.last {
+                break;
+            }
+        }
+        placed
+    }
+
+    /// Whether one pick fits at `anchor` on the view as it is (nothing taken by
+    /// the anchors before it).
+    fn fits_alone(&mut self, prepared: &Prepared<'s, '_>, anchor: ProviderId) -> bool {
+        if let Some(simple) = &self.simple {
+            let mut fresh = Extra::default();
+            let counted = simple.count(
+                prepared,
+                anchor,
+                &mut fresh,
+                &mut self.buffers,
+                &mut self.providers,
+            );
+            if let Some(placed) = counted {
+                return placed > 0;
+            }
+        }
+        next_pick(prepared, anchor, &mut self.budget, &mut self.spare).is_some()
     }
 }
 

@@ -2057,3 +2057,45 @@ fn headroom_leaves_a_pool_to_the_roots_that_need_it() {
     assert_eq!(headroom.total, 3);
     assert_eq!(headroom.by_anchor, vec![(w.id("a"), 1), (w.id("b"), 2)]);
 }
+
+/// Issue 47: where a shape fits alone, now. A pool that the first root's picks use
+/// up leaves the second root no headroom, yet one instance fits there on the view
+/// as it is: it is among the fits, and so none of its units is stranded. The same
+/// through the search (a granular group) as through the counted common shape.
+#[test]
+fn fits_alone_count_a_root_whose_pool_the_roots_before_used_up() {
+    let w = shared_world();
+    let (cn1, cn2) = (w.id("cn1"), w.id("cn2"));
+    let options = SearchOptions::default();
+    let simple = query(vec![group("", &[("VCPU", 1), ("DISK_GB", 600)])]);
+    let searched = query(vec![
+        group("1", &[("VCPU", 1)]),
+        group("2", &[("DISK_GB", 600)]),
+    ]);
+    for (how, q) in [("simple", simple), ("searched", searched)] {
+        let mut fits = Vec::new();
+        let counted = w.state.headroom_and_fits(&q, &options, &mut fits).unwrap();
+        assert_eq!(counted.by_anchor, vec![(cn1, 1)], "{how}");
+        assert_eq!(fits, vec![cn1, cn2], "{how}");
+        assert_eq!(w.state.headroom(&q, &options).unwrap(), counted);
+        let name = crate::shapes::ShapeName::parse("big disk").unwrap();
+        let counts = w.state.count_shapes(&[(name.clone(), q.clone())], &options);
+        assert_eq!(counts.headroom, vec![(name, 1)]);
+        assert!(counts.stranded.is_empty(), "{:?}", counts.stranded);
+    }
+    // A shape that fits nowhere strands every root's free units, never the pool's
+    // (pools are no root's alone).
+    let q = query(vec![group("", &[("VCPU", 1), ("DISK_GB", 2000)])]);
+    let name = crate::shapes::ShapeName::parse("none").unwrap();
+    let counts = w.state.count_shapes(&[(name, q)], &options);
+    assert_eq!(counts.headroom[0].1, 0);
+    let stranded: Vec<(String, u64)> = counts
+        .stranded
+        .iter()
+        .map(|(c, n)| (c.to_string(), *n))
+        .collect();
+    assert_eq!(
+        stranded,
+        vec![("DISK_GB".to_owned(), 100), ("VCPU".to_owned(), 16)]
+    );
+}

@@ -361,6 +361,13 @@ pub struct Layer {
           default_value = shown!(allot_server::metrics::DEFAULT_PROVIDER_SERIES))]
     pub(super) metrics_providers: Option<usize>,
 
+    /// How often, at most, /metrics' counts of the named shapes (allot_headroom,
+    /// allot_stranded) are made again, in seconds: in the background, while
+    /// /metrics is scraped, so that a scrape only reads the last counts.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds,
+          default_value = shown!(allot_server::metrics::DEFAULT_SHAPE_COUNTS_INTERVAL.as_secs()))]
+    pub(super) shape_counts_interval: Option<u64>,
+
     /// On a PostgreSQL database that several nodes share: the URL the other nodes
     /// reach this one at. While this node holds the cluster's writer lease, they
     /// forward their writes to it, so that one writer batches them all; "none" keeps

@@ -958,7 +958,7 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 42, "every setting is checked");
+        assert_eq!(checked, 43, "every setting is checked");
     }
 
     /// A kolla-style placement.conf, shaped like the sample deployment tools render

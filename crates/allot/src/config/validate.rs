@@ -123,6 +123,11 @@ pub(super) fn server_settings(merged: &Merged) -> anyhow::Result<allot_server::S
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis),
         metrics_providers: declared(s.metrics_providers),
+        shape_counts_interval: Duration::from_secs(seconds(
+            "shape_counts_interval",
+            declared(s.shape_counts_interval),
+            1..=3600,
+        )?),
         connections: allot_server::limits::ConnectionLimits {
             head_timeout: Duration::from_secs(seconds(
                 "head_timeout",
