@@ -32,8 +32,16 @@ pub struct ShapeCounter {
 
 #[derive(Debug, Default)]
 struct Inner {
-    last: Option<(Instant, Arc<ShapeCounts>)>,
+    last: Option<Counted>,
     running: bool,
+}
+
+/// One count: when it began, how long it took, what it found.
+#[derive(Debug, Clone)]
+pub(super) struct Counted {
+    pub began: Instant,
+    pub took: Duration,
+    pub counts: Arc<ShapeCounts>,
 }
 
 /// What a scrape writes of the shapes: the last counts and their age, if any.
@@ -41,7 +49,7 @@ struct Inner {
 pub(super) struct Read {
     /// How many named shapes there are.
     pub shapes: usize,
-    pub last: Option<(Duration, Arc<ShapeCounts>)>,
+    pub last: Option<Counted>,
 }
 
 impl ShapeCounter {
@@ -51,10 +59,10 @@ impl ShapeCounter {
     pub(super) fn read(&self, app: &AppState) -> Read {
         let shapes = app.host.read().shapes().len();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let last = inner.last.as_ref().map(|(at, c)| (at.elapsed(), c.clone()));
-        let due = last
-            .as_ref()
-            .is_none_or(|(age, _)| *age >= app.config.settings.shape_counts_interval);
+        let last = inner.last.clone();
+        let due = last.as_ref().is_none_or(|c| {
+            c.began.elapsed() >= app.config.settings.shape_counts_interval
+        });
         if due && !inner.running && shapes > 0 {
             inner.running = true;
             let (counter, app) = (self.clone(), app.clone());
@@ -83,12 +91,12 @@ impl ShapeCounter {
         for (name, why) in &counts.refused {
             tracing::warn!(shape = %name, error = %why, "a named shape cannot be counted");
         }
-        tracing::debug!(
-            seconds = began.elapsed().as_secs_f64(),
-            "named shapes counted"
-        );
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.last = Some((began, Arc::new(counts)));
+        inner.last = Some(Counted {
+            began,
+            took: began.elapsed(),
+            counts: Arc::new(counts),
+        });
         inner.running = false;
     }
 }
@@ -128,7 +136,12 @@ pub(super) fn series(e: &mut DescriptorEncoder, read: &Read) -> Result<(), std::
         "Named shapes (GET /shapes)",
         read.shapes as i64,
     )?;
-    let Some((age, counts)) = &read.last else {
+    let Some(Counted {
+        began,
+        took,
+        counts,
+    }) = &read.last
+    else {
         return Ok(());
     };
     gauge(
@@ -136,7 +149,13 @@ pub(super) fn series(e: &mut DescriptorEncoder, read: &Read) -> Result<(), std::
         "allot_shape_counts_age_seconds",
         "How old allot_headroom and allot_stranded are: they are counted in the \
          background, at most every --shape-counts-interval, while /metrics is scraped",
-        age.as_secs_f64(),
+        began.elapsed().as_secs_f64(),
+    )?;
+    gauge(
+        e,
+        "allot_shape_counts_seconds",
+        "How long the last count of every named shape took (on a thread of its own)",
+        took.as_secs_f64(),
     )?;
     gauges(
         e,
