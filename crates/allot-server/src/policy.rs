@@ -305,6 +305,7 @@ impl Base {
 impl Action {
     // size: flat match (a table in code)
     /// The rule Placement 16.0 registers for the action (`placement/policies/*.py`).
+    // size: flat match (a table in code)
     const fn rule(self) -> Rule {
         match self {
             // Total usages: admins, services, and readers of the queried project.

@@ -4,7 +4,8 @@
 //! pending claims; `allot server-groups` its server groups (and imports Nova's);
 //! `allot drain` and `allot drains` drain hosts; `allot consumers` lists who holds
 //! what and `allot audit` finds what no live workload accounts for; `allot dry-run`
-//! shows what a write would do; `allot export` and `allot import` move a deployment between
+//! shows what a write would do; `allot shapes` keeps named shapes (and imports Nova's
+//! flavors as shapes); `allot export` and `allot import` move a deployment between
 //! databases; `allot db migrate` (alias `sync`) brings a database's schema up to date;
 //! `allot policy list` shows the authorization rules in force; `allot verify` compares
 //! a Placement with the allot that is to replace it; `allot status` shows running
@@ -23,12 +24,11 @@ mod config;
 mod drains;
 mod dry_run;
 mod dump;
-// Nova's flavors as named shapes (issue 47); the command that imports them comes next.
-#[allow(dead_code)]
 mod flavors;
 mod policy;
 mod serve;
 mod server_groups;
+mod shapes;
 mod status;
 mod token;
 mod verify;
@@ -106,6 +106,9 @@ enum Command {
     /// One screen on one or several running allot nodes: version, store and schema,
     /// health, the view's lag, counts, requests and claims since the start.
     Status(status::StatusArgs),
+    /// List, show, set or delete a running allot's named shapes, count how many more
+    /// of each fit, or import Nova's flavors as shapes (`-f json` for scripts).
+    Shapes(shapes::ShapesArgs),
     /// How many more instances of a shape fit now, in all and per root, aggregate or
     /// trait group (GET /headroom).
     Headroom(claims::HeadroomArgs),
@@ -179,6 +182,7 @@ fn main() -> anyhow::Result<()> {
         Command::Policy(args) => policy::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
+        Command::Shapes(args) => shapes::run(args),
         Command::Headroom(args) => claims::run_headroom(args),
         Command::Explain(args) => claims::run_explain(args),
     }

@@ -15,12 +15,20 @@ struct Body {
     request: String,
 }
 
-/// A shape's name in a path (already percent-decoded).
+/// A shape's name in a path (already percent-decoded). `.` and `..` are refused
+/// too: clients resolve them, and `%2E%2E`, as dot segments (RFC 3986, 5.2.4, and
+/// WHATWG URLs, which reqwest and browsers follow) before sending, so no URL they
+/// send could reach, or delete, a shape of that name.
 pub fn name_in_path(raw: &str) -> Result<ShapeName, ApiError> {
-    ShapeName::parse(raw).ok_or_else(|| {
+    let name = if raw == "." || raw == ".." {
+        None
+    } else {
+        ShapeName::parse(raw)
+    };
+    name.ok_or_else(|| {
         ApiError::bad_request(format!(
             "Invalid shape name {raw:?}: 1 to {} characters, none of them a control \
-             character or '/'.",
+             character or '/', and not '.' or '..'.",
             ShapeName::MAX_CHARS
         ))
     })
@@ -117,6 +125,9 @@ mod tests {
             assert_eq!(e.status, 400, "{bad}");
         }
         assert!(name_in_path("m1.small").is_ok());
-        assert_eq!(name_in_path("a/b").unwrap_err().status, 400);
+        for bad in ["a/b", ".", "..", "", "nl\n"] {
+            assert_eq!(name_in_path(bad).unwrap_err().status, 400, "{bad:?}");
+        }
+        assert!(name_in_path("...").is_ok());
     }
 }
