@@ -30,8 +30,10 @@ pub const MAX_SHAPES: usize = 1000;
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
 
 /// A shape's name: 1 to 255 characters, none of them a control character or `/`
-/// (it is a path segment, and a `/metrics` label). Nova's flavour names fit: they
-/// are at most 255 characters, and `/` is the one a URL could not carry.
+/// (it is a path segment, and a `/metrics` label), and not `.` or `..`: URL clients
+/// resolve those (and `%2E%2E`) as dot segments before sending (RFC 3986, 5.2.4),
+/// so no request could reach such a shape. Nova's flavour names fit: they are at
+/// most 255 characters, and `/` is the one a URL could not carry.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ShapeName(Arc<str>);
 
@@ -42,6 +44,8 @@ impl ShapeName {
     /// Checks `name`'s form (see the type's doc).
     pub fn parse(name: &str) -> Option<Self> {
         let ok = !name.is_empty()
+            && name != "."
+            && name != ".."
             && name.chars().count() <= Self::MAX_CHARS
             && !name.chars().any(|c| c.is_control() || c == '/');
         ok.then(|| ShapeName(Arc::from(name)))
@@ -238,10 +242,16 @@ mod tests {
 
     #[test]
     fn names() {
-        for good in ["m1.small", "GPU large (2x A100)", "ü", &"x".repeat(255)] {
+        for good in [
+            "m1.small",
+            "GPU large (2x A100)",
+            "ü",
+            "...",
+            &"x".repeat(255),
+        ] {
             assert_eq!(ShapeName::parse(good).unwrap().as_str(), good);
         }
-        for bad in ["", "a/b", "tab\there", "nl\n", &"x".repeat(256)] {
+        for bad in ["", ".", "..", "a/b", "tab\there", "nl\n", &"x".repeat(256)] {
             assert!(ShapeName::parse(bad).is_none(), "{bad:?}");
         }
     }

@@ -19,32 +19,17 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::{bench, call, Client, Server};
 
-/// The 20 shapes: names and requests. Every one needs a CPU trait, so that roots
-/// with none of them are stranded; some never fit (an amount past `max_unit`),
-/// some fit only on the shared pools (a disk larger than any root's), some only
-/// on empty roots.
-const SHAPES: [(&str, &str); 20] = [
-    ("small", "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2,!COMPUTE_STATUS_DISABLED"),
-    ("nolimit", "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:40&required=HW_CPU_X86_AVX2"),
-    ("gold", "resources=VCPU:2,MEMORY_MB:2048&required=CUSTOM_GOLD"),
-    ("m1.tiny avx", "resources=VCPU:1,MEMORY_MB:512,DISK_GB:1&required=HW_CPU_X86_AVX2"),
-    ("m1.medium", "resources=VCPU:4,MEMORY_MB:8192,DISK_GB:80&required=HW_CPU_X86_AVX2"),
-    ("m1.large", "resources=VCPU:8,MEMORY_MB:16384,DISK_GB:160&required=HW_CPU_X86_AVX2"),
-    ("m1.xlarge", "resources=VCPU:16,MEMORY_MB:32768,DISK_GB:320&required=HW_CPU_X86_AVX2"),
-    ("whole host", "resources=VCPU:64,MEMORY_MB:131072,DISK_GB:1000&required=HW_CPU_X86_AVX2"),
-    ("big memory", "resources=VCPU:4,MEMORY_MB:250000&required=HW_CPU_X86_AVX512F"),
-    ("avx512 small", "resources=VCPU:2,MEMORY_MB:4096,DISK_GB:20&required=HW_CPU_X86_AVX512F,!COMPUTE_STATUS_DISABLED"),
-    ("no disk", "resources=VCPU:2,MEMORY_MB:4096&required=HW_CPU_X86_AVX2"),
-    ("cpu heavy", "resources=VCPU:32,MEMORY_MB:2048&required=HW_CPU_X86_AVX2"),
-    ("past max_unit", "resources=VCPU:65,MEMORY_MB:1024&required=HW_CPU_X86_AVX2"),
-    ("disk 2000", "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:2000&required=HW_CPU_X86_AVX2"),
-    ("pool disk", "resources=VCPU:1,MEMORY_MB:1024,DISK_GB:5000&required=HW_CPU_X86_AVX2"),
-    ("gold disk", "resources=VCPU:2,MEMORY_MB:2048,DISK_GB:100&required=CUSTOM_GOLD,!COMPUTE_STATUS_DISABLED"),
-    ("memory only", "resources=MEMORY_MB:65536&required=HW_CPU_X86_AVX2"),
-    ("vcpu only", "resources=VCPU:3&required=HW_CPU_X86_AVX512F"),
-    ("both cpus", "resources=VCPU:2,MEMORY_MB:4096&required=HW_CPU_X86_AVX2,HW_CPU_X86_AVX512F"),
-    ("avx512 medium", "resources=VCPU:6,MEMORY_MB:12288,DISK_GB:60&required=HW_CPU_X86_AVX512F,!COMPUTE_STATUS_DISABLED"),
-];
+/// The 20 shapes (name, a tab, the request; `#` comments), shared with
+/// scripts/bench-shapes.
+const SHAPES: &str = include_str!("../../../tests/shapes/flat-20.tsv");
+
+fn shapes() -> Vec<(&'static str, &'static str)> {
+    SHAPES
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split_once('\t').expect("name, a tab, the request"))
+        .collect()
+}
 
 const TRAITS: [&str; 5] = [
     "HW_CPU_X86_AVX2",
@@ -338,7 +323,9 @@ fn shape_counts_at_flat_10000_equal_headroom_and_a_brute_force() {
     let (_, text) = client.call("GET", "/metrics", None);
     assert!(text.contains("\nallot_shapes 0\n"), "{text}");
     assert!(age(&text).is_none());
-    for (name, request) in SHAPES {
+    let shapes = shapes();
+    assert_eq!(shapes.len(), 20);
+    for &(name, request) in &shapes {
         let path = format!("/shapes/{}", name.replace(' ', "%20"));
         call(
             &client,
@@ -370,8 +357,8 @@ fn shape_counts_at_flat_10000_equal_headroom_and_a_brute_force() {
     let world = read_world(&client);
     assert_eq!(world.len(), 10_010);
     let brute = Brute::new(&world);
-    let all: Vec<Wants> = SHAPES.iter().map(|(_, r)| wants(r)).collect();
-    for ((name, request), w) in SHAPES.iter().zip(&all) {
+    let all: Vec<Wants> = shapes.iter().map(|(_, r)| wants(r)).collect();
+    for ((name, request), w) in shapes.iter().zip(&all) {
         let by_name = call(
             &client,
             "GET",

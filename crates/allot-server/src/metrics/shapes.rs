@@ -60,9 +60,9 @@ impl ShapeCounter {
         let shapes = app.host.read().shapes().len();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let last = inner.last.clone();
-        let due = last.as_ref().is_none_or(|c| {
-            c.began.elapsed() >= app.config.settings.shape_counts_interval
-        });
+        let due = last
+            .as_ref()
+            .is_none_or(|c| c.began.elapsed() >= app.config.settings.shape_counts_interval);
         if due && !inner.running && shapes > 0 {
             inner.running = true;
             let (counter, app) = (self.clone(), app.clone());

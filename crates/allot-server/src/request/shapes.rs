@@ -15,17 +15,9 @@ struct Body {
     request: String,
 }
 
-/// A shape's name in a path (already percent-decoded). `.` and `..` are refused
-/// too: clients resolve them, and `%2E%2E`, as dot segments (RFC 3986, 5.2.4, and
-/// WHATWG URLs, which reqwest and browsers follow) before sending, so no URL they
-/// send could reach, or delete, a shape of that name.
+/// A shape's name in a path (already percent-decoded).
 pub fn name_in_path(raw: &str) -> Result<ShapeName, ApiError> {
-    let name = if raw == "." || raw == ".." {
-        None
-    } else {
-        ShapeName::parse(raw)
-    };
-    name.ok_or_else(|| {
+    ShapeName::parse(raw).ok_or_else(|| {
         ApiError::bad_request(format!(
             "Invalid shape name {raw:?}: 1 to {} characters, none of them a control \
              character or '/', and not '.' or '..'.",
