@@ -93,6 +93,7 @@ fn choosing() -> Vec<Op> {
             .about("extensions", "How many more instances of a shape fit", "The query of `GET /allocation_candidates`, read as at 1.39 (required: `resources`, or `shape`); `group_by` counts per root, aggregate or `trait:PREFIX`.")
             .query("group_by", json!({"type": "string", "pattern": "^(root|aggregate|trait:[A-Z0-9_]{1,255})$"}), "How to group the count.")
             .query("shape", json!({"type": "string", "minLength": 1, "maxLength": 255}), "A named shape (`/shapes`), whose request the other parameters are added to; 404 when there is none.")
+            .errors(&[404])
             .json(200, "Headroom"),
         candidate_query(op("GET", "/allocation_candidates/explain", "explainCandidates"))
             .about("extensions", "Why a candidate query finds what it finds", "The query of `GET /allocation_candidates`, read as at 1.39; each group's providers stage by stage.")
