@@ -77,14 +77,23 @@ impl ShapeCounter {
         Read { shapes, last }
     }
 
-    /// Counts every shape on the view as it is now, and keeps the counts.
+    /// Counts every shape on the view as it is now, and keeps the counts. A count
+    /// that panics (a bug) is logged and leaves the last counts; the next scrape
+    /// may start another, rather than none ever again.
     fn count(&self, app: &AppState) {
         let began = Instant::now();
-        let counts = count(
-            &app.host.read(),
-            app.host.now(),
-            &app.config.settings.search_options(),
-        );
+        let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            count(
+                &app.host.read(),
+                app.host.now(),
+                &app.config.settings.search_options(),
+            )
+        }));
+        let Ok(counts) = counted else {
+            tracing::error!("counting the named shapes panicked; the last counts stay");
+            self.inner.lock().unwrap_or_else(|p| p.into_inner()).running = false;
+            return;
+        };
         if counts.truncated {
             tracing::warn!("a named shape's count was cut short by the search step budget");
         }
