@@ -87,13 +87,11 @@ impl Client {
     /// (a query string, may be empty) added to its request.
     pub async fn shape_headroom(&self, name: &str, more: &str) -> Result<Headroom> {
         // Unreserved characters only: as safe in a query's value as in a path.
-        let name = path_segment(name);
         let more = more.trim_start_matches(['?', '&']);
-        let path = if more.is_empty() {
-            format!("/headroom?shape={name}")
-        } else {
-            format!("/headroom?shape={name}&{more}")
+        let query = match more {
+            "" => format!("shape={}", path_segment(name)),
+            _ => format!("shape={}&{more}", path_segment(name)),
         };
-        self.typed(Method::GET, &path, None).await
+        self.headroom(&query).await
     }
 }

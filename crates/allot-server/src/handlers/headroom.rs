@@ -19,8 +19,8 @@ use axum::Router;
 use crate::context::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::policy::{authorize, Action};
-use crate::request::headroom::{parse, HeadroomQuery};
-use crate::request::shapes::{split_shape, with_more};
+use crate::request::headroom::{parse, take_param, HeadroomQuery};
+use crate::request::shapes::with_more;
 use crate::{http, wire, AppState};
 
 /// The routes of this module.
@@ -37,7 +37,7 @@ pub async fn show(
     ctx.require_json_accept()?;
     authorize(&ctx, app.config.settings.policy, Action::Headroom)?;
     let now = app.host.now();
-    let (shape, rest) = split_shape(raw.as_deref().unwrap_or(""))?;
+    let (shape, rest) = take_param(raw.as_deref().unwrap_or(""), "shape")?;
     let options = app.config.settings.search_options();
     let host = app.host.clone();
     let body = super::off_workers("headroom", move || {

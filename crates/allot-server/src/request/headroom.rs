@@ -23,30 +23,42 @@ pub struct HeadroomQuery {
 /// Reads the query string. `limit`, `sort` and `prefer` are accepted (a scheduler's
 /// query can be pasted as it is) and change nothing: every instance that fits counts.
 pub fn parse(raw: Option<&str>, now: Timestamp) -> Result<HeadroomQuery, ApiError> {
-    let raw = raw.unwrap_or("");
-    let mut group_by = None;
+    let (group_by, rest) = take_param(raw.unwrap_or(""), "group_by")?;
+    let group_by = group_by
+        .map(|value| {
+            Scope::parse(&value).ok_or_else(|| {
+                ApiError::query_bad_value(format!(
+                    "Invalid group_by {value:?}: root, aggregate or trait:PREFIX (a trait \
+                     name's beginning, e.g. trait:CUSTOM_RACK_)."
+                ))
+            })
+        })
+        .transpose()?;
+    let query = candidates::parse(crate::microversion::MAX, Some(&rest), now, 0)?;
+    Ok(HeadroomQuery { query, group_by })
+}
+
+/// `raw` (a query string) without its parameter `key`, and that parameter's value
+/// (percent-decoded), if it has one; given twice is a 400. For allot's own
+/// parameters of `GET /headroom` (`group_by`, `shape`), taken out before the rest is
+/// read as a candidate query.
+pub fn take_param(raw: &str, key: &str) -> Result<(Option<String>, String), ApiError> {
+    let mut value = None;
     let mut rest: Vec<&str> = Vec::new();
     for pair in raw.split('&').filter(|p| !p.is_empty()) {
-        if pair.split('=').next() != Some("group_by") {
+        if pair.split('=').next() != Some(key) {
             rest.push(pair);
             continue;
         }
-        if group_by.is_some() {
-            return Err(ApiError::query_duplicate_key(
-                "Query parameter 'group_by' may be specified only once.",
-            ));
+        if value.is_some() {
+            return Err(ApiError::query_duplicate_key(format!(
+                "Query parameter '{key}' may be specified only once."
+            )));
         }
         let values = Query::parse(Some(pair));
-        let value = values.all("group_by").first().copied().unwrap_or("");
-        group_by = Some(Scope::parse(value).ok_or_else(|| {
-            ApiError::query_bad_value(format!(
-                "Invalid group_by {value:?}: root, aggregate or trait:PREFIX (a trait \
-                 name's beginning, e.g. trait:CUSTOM_RACK_)."
-            ))
-        })?);
+        value = Some(values.all(key).first().copied().unwrap_or("").to_owned());
     }
-    let query = candidates::parse(crate::microversion::MAX, Some(&rest.join("&")), now, 0)?;
-    Ok(HeadroomQuery { query, group_by })
+    Ok((value, rest.join("&")))
 }
 
 #[cfg(test)]

@@ -49,31 +49,6 @@ pub fn check_request(request: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// `raw` (a query string) without its `shape` parameter, and that parameter's
-/// value (percent-decoded) if it has one; given twice is a 400.
-pub fn split_shape(raw: &str) -> Result<(Option<String>, String), ApiError> {
-    let mut shape = None;
-    let mut rest: Vec<&str> = Vec::new();
-    for pair in raw.split('&').filter(|p| !p.is_empty()) {
-        if pair.split('=').next() != Some("shape") {
-            rest.push(pair);
-            continue;
-        }
-        if shape.is_some() {
-            return Err(ApiError::query_duplicate_key(
-                "Query parameter 'shape' may be specified only once.",
-            ));
-        }
-        let value = pair.split_once('=').map_or("", |(_, v)| v);
-        let decoded: String = form_urlencoded::parse(format!("v={value}").as_bytes())
-            .next()
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default();
-        shape = Some(decoded);
-    }
-    Ok((shape, rest.join("&")))
-}
-
 /// A shape's request with `more` (a query string, may be empty) after it: the
 /// question's own parameters are added to the shape's, as if written after them.
 pub fn with_more(request: &str, more: &str) -> String {
@@ -90,12 +65,13 @@ mod tests {
 
     #[test]
     fn the_shape_parameter_comes_out_decoded() {
-        let (shape, rest) = split_shape("shape=GPU%20large+%28x%29&member_of=abc").unwrap();
+        use crate::request::headroom::take_param;
+        let (shape, rest) = take_param("shape=GPU%20large+%28x%29&member_of=abc", "shape").unwrap();
         assert_eq!(shape.as_deref(), Some("GPU large (x)"));
         assert_eq!(rest, "member_of=abc");
-        let (shape, rest) = split_shape("resources=VCPU:1").unwrap();
+        let (shape, rest) = take_param("resources=VCPU:1", "shape").unwrap();
         assert_eq!((shape, rest.as_str()), (None, "resources=VCPU:1"));
-        let e = split_shape("shape=a&shape=b").unwrap_err();
+        let e = take_param("shape=a&shape=b", "shape").unwrap_err();
         assert!(e.message.contains("only once"), "{}", e.message);
         assert_eq!(with_more("resources=VCPU:1", ""), "resources=VCPU:1");
         assert_eq!(
